@@ -1,0 +1,37 @@
+//! irun-tensor: element types, partial shapes, dense tensors and `.npy`/`.npz` I/O.
+//!
+//! Architecture invariant: this crate knows nothing of IR files, graphs or ops. A [`Tensor`]
+//! always holds exactly `product(shape)` values in the storage variant its element type maps to
+//! ([`storage_kind`]); no constructor can break that.
+
+mod element;
+mod npy;
+mod shape;
+mod tensor;
+
+pub use element::ElementType;
+pub use half::{bf16, f16};
+pub use npy::{read_npy, read_npz, write_npy, write_npz};
+pub use shape::{element_count, fmt_shape, Dim, PartialShape};
+pub use tensor::{storage_kind, Storage, Tensor};
+
+/// Errors building tensors or reading/writing `.npy`/`.npz`.
+#[derive(Debug, thiserror::Error)]
+pub enum TensorError {
+    #[error("a tensor cannot have the dynamic element type")]
+    DynamicType,
+    #[error("storage does not match element type {ty}")]
+    StorageMismatch { ty: ElementType },
+    #[error("shape {shape} needs {expected} elements, got {got}")]
+    LengthMismatch {
+        shape: String,
+        expected: usize,
+        got: usize,
+    },
+    #[error("element count of shape {shape} overflows")]
+    ShapeOverflow { shape: String },
+    #[error("{0}")]
+    Npy(String),
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+}

@@ -1,0 +1,242 @@
+//! A dense row-major tensor with safe typed storage.
+
+use half::{bf16, f16};
+
+use crate::element::ElementType;
+use crate::shape::{element_count, fmt_shape};
+use crate::TensorError;
+
+/// The values of a tensor, one `Vec` per Rust scalar type.
+///
+/// Which variant holds each element type ([`storage_kind`]):
+/// * boolean -> `Bool` (decoded `0`/non-zero -> `false`/`true`);
+/// * the byte-and-wider numeric types -> their own variant;
+/// * packed unsigned u1/u2/u3/u4/u6 -> `U8` (one element per byte, values `0..2^bits`);
+/// * packed signed i4 -> `I8` (values `-8..=7`);
+/// * the narrow floats nf4/f4e2m1/f8e4m3/f8e5m2/f8e8m0 -> `F32` holding the exact decoded value
+///   (every one of them is representable in f32);
+/// * string -> `String` (UTF-8; invalid bytes are an error at decode time).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Storage {
+    Bool(Vec<bool>),
+    F16(Vec<f16>),
+    Bf16(Vec<bf16>),
+    F32(Vec<f32>),
+    F64(Vec<f64>),
+    I8(Vec<i8>),
+    I16(Vec<i16>),
+    I32(Vec<i32>),
+    I64(Vec<i64>),
+    U8(Vec<u8>),
+    U16(Vec<u16>),
+    U32(Vec<u32>),
+    U64(Vec<u64>),
+    String(Vec<String>),
+}
+
+/// The storage variant (as an empty `Storage`) that holds `ty`; `None` for dynamic.
+pub fn storage_kind(ty: ElementType) -> Option<Storage> {
+    use ElementType::*;
+    Some(match ty {
+        Dynamic => return None,
+        Boolean => Storage::Bool(Vec::new()),
+        F16 => Storage::F16(Vec::new()),
+        Bf16 => Storage::Bf16(Vec::new()),
+        F32 | Nf4 | F4e2m1 | F8e4m3 | F8e5m2 | F8e8m0 => Storage::F32(Vec::new()),
+        F64 => Storage::F64(Vec::new()),
+        I4 | I8 => Storage::I8(Vec::new()),
+        I16 => Storage::I16(Vec::new()),
+        I32 => Storage::I32(Vec::new()),
+        I64 => Storage::I64(Vec::new()),
+        U1 | U2 | U3 | U4 | U6 | U8 => Storage::U8(Vec::new()),
+        U16 => Storage::U16(Vec::new()),
+        U32 => Storage::U32(Vec::new()),
+        U64 => Storage::U64(Vec::new()),
+        String => Storage::String(Vec::new()),
+    })
+}
+
+/// Applies `$body` to the `Vec` inside any storage variant, bound as `$v`.
+#[macro_export]
+macro_rules! with_storage {
+    ($storage:expr, $v:ident => $body:expr) => {
+        match $storage {
+            $crate::Storage::Bool($v) => $body,
+            $crate::Storage::F16($v) => $body,
+            $crate::Storage::Bf16($v) => $body,
+            $crate::Storage::F32($v) => $body,
+            $crate::Storage::F64($v) => $body,
+            $crate::Storage::I8($v) => $body,
+            $crate::Storage::I16($v) => $body,
+            $crate::Storage::I32($v) => $body,
+            $crate::Storage::I64($v) => $body,
+            $crate::Storage::U8($v) => $body,
+            $crate::Storage::U16($v) => $body,
+            $crate::Storage::U32($v) => $body,
+            $crate::Storage::U64($v) => $body,
+            $crate::Storage::String($v) => $body,
+        }
+    };
+}
+
+impl Storage {
+    pub fn len(&self) -> usize {
+        with_storage!(self, v => v.len())
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn same_variant(&self, other: &Storage) -> bool {
+        std::mem::discriminant(self) == std::mem::discriminant(other)
+    }
+}
+
+/// A dense, row-major tensor. Invariants (checked by [`Tensor::new`]): the storage variant is
+/// the one [`storage_kind`] names for `ty`, and its length is the product of `shape`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Tensor {
+    ty: ElementType,
+    shape: Vec<usize>,
+    data: Storage,
+}
+
+impl Tensor {
+    pub fn new(ty: ElementType, shape: Vec<usize>, data: Storage) -> Result<Tensor, TensorError> {
+        let kind = storage_kind(ty).ok_or(TensorError::DynamicType)?;
+        if !kind.same_variant(&data) {
+            return Err(TensorError::StorageMismatch { ty });
+        }
+        let n = element_count(&shape).ok_or_else(|| TensorError::ShapeOverflow {
+            shape: fmt_shape(&shape),
+        })?;
+        if n != data.len() {
+            return Err(TensorError::LengthMismatch {
+                shape: fmt_shape(&shape),
+                expected: n,
+                got: data.len(),
+            });
+        }
+        Ok(Tensor { ty, shape, data })
+    }
+
+    /// A tensor of zeros (false, empty strings) of the given type and shape.
+    pub fn zeros(ty: ElementType, shape: Vec<usize>) -> Result<Tensor, TensorError> {
+        let n = element_count(&shape).ok_or_else(|| TensorError::ShapeOverflow {
+            shape: fmt_shape(&shape),
+        })?;
+        let mut data = storage_kind(ty).ok_or(TensorError::DynamicType)?;
+        with_storage!(&mut data, v => v.resize(n, Default::default()));
+        Tensor::new(ty, shape, data)
+    }
+
+    pub fn element_type(&self) -> ElementType {
+        self.ty
+    }
+
+    pub fn shape(&self) -> &[usize] {
+        &self.shape
+    }
+
+    pub fn len(&self) -> usize {
+        self.data.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.data.is_empty()
+    }
+
+    pub fn storage(&self) -> &Storage {
+        &self.data
+    }
+
+    pub fn into_storage(self) -> Storage {
+        self.data
+    }
+
+    /// The same values with another shape of equal element count.
+    pub fn reshaped(self, shape: Vec<usize>) -> Result<Tensor, TensorError> {
+        Tensor::new(self.ty, shape, self.data)
+    }
+
+    /// Every element converted to i64, for index-like tensors (integers and booleans).
+    pub fn to_i64_vec(&self) -> Option<Vec<i64>> {
+        Some(match &self.data {
+            Storage::Bool(v) => v.iter().map(|&b| b as i64).collect(),
+            Storage::I8(v) => v.iter().map(|&x| x as i64).collect(),
+            Storage::I16(v) => v.iter().map(|&x| x as i64).collect(),
+            Storage::I32(v) => v.iter().map(|&x| x as i64).collect(),
+            Storage::I64(v) => v.clone(),
+            Storage::U8(v) => v.iter().map(|&x| x as i64).collect(),
+            Storage::U16(v) => v.iter().map(|&x| x as i64).collect(),
+            Storage::U32(v) => v.iter().map(|&x| x as i64).collect(),
+            Storage::U64(v) => v.iter().map(|&x| i64::try_from(x).ok()).collect::<Option<_>>()?,
+            _ => return None,
+        })
+    }
+
+    /// A short human-readable rendering of the first `limit` values.
+    pub fn preview(&self, limit: usize) -> String {
+        fn join<T: std::fmt::Debug>(v: &[T], limit: usize) -> String {
+            let mut s: Vec<String> = v.iter().take(limit).map(|x| format!("{x:?}")).collect();
+            if v.len() > limit {
+                s.push("...".into());
+            }
+            s.join(", ")
+        }
+        with_storage!(&self.data, v => join(v, limit))
+    }
+}
+
+macro_rules! typed_constructors {
+    ($($fn_name:ident: $t:ty => $variant:ident, $ty:ident;)*) => {
+        impl Tensor {
+            $(
+                #[doc = concat!("A `", stringify!($ty), "` tensor from values and a shape.")]
+                pub fn $fn_name(shape: Vec<usize>, values: Vec<$t>) -> Result<Tensor, TensorError> {
+                    Tensor::new(ElementType::$ty, shape, Storage::$variant(values))
+                }
+            )*
+        }
+    };
+}
+
+typed_constructors! {
+    from_bool: bool => Bool, Boolean;
+    from_f16: f16 => F16, F16;
+    from_bf16: bf16 => Bf16, Bf16;
+    from_f32: f32 => F32, F32;
+    from_f64: f64 => F64, F64;
+    from_i8: i8 => I8, I8;
+    from_i16: i16 => I16, I16;
+    from_i32: i32 => I32, I32;
+    from_i64: i64 => I64, I64;
+    from_u8: u8 => U8, U8;
+    from_u16: u16 => U16, U16;
+    from_u32: u32 => U32, U32;
+    from_u64: u64 => U64, U64;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn constructor_checks_length_and_variant() {
+        assert!(Tensor::from_f32(vec![2, 2], vec![0.0; 4]).is_ok());
+        assert!(matches!(
+            Tensor::from_f32(vec![2, 2], vec![0.0; 3]),
+            Err(TensorError::LengthMismatch { .. })
+        ));
+        assert!(matches!(
+            Tensor::new(ElementType::I32, vec![1], Storage::F32(vec![1.0])),
+            Err(TensorError::StorageMismatch { .. })
+        ));
+        assert!(Tensor::new(ElementType::U4, vec![2], Storage::U8(vec![1, 15])).is_ok());
+        assert!(matches!(
+            Tensor::zeros(ElementType::F32, vec![usize::MAX, 2]),
+            Err(TensorError::ShapeOverflow { .. })
+        ));
+    }
+}
