@@ -139,7 +139,10 @@ impl ElementType {
     pub fn packed_size(self, n: u64) -> Option<u64> {
         match self {
             Dynamic | String => None,
-            _ => n.checked_mul(self.bit_width())?.checked_add(7).map(|b| b / 8),
+            _ => n
+                .checked_mul(self.bit_width())?
+                .checked_add(7)
+                .map(|b| b / 8),
         }
     }
 

@@ -100,7 +100,11 @@ fn parse_header(header: &str) -> Result<(String, bool, Vec<usize>), TensorError>
         .split(',')
         .map(str::trim)
         .filter(|s| !s.is_empty())
-        .map(|s| s.trim_end_matches('L').parse::<usize>().map_err(|_| bad(format!("bad dimension '{s}' in shape"))))
+        .map(|s| {
+            s.trim_end_matches('L')
+                .parse::<usize>()
+                .map_err(|_| bad(format!("bad dimension '{s}' in shape")))
+        })
         .collect::<Result<Vec<_>, _>>()?;
     Ok((descr, fortran, shape))
 }
@@ -112,7 +116,11 @@ fn decode_values(ty: ElementType, bytes: &[u8], size: usize, big: bool) -> Stora
                 .chunks_exact($n)
                 .map(|c| {
                     let a: [u8; $n] = c.try_into().expect("chunk size");
-                    if big { <$t>::from_be_bytes(a) } else { <$t>::from_le_bytes(a) }
+                    if big {
+                        <$t>::from_be_bytes(a)
+                    } else {
+                        <$t>::from_le_bytes(a)
+                    }
                 })
                 .collect()
         };
@@ -148,7 +156,10 @@ pub fn read_npy(bytes: &[u8]) -> Result<Tensor, TensorError> {
             if bytes.len() < 12 {
                 return Err(bad("truncated header"));
             }
-            (u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]) as usize, 12)
+            (
+                u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]) as usize,
+                12,
+            )
         }
         v => return Err(bad(format!("unsupported .npy format version {v}"))),
     };
@@ -156,11 +167,14 @@ pub fn read_npy(bytes: &[u8]) -> Result<Tensor, TensorError> {
         .checked_add(header_len)
         .filter(|&e| e <= bytes.len())
         .ok_or_else(|| bad("truncated header"))?;
-    let header = std::str::from_utf8(&bytes[start..header_end]).map_err(|_| bad("header is not text"))?;
+    let header =
+        std::str::from_utf8(&bytes[start..header_end]).map_err(|_| bad("header is not text"))?;
     let (descr, fortran, shape) = parse_header(header)?;
     let (ty, size, big) = parse_descr(&descr)?;
     let count = element_count(&shape).ok_or_else(|| bad("shape overflows"))?;
-    let nbytes = count.checked_mul(size).ok_or_else(|| bad("shape overflows"))?;
+    let nbytes = count
+        .checked_mul(size)
+        .ok_or_else(|| bad("shape overflows"))?;
     let data = &bytes[header_end..];
     if data.len() < nbytes {
         return Err(bad(format!(
@@ -169,7 +183,9 @@ pub fn read_npy(bytes: &[u8]) -> Result<Tensor, TensorError> {
         )));
     }
     if fortran && shape.iter().filter(|&&d| d > 1).count() > 1 {
-        return Err(bad("Fortran-order arrays are not supported; save with np.ascontiguousarray"));
+        return Err(bad(
+            "Fortran-order arrays are not supported; save with np.ascontiguousarray",
+        ));
     }
     let storage = decode_values(ty, &data[..nbytes], size, big);
     Tensor::new(ty, shape, storage)
@@ -184,10 +200,20 @@ pub fn write_npy<W: Write>(t: &Tensor, mut w: W) -> Result<(), TensorError> {
     let shape = match t.shape() {
         [] => "()".to_string(),
         [d] => format!("({d},)"),
-        s => format!("({})", s.iter().map(usize::to_string).collect::<Vec<_>>().join(", ")),
+        s => format!(
+            "({})",
+            s.iter()
+                .map(usize::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
     };
     let mut header = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape}, }}");
-    let (version, prefix) = if header.len() + 11 < 65536 { (1u8, 10) } else { (2u8, 12) };
+    let (version, prefix) = if header.len() + 11 < 65536 {
+        (1u8, 10)
+    } else {
+        (2u8, 12)
+    };
     let total = (prefix + header.len() + 1).div_ceil(64) * 64;
     header.push_str(&" ".repeat(total - prefix - header.len() - 1));
     header.push('\n');
@@ -239,7 +265,8 @@ fn encode_le<T: LeBytes>(v: &[T], out: &mut Vec<u8>) {
 
 /// Reads every array of an `.npz` archive, in archive order; keys lose their `.npy` suffix.
 pub fn read_npz<R: Read + Seek>(r: R) -> Result<Vec<(String, Tensor)>, TensorError> {
-    let mut zip = zip::ZipArchive::new(r).map_err(|e| bad(format!("not a valid .npz archive: {e}")))?;
+    let mut zip =
+        zip::ZipArchive::new(r).map_err(|e| bad(format!("not a valid .npz archive: {e}")))?;
     let mut out = Vec::with_capacity(zip.len());
     for i in 0..zip.len() {
         let mut file = zip
@@ -273,7 +300,8 @@ pub fn write_npz<W: Write + Seek>(entries: &[(String, Tensor)], w: W) -> Result<
             .map_err(|e| bad(format!("cannot write '{name}': {e}")))?;
         write_npy(t, &mut zip)?;
     }
-    zip.finish().map_err(|e| bad(format!("cannot finish archive: {e}")))?;
+    zip.finish()
+        .map_err(|e| bad(format!("cannot finish archive: {e}")))?;
     Ok(())
 }
 
@@ -286,7 +314,11 @@ mod tests {
         let mut buf = Vec::new();
         write_npy(&t, &mut buf).unwrap();
         let header_len = buf.len() - t.len() * descr_size(&t);
-        assert_eq!(header_len % 64, 0, "numpy aligns the data start to 64 bytes");
+        assert_eq!(
+            header_len % 64,
+            0,
+            "numpy aligns the data start to 64 bytes"
+        );
         assert_eq!(read_npy(&buf).unwrap(), t);
     }
 
@@ -318,10 +350,17 @@ mod tests {
         let mut be = replace_bytes(&buf, b"'<i4'", b"'>i4'");
         let n = be.len();
         be[n - 8..].copy_from_slice(&[0, 0, 0, 1, 0, 0, 0, 2]);
-        assert_eq!(read_npy(&be).unwrap(), Tensor::from_i32(vec![2], vec![1, 2]).unwrap());
+        assert_eq!(
+            read_npy(&be).unwrap(),
+            Tensor::from_i32(vec![2], vec![1, 2]).unwrap()
+        );
 
         let mut buf = Vec::new();
-        write_npy(&Tensor::from_i32(vec![2, 2], vec![1, 2, 3, 4]).unwrap(), &mut buf).unwrap();
+        write_npy(
+            &Tensor::from_i32(vec![2, 2], vec![1, 2, 3, 4]).unwrap(),
+            &mut buf,
+        )
+        .unwrap();
         let f = replace_bytes(&buf, b"False", b"True ");
         assert!(read_npy(&f).unwrap_err().to_string().contains("Fortran"));
     }
@@ -339,8 +378,14 @@ mod tests {
     #[test]
     fn npz_roundtrip_keeps_order() {
         let entries = vec![
-            ("zeta".to_string(), Tensor::from_f32(vec![1], vec![1.0]).unwrap()),
-            ("alpha".to_string(), Tensor::from_i64(vec![2], vec![3, 4]).unwrap()),
+            (
+                "zeta".to_string(),
+                Tensor::from_f32(vec![1], vec![1.0]).unwrap(),
+            ),
+            (
+                "alpha".to_string(),
+                Tensor::from_i64(vec![2], vec![3, 4]).unwrap(),
+            ),
         ];
         let mut buf = Cursor::new(Vec::new());
         write_npz(&entries, &mut buf).unwrap();

@@ -160,7 +160,9 @@ impl PartialShape {
     pub fn accepts(&self, shape: &[usize]) -> bool {
         match &self.dims {
             None => true,
-            Some(d) => d.len() == shape.len() && d.iter().zip(shape).all(|(d, &s)| d.contains(s as u64)),
+            Some(d) => {
+                d.len() == shape.len() && d.iter().zip(shape).all(|(d, &s)| d.contains(s as u64))
+            }
         }
     }
 
@@ -181,7 +183,11 @@ impl PartialShape {
             return Ok(PartialShape::new(Vec::new()));
         }
         s.split(',')
-            .map(|item| parse_dim(item.trim()).ok_or_else(|| format!("invalid dimension `{}` in shape \"{text}\"", item.trim())))
+            .map(|item| {
+                parse_dim(item.trim()).ok_or_else(|| {
+                    format!("invalid dimension `{}` in shape \"{text}\"", item.trim())
+                })
+            })
             .collect::<Result<Vec<_>, _>>()
             .map(PartialShape::new)
     }
@@ -200,8 +206,16 @@ fn parse_dim(s: &str) -> Option<Dim> {
         _ => {}
     }
     if let Some((lo, hi)) = s.split_once("..") {
-        let min = if lo.trim().is_empty() { 0 } else { parse_bound(lo.trim())? };
-        let max = if hi.trim().is_empty() { None } else { Some(parse_bound(hi.trim())?) };
+        let min = if lo.trim().is_empty() {
+            0
+        } else {
+            parse_bound(lo.trim())?
+        };
+        let max = if hi.trim().is_empty() {
+            None
+        } else {
+            Some(parse_bound(hi.trim())?)
+        };
         if lo.trim().is_empty() && hi.trim().is_empty() {
             return None;
         }

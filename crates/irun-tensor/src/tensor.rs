@@ -171,7 +171,10 @@ impl Tensor {
             Storage::U8(v) => v.iter().map(|&x| x as i64).collect(),
             Storage::U16(v) => v.iter().map(|&x| x as i64).collect(),
             Storage::U32(v) => v.iter().map(|&x| x as i64).collect(),
-            Storage::U64(v) => v.iter().map(|&x| i64::try_from(x).ok()).collect::<Option<_>>()?,
+            Storage::U64(v) => v
+                .iter()
+                .map(|&x| i64::try_from(x).ok())
+                .collect::<Option<_>>()?,
             _ => return None,
         })
     }

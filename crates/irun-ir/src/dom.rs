@@ -1,0 +1,314 @@
+//! A small positioned element tree built from quick-xml events.
+//!
+//! The IR is read in two steps: this module checks well-formedness and keeps every element and
+//! attribute with its line and column; `reader.rs` then interprets the tree as IR. Entity
+//! references other than the five predefined ones and character references are errors and are
+//! never expanded; a DOCTYPE is tolerated (nothing in it is ever used).
+
+use quick_xml::events::{BytesStart, Event};
+use quick_xml::{Reader, XmlVersion};
+
+use crate::diag::{codes, Diagnostic, Pos};
+
+/// Nesting deeper than this is rejected: no real IR nests more than ~10 levels.
+const MAX_DEPTH: usize = 256;
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Attr {
+    pub name: String,
+    pub value: String,
+    pub pos: Pos,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct Element {
+    pub name: String,
+    pub attrs: Vec<Attr>,
+    pub children: Vec<Element>,
+    /// Concatenated character data directly inside this element.
+    pub text: String,
+    pub pos: Pos,
+}
+
+impl Element {
+    pub fn attr(&self, name: &str) -> Option<&Attr> {
+        self.attrs.iter().find(|a| a.name == name)
+    }
+}
+
+/// Maps byte offsets to line/column.
+pub struct LineIndex<'a> {
+    src: &'a str,
+    line_starts: Vec<usize>,
+}
+
+impl<'a> LineIndex<'a> {
+    pub fn new(src: &'a str) -> LineIndex<'a> {
+        let mut line_starts = vec![0];
+        line_starts.extend(
+            src.bytes()
+                .enumerate()
+                .filter(|(_, b)| *b == b'\n')
+                .map(|(i, _)| i + 1),
+        );
+        LineIndex { src, line_starts }
+    }
+
+    pub fn pos(&self, offset: usize) -> Pos {
+        let offset = offset.min(self.src.len());
+        let line = self.line_starts.partition_point(|&s| s <= offset) - 1;
+        let start = self.line_starts[line];
+        let col = self
+            .src
+            .get(start..offset)
+            .map_or(offset - start, |s| s.chars().count());
+        Pos {
+            line: line as u32 + 1,
+            col: col as u32 + 1,
+        }
+    }
+}
+
+/// Position of `line:col` for a byte offset in raw (possibly non-UTF-8) bytes.
+pub fn pos_in_bytes(bytes: &[u8], offset: usize) -> Pos {
+    let prefix = &bytes[..offset.min(bytes.len())];
+    let line = prefix.iter().filter(|&&b| b == b'\n').count();
+    let start = prefix
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .map_or(0, |i| i + 1);
+    Pos {
+        line: line as u32 + 1,
+        col: (offset - start) as u32 + 1,
+    }
+}
+
+fn malformed(lines: &LineIndex, offset: usize, msg: impl Into<String>) -> Diagnostic {
+    Diagnostic::error(codes::MALFORMED_XML, msg).at(lines.pos(offset))
+}
+
+/// Byte offset of a slice that borrows from `src`, else `fallback`.
+fn offset_in(src: &str, slice: &str, fallback: usize) -> usize {
+    let base = src.as_ptr() as usize;
+    let p = slice.as_ptr() as usize;
+    if p >= base && p <= base + src.len() {
+        p - base
+    } else {
+        fallback
+    }
+}
+
+fn resolve_predefined(name: &str) -> Option<char> {
+    Some(match name {
+        "lt" => '<',
+        "gt" => '>',
+        "amp" => '&',
+        "apos" => '\'',
+        "quot" => '"',
+        _ => return None,
+    })
+}
+
+fn start_element(
+    src: &str,
+    lines: &LineIndex,
+    e: &BytesStart,
+    at: usize,
+) -> Result<Element, Diagnostic> {
+    let name = e.name().as_ref().to_string();
+    let mut el = Element {
+        name,
+        pos: lines.pos(at),
+        ..Element::default()
+    };
+    for attr in e.attributes() {
+        let attr = attr.map_err(|err| {
+            malformed(lines, at, format!("bad attribute in <{}>: {err}", el.name))
+        })?;
+        let key_off = offset_in(src, attr.key.as_ref(), at);
+        let key = attr.key.as_ref().to_string();
+        let value = attr
+            .normalized_value(XmlVersion::Implicit1_0)
+            .map_err(|err| {
+                let msg = format!("attribute `{key}` of <{}>: {err}", el.name);
+                if matches!(err, quick_xml::Error::Escape(_)) {
+                    Diagnostic::error(
+                        codes::ENTITY,
+                        format!("{msg} (entity references are never expanded)"),
+                    )
+                    .at(lines.pos(key_off))
+                } else {
+                    malformed(lines, key_off, msg)
+                }
+            })?;
+        el.attrs.push(Attr {
+            name: key,
+            value: value.into_owned(),
+            pos: lines.pos(key_off),
+        });
+    }
+    Ok(el)
+}
+
+/// Parses a whole document into its root element.
+pub fn parse(src: &str) -> Result<Element, Diagnostic> {
+    let lines = LineIndex::new(src);
+    let mut reader = Reader::from_str(src);
+    reader.config_mut().check_end_names = true;
+    reader.config_mut().check_comments = true;
+    let mut stack: Vec<Element> = Vec::new();
+    let mut root: Option<Element> = None;
+    loop {
+        let before = reader.buffer_position() as usize;
+        let event = reader.read_event().map_err(|err| {
+            malformed(
+                &lines,
+                reader.error_position() as usize,
+                format!("malformed XML: {err}"),
+            )
+        })?;
+        let at = |slice: &str| offset_in(src, slice, before).saturating_sub(1);
+        match event {
+            Event::Start(e) | Event::Empty(e) if root.is_some() && stack.is_empty() => {
+                return Err(malformed(
+                    &lines,
+                    at(e.as_ref()),
+                    format!("second root element <{}>", e.name().as_ref()),
+                ));
+            }
+            Event::Start(e) => {
+                if stack.len() >= MAX_DEPTH {
+                    return Err(malformed(
+                        &lines,
+                        before,
+                        format!("elements nested deeper than {MAX_DEPTH} levels"),
+                    ));
+                }
+                stack.push(start_element(src, &lines, &e, at(e.as_ref()))?);
+            }
+            Event::Empty(e) => {
+                let el = start_element(src, &lines, &e, at(e.as_ref()))?;
+                match stack.last_mut() {
+                    Some(parent) => parent.children.push(el),
+                    None => root = Some(el),
+                }
+            }
+            Event::End(_) => {
+                let el = stack
+                    .pop()
+                    .ok_or_else(|| malformed(&lines, before, "end tag without start tag"))?;
+                match stack.last_mut() {
+                    Some(parent) => parent.children.push(el),
+                    None => root = Some(el),
+                }
+            }
+            Event::Text(t) => {
+                let text = t.xml10_content();
+                match stack.last_mut() {
+                    Some(el) => el.text.push_str(&text),
+                    None if text.trim().is_empty() => {}
+                    None => return Err(malformed(&lines, before, "text outside the root element")),
+                }
+            }
+            Event::CData(t) => {
+                if let Some(el) = stack.last_mut() {
+                    el.text.push_str(&t);
+                }
+            }
+            Event::GeneralRef(r) => {
+                let name = r.to_string();
+                let ch = if r.is_char_ref() {
+                    r.resolve_char_ref().ok().flatten()
+                } else {
+                    resolve_predefined(&name)
+                };
+                let ch = ch.ok_or_else(|| {
+                    Diagnostic::error(
+                        codes::ENTITY,
+                        format!("entity reference `&{name};` is not allowed in IR (entities are never expanded)"),
+                    )
+                    .at(lines.pos(before))
+                })?;
+                match stack.last_mut() {
+                    Some(el) => el.text.push(ch),
+                    None => {
+                        return Err(malformed(
+                            &lines,
+                            before,
+                            "reference outside the root element",
+                        ))
+                    }
+                }
+            }
+            Event::Decl(_) | Event::PI(_) | Event::Comment(_) | Event::DocType(_) => {}
+            Event::Eof => break,
+        }
+    }
+    if let Some(open) = stack.last() {
+        return Err(Diagnostic::error(
+            codes::MALFORMED_XML,
+            format!("unexpected end of file: <{}> is not closed", open.name),
+        )
+        .at(open.pos));
+    }
+    root.ok_or_else(|| {
+        Diagnostic::error(codes::NOT_XML, "the file has no root element")
+            .at(Pos { line: 1, col: 1 })
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn err(src: &str) -> Diagnostic {
+        parse(src).unwrap_err()
+    }
+
+    #[test]
+    fn keeps_positions_of_elements_and_attributes() {
+        let root = parse(
+            "<?xml version=\"1.0\"?>\n<net version=\"11\">\n\t<layers a=\"x &amp; y\"/>\n</net>\n",
+        )
+        .unwrap();
+        assert_eq!(root.name, "net");
+        assert_eq!(root.pos, Pos { line: 2, col: 1 });
+        assert_eq!(root.attrs[0].pos, Pos { line: 2, col: 6 });
+        let layers = &root.children[0];
+        assert_eq!(layers.pos, Pos { line: 3, col: 2 });
+        assert_eq!(layers.attrs[0].value, "x & y");
+    }
+
+    #[test]
+    fn rejects_malformed_documents() {
+        let e = err("<net>\n<a>\n</net>");
+        assert_eq!(e.code, codes::MALFORMED_XML);
+        assert!(e.message.contains("malformed"), "{}", e.message);
+        let e = err("<net/><net/>");
+        assert!(e.message.contains("second root"), "{}", e.message);
+        let e = err("<net>\n  <layers>");
+        assert!(e.message.contains("not closed"), "{}", e.message);
+        assert_eq!(e.pos, Some(Pos { line: 2, col: 3 }));
+        let e = err("<net a=\"1\" a=\"2\"/>");
+        assert!(e.message.contains("bad attribute"), "{}", e.message);
+        assert_eq!(err("").code, codes::NOT_XML);
+    }
+
+    #[test]
+    fn entities_are_never_expanded() {
+        let e =
+            err("<!DOCTYPE net [<!ENTITY xxe SYSTEM \"file:///etc/passwd\">]>\n<net>&xxe;</net>");
+        assert_eq!(e.code, codes::ENTITY);
+        assert_eq!(e.pos.unwrap().line, 2);
+        let e = err("<!DOCTYPE net [<!ENTITY a \"b\">]><net x=\"&a;\"/>");
+        assert_eq!(e.code, codes::ENTITY);
+        let ok = parse("<!DOCTYPE net><net>&#65;&lt;</net>").unwrap();
+        assert_eq!(ok.text, "A<");
+    }
+
+    #[test]
+    fn too_deep_nesting_is_an_error_not_a_stack_overflow() {
+        let src = format!("{}{}", "<a>".repeat(10_000), "</a>".repeat(10_000));
+        assert!(err(&src).message.contains("nested deeper"));
+    }
+}

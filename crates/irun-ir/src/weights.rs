@@ -1,0 +1,299 @@
+//! The `.bin` weights file: memory-mapped once, read through bounds-checked views.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use irun_tensor::{element_count, fmt_shape, ElementType, Tensor};
+use memmap2::Mmap;
+
+use crate::decode;
+
+enum Bytes {
+    Mapped(Mmap),
+    Owned(Vec<u8>),
+}
+
+/// The weights blob. Cloning is cheap (shared).
+#[derive(Clone)]
+pub struct Weights {
+    path: PathBuf,
+    bytes: Option<Arc<Bytes>>,
+    /// Why the file could not be opened, when it could not.
+    missing_reason: Option<String>,
+}
+
+impl std::fmt::Debug for Weights {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Weights")
+            .field("path", &self.path)
+            .field("len", &self.len())
+            .finish()
+    }
+}
+
+impl Weights {
+    /// Opens `path`. A missing file is not an error here: as in OpenVINO, the model still
+    /// loads and each Const that needs weights reports it. Set `IRUN_NO_MMAP=1` to read the
+    /// file into memory instead of mapping it.
+    pub fn open(path: &Path) -> Weights {
+        let mut w = Weights {
+            path: path.to_path_buf(),
+            bytes: None,
+            missing_reason: None,
+        };
+        match Self::load(path) {
+            Ok(b) => w.bytes = Some(Arc::new(b)),
+            Err(reason) => w.missing_reason = Some(reason),
+        }
+        w
+    }
+
+    /// No weights file at all (models made of Parameters only, tests).
+    pub fn empty(path: &Path) -> Weights {
+        Weights {
+            path: path.to_path_buf(),
+            bytes: Some(Arc::new(Bytes::Owned(Vec::new()))),
+            missing_reason: None,
+        }
+    }
+
+    pub fn from_vec(path: &Path, bytes: Vec<u8>) -> Weights {
+        Weights {
+            path: path.to_path_buf(),
+            bytes: Some(Arc::new(Bytes::Owned(bytes))),
+            missing_reason: None,
+        }
+    }
+
+    fn load(path: &Path) -> Result<Bytes, String> {
+        let file = File::open(path)
+            .map_err(|e| format!("cannot open weights file {}: {e}", path.display()))?;
+        let meta = file
+            .metadata()
+            .map_err(|e| format!("cannot stat {}: {e}", path.display()))?;
+        if !meta.is_file() {
+            return Err(format!(
+                "weights file {} is not a regular file",
+                path.display()
+            ));
+        }
+        if meta.len() == 0 || std::env::var_os("IRUN_NO_MMAP").is_some_and(|v| v == "1") {
+            return std::fs::read(path)
+                .map(Bytes::Owned)
+                .map_err(|e| format!("cannot read {}: {e}", path.display()));
+        }
+        // SAFETY: the map is read-only and private to this process. Rust's aliasing rules hold
+        // as long as no other process modifies or truncates the file while it is mapped; that
+        // cannot be proven from inside the process, and it is the same contract OpenVINO's
+        // own reader (which maps `.bin` files by default) imposes. A truncation would raise
+        // SIGBUS, never a silent wrong value. Every access goes through `slice`, which checks
+        // bounds against the length measured at map time. Users who cannot give that
+        // guarantee set IRUN_NO_MMAP=1.
+        let map = unsafe { Mmap::map(&file) }
+            .map_err(|e| format!("cannot map {}: {e}", path.display()))?;
+        Ok(Bytes::Mapped(map))
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Whether the file exists and could be opened.
+    pub fn is_available(&self) -> bool {
+        self.bytes.is_some()
+    }
+
+    pub fn missing_reason(&self) -> Option<&str> {
+        self.missing_reason.as_deref()
+    }
+
+    pub fn len(&self) -> u64 {
+        match self.bytes.as_deref() {
+            Some(Bytes::Mapped(m)) => m.len() as u64,
+            Some(Bytes::Owned(v)) => v.len() as u64,
+            None => 0,
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn all(&self) -> &[u8] {
+        match self.bytes.as_deref() {
+            Some(Bytes::Mapped(m)) => m,
+            Some(Bytes::Owned(v)) => v,
+            None => &[],
+        }
+    }
+
+    /// The bytes `offset..offset+size`, if inside the file.
+    pub fn slice(&self, offset: u64, size: u64) -> Option<&[u8]> {
+        let end = offset.checked_add(size)?;
+        let all = self.all();
+        if end > all.len() as u64 {
+            return None;
+        }
+        Some(&all[offset as usize..end as usize])
+    }
+
+    /// Decodes a checked constant.
+    pub fn decode(&self, c: &ConstInfo) -> Result<Tensor, String> {
+        let bytes = self.slice(c.offset, c.size).ok_or_else(|| {
+            format!(
+                "bytes {}..{} are outside the weights file",
+                c.offset,
+                c.offset.saturating_add(c.size)
+            )
+        })?;
+        decode::decode(c.element_type, c.shape.clone(), bytes)
+    }
+}
+
+/// A Const's weight reference, validated against the weights file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConstInfo {
+    pub element_type: ElementType,
+    pub shape: Vec<usize>,
+    pub offset: u64,
+    pub size: u64,
+}
+
+impl ConstInfo {
+    pub fn element_count(&self) -> usize {
+        self.shape.iter().product()
+    }
+}
+
+/// Parses a Const `shape` attribute: comma-separated non-negative integers, spaces allowed,
+/// empty for a scalar.
+pub fn parse_const_shape(s: &str) -> Result<Vec<usize>, String> {
+    let t = s.trim();
+    if t.is_empty() {
+        return Ok(Vec::new());
+    }
+    t.split(',')
+        .map(|d| {
+            let d = d.trim();
+            if d.is_empty() || !d.bytes().all(|b| b.is_ascii_digit()) {
+                return Err(format!("`{d}` is not a non-negative integer"));
+            }
+            d.parse::<usize>()
+                .map_err(|_| format!("`{d}` is too large"))
+        })
+        .collect()
+}
+
+/// Checks a Const's reference against the weights file, as OpenVINO does and more:
+/// `offset + size` must not overflow and must lie inside the file, the element count must not
+/// overflow, and `size` must hold `ceil(count * bits / 8)` bytes (for strings: the header).
+pub fn check_const(
+    weights: &Weights,
+    element_type: ElementType,
+    shape: Vec<usize>,
+    offset: u64,
+    size: u64,
+) -> Result<ConstInfo, String> {
+    if element_type == ElementType::Dynamic {
+        return Err("a Const cannot have the dynamic element type".into());
+    }
+    let count = element_count(&shape)
+        .ok_or_else(|| format!("element count of shape {} overflows", fmt_shape(&shape)))?;
+    let end = offset
+        .checked_add(size)
+        .ok_or_else(|| format!("offset {offset} + size {size} overflows"))?;
+    if !weights.is_available() {
+        return Err(format!(
+            "the Const needs {size} bytes of weights but {}",
+            weights
+                .missing_reason()
+                .unwrap_or("there is no weights file")
+        ));
+    }
+    if end > weights.len() {
+        return Err(format!(
+            "bytes {offset}..{end} (offset {offset} + size {size}) are past the end of {} ({} bytes)",
+            weights.path().display(),
+            weights.len()
+        ));
+    }
+    let needed = if element_type == ElementType::String {
+        if count == 0 {
+            4
+        } else {
+            8u64.saturating_add(4u64.saturating_mul(count as u64))
+        }
+    } else {
+        element_type
+            .packed_size(count as u64)
+            .ok_or_else(|| format!("byte size of {count} {element_type} elements overflows"))?
+    };
+    if size < needed {
+        return Err(format!(
+            "size {size} is too small for shape {} of {element_type}: {needed} bytes needed",
+            fmt_shape(&shape)
+        ));
+    }
+    Ok(ConstInfo {
+        element_type,
+        shape,
+        offset,
+        size,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn w(n: usize) -> Weights {
+        Weights::from_vec(Path::new("m.bin"), vec![0; n])
+    }
+
+    #[test]
+    fn const_checks() {
+        assert!(check_const(&w(16), ElementType::F32, vec![2, 2], 0, 16).is_ok());
+        assert!(check_const(&w(16), ElementType::F32, vec![2, 2], 1, 16)
+            .unwrap_err()
+            .contains("past the end"));
+        assert!(check_const(&w(16), ElementType::F32, vec![2, 2], 0, 12)
+            .unwrap_err()
+            .contains("too small"));
+        assert!(check_const(&w(16), ElementType::F32, vec![2], u64::MAX, 2)
+            .unwrap_err()
+            .contains("overflows"));
+        assert!(
+            check_const(&w(16), ElementType::F32, vec![usize::MAX, 3], 0, 2)
+                .unwrap_err()
+                .contains("overflows")
+        );
+        assert!(
+            check_const(&w(16), ElementType::F32, vec![usize::MAX / 2], 0, 16)
+                .unwrap_err()
+                .contains("overflows")
+        );
+        assert!(check_const(&w(16), ElementType::U1, vec![17], 0, 3).is_ok());
+        assert!(check_const(&w(16), ElementType::U1, vec![17], 0, 2).is_err());
+        let missing = Weights::open(Path::new("/nonexistent/model.bin"));
+        assert!(check_const(&missing, ElementType::F32, vec![1], 0, 4)
+            .unwrap_err()
+            .contains("cannot open"));
+    }
+
+    #[test]
+    fn const_shape_parsing() {
+        assert_eq!(parse_const_shape("1, 3").unwrap(), vec![1, 3]);
+        assert_eq!(parse_const_shape("").unwrap(), Vec::<usize>::new());
+        assert!(parse_const_shape("1,-3").is_err());
+        assert!(parse_const_shape("1,,3").is_err());
+        assert!(parse_const_shape("99999999999999999999999").is_err());
+    }
+
+    #[test]
+    fn dev_zero_is_not_a_weights_file() {
+        let w = Weights::open(Path::new("/dev/zero"));
+        assert!(!w.is_available());
+        assert!(w.missing_reason().unwrap().contains("not a regular file"));
+    }
+}
