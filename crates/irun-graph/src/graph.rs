@@ -1,0 +1,369 @@
+//! The layer graph: who feeds whom, in which order, and what the model's inputs and outputs are.
+
+use std::collections::HashMap;
+
+use irun_ir::{codes, Diagnostic, IrModel, Layer, PortDirection, PortRef};
+
+/// Index of a layer in `IrModel::layers` (and of its node in `Graph::nodes`).
+pub type NodeId = usize;
+
+/// An output of a node: `(node, output slot)`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Outlet {
+    pub node: NodeId,
+    pub slot: usize,
+}
+
+/// One layer's place in the graph.
+#[derive(Clone, Debug, Default)]
+pub struct Node {
+    /// The producer of each input slot, by position in `<input>`; `None` if no edge feeds it.
+    pub inputs: Vec<Option<Outlet>>,
+    /// Every consumer of each output slot: `(node, input slot)`.
+    pub consumers: Vec<Vec<(NodeId, usize)>>,
+}
+
+/// A graph built from an [`IrModel`]. Structure problems are in `diagnostics`; when any of them
+/// is an error, `order` holds only what could be ordered.
+#[derive(Debug)]
+pub struct Graph {
+    pub model: IrModel,
+    pub nodes: Vec<Node>,
+    /// Parameter layers in XML order: the model inputs.
+    pub parameters: Vec<NodeId>,
+    /// Result layers in XML order: the model outputs.
+    pub results: Vec<NodeId>,
+    /// Topological order of every node reachable from a Result (or a sink such as Assign),
+    /// producers before consumers. Unreachable layers are not in it.
+    pub order: Vec<NodeId>,
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+fn is_type(layer: &Layer, name: &str) -> bool {
+    layer.type_name.eq_ignore_ascii_case(name)
+}
+
+/// Layers that end a path: Results, and the stateful sinks OpenVINO also starts its DFS from.
+fn is_sink(layer: &Layer) -> bool {
+    is_type(layer, "Result") || is_type(layer, "Assign")
+}
+
+impl Graph {
+    pub fn build(model: IrModel) -> Graph {
+        let mut g = Graph {
+            nodes: vec![Node::default(); model.layers.len()],
+            parameters: Vec::new(),
+            results: Vec::new(),
+            order: Vec::new(),
+            diagnostics: Vec::new(),
+            model,
+        };
+        let ids = g.index_ids();
+        g.check_type_spellings();
+        g.wire_edges(&ids);
+        g.check_unfed_inputs();
+        for (i, l) in g.model.layers.iter().enumerate() {
+            if is_type(l, "Parameter") {
+                g.parameters.push(i);
+            } else if is_type(l, "Result") {
+                g.results.push(i);
+            }
+        }
+        if g.results.is_empty() {
+            g.diagnostics.push(Diagnostic::error(
+                codes::NO_RESULT,
+                "the model has no Result layer, so it has no outputs",
+            ));
+        }
+        g.topological_order();
+        g
+    }
+
+    pub fn layer(&self, n: NodeId) -> &Layer {
+        &self.model.layers[n]
+    }
+
+    /// Reader and graph diagnostics together, reader first.
+    pub fn all_diagnostics(&self) -> impl Iterator<Item = &Diagnostic> {
+        self.model.diagnostics.iter().chain(&self.diagnostics)
+    }
+
+    pub fn has_errors(&self) -> bool {
+        self.all_diagnostics().any(Diagnostic::is_error)
+    }
+
+    /// Maps layer ids to node ids; a repeated id is an error and the later layer is not wired.
+    fn index_ids(&mut self) -> HashMap<u64, NodeId> {
+        let mut ids = HashMap::with_capacity(self.model.layers.len());
+        for (i, l) in self.model.layers.iter().enumerate() {
+            if let Some(&first) = ids.get(&l.id) {
+                let first: &Layer = &self.model.layers[first];
+                self.diagnostics.push(
+                    Diagnostic::error(
+                        codes::DUPLICATE_ID,
+                        format!(
+                            "layer id {} is used twice (first by \"{}\" at line {})",
+                            l.id, first.name, first.pos.line
+                        ),
+                    )
+                    .at(l.pos)
+                    .on_layer(l.layer_ref()),
+                );
+            } else {
+                ids.insert(l.id, i);
+            }
+        }
+        ids
+    }
+
+    /// OpenVINO loads a constant's value only for the exact spelling `Const`; `Constant` or
+    /// `const` would silently build a constant without data there.
+    fn check_type_spellings(&mut self) {
+        for l in &self.model.layers {
+            if (is_type(l, "Const") || is_type(l, "Constant")) && l.type_name != "Const" {
+                self.diagnostics.push(
+                    Diagnostic::error(
+                        codes::BAD_TYPE_SPELLING,
+                        format!(
+                            "layer type \"{}\" must be spelled \"Const\" in IR",
+                            l.type_name
+                        ),
+                    )
+                    .at(l.pos)
+                    .on_layer(l.layer_ref()),
+                );
+            }
+        }
+    }
+
+    fn wire_edges(&mut self, ids: &HashMap<u64, NodeId>) {
+        for (i, l) in self.model.layers.iter().enumerate() {
+            self.nodes[i].inputs = vec![None; l.inputs.len()];
+            self.nodes[i].consumers = vec![Vec::new(); l.outputs.len()];
+        }
+        for e in &self.model.edges {
+            let err = |msg: String| Diagnostic::error(codes::DANGLING_EDGE, msg).at(e.pos);
+            let (Some(&from), Some(&to)) = (ids.get(&e.from_layer), ids.get(&e.to_layer)) else {
+                let missing = if ids.contains_key(&e.from_layer) {
+                    e.to_layer
+                } else {
+                    e.from_layer
+                };
+                self.diagnostics.push(err(format!(
+                    "edge {}:{} -> {}:{} names layer {missing}, which does not exist",
+                    e.from_layer, e.from_port, e.to_layer, e.to_port
+                )));
+                continue;
+            };
+            let (src, dst) = (&self.model.layers[from], &self.model.layers[to]);
+            let Some(out_slot) = src.output_slot(e.from_port) else {
+                let msg = if src.input_slot(e.from_port).is_some() {
+                    Diagnostic::error(
+                        codes::EDGE_DIRECTION,
+                        format!(
+                            "edge starts at port {} of layer {}, which is an input port",
+                            e.from_port, e.from_layer
+                        ),
+                    )
+                    .at(e.pos)
+                } else {
+                    err(format!(
+                        "edge starts at port {} of layer {}, which has no such output port",
+                        e.from_port, e.from_layer
+                    ))
+                };
+                self.diagnostics.push(msg.on_layer(src.layer_ref()));
+                continue;
+            };
+            let Some(in_slot) = dst.input_slot(e.to_port) else {
+                let msg = if dst.output_slot(e.to_port).is_some() {
+                    Diagnostic::error(
+                        codes::EDGE_DIRECTION,
+                        format!(
+                            "edge ends at port {} of layer {}, which is an output port",
+                            e.to_port, e.to_layer
+                        ),
+                    )
+                    .at(e.pos)
+                } else {
+                    err(format!(
+                        "edge ends at port {} of layer {}, which has no such input port",
+                        e.to_port, e.to_layer
+                    ))
+                };
+                self.diagnostics.push(msg.on_layer(dst.layer_ref()));
+                continue;
+            };
+            if let Some(prev) = self.nodes[to].inputs[in_slot] {
+                let prev_layer = &self.model.layers[prev.node];
+                self.diagnostics.push(
+                    Diagnostic::error(
+                        codes::BAD_INPUT_WIRING,
+                        format!("two edges feed input port {} of layer {}: from layer {} and from layer {}", e.to_port, e.to_layer, prev_layer.id, e.from_layer),
+                    )
+                    .at(e.pos)
+                    .on_layer(dst.layer_ref())
+                    .on_port(PortRef { direction: PortDirection::Input, slot: in_slot, port_id: Some(e.to_port) }),
+                );
+                continue;
+            }
+            self.nodes[to].inputs[in_slot] = Some(Outlet {
+                node: from,
+                slot: out_slot,
+            });
+            self.nodes[from].consumers[out_slot].push((to, in_slot));
+        }
+    }
+
+    fn check_unfed_inputs(&mut self) {
+        for (i, l) in self.model.layers.iter().enumerate() {
+            for (slot, p) in l.inputs.iter().enumerate() {
+                if self.nodes[i].inputs[slot].is_none() {
+                    self.diagnostics.push(
+                        Diagnostic::error(
+                            codes::BAD_INPUT_WIRING,
+                            format!("input port {} of layer {} has no incoming edge", p.id, l.id),
+                        )
+                        .at(p.pos)
+                        .on_layer(l.layer_ref())
+                        .on_port(PortRef {
+                            direction: PortDirection::Input,
+                            slot,
+                            port_id: Some(p.id),
+                        }),
+                    );
+                }
+            }
+        }
+    }
+
+    /// Iterative depth-first search from every sink, in XML order, as OpenVINO orders a model.
+    /// A back edge is a cycle: reported once, with the layers on it.
+    fn topological_order(&mut self) {
+        #[derive(Clone, Copy, PartialEq)]
+        enum Mark {
+            New,
+            Open,
+            Done,
+        }
+        let n = self.nodes.len();
+        let mut mark = vec![Mark::New; n];
+        let mut cycle_reported = false;
+        let sinks: Vec<NodeId> = (0..n).filter(|&i| is_sink(&self.model.layers[i])).collect();
+        for root in sinks {
+            if mark[root] != Mark::New {
+                continue;
+            }
+            // (node, next input slot to visit)
+            let mut stack = vec![(root, 0usize)];
+            mark[root] = Mark::Open;
+            while let Some(&mut (node, ref mut next)) = stack.last_mut() {
+                let inputs = &self.nodes[node].inputs;
+                if *next < inputs.len() {
+                    let slot = *next;
+                    *next += 1;
+                    let Some(src) = inputs[slot] else { continue };
+                    match mark[src.node] {
+                        Mark::New => {
+                            mark[src.node] = Mark::Open;
+                            stack.push((src.node, 0));
+                        }
+                        Mark::Open if !cycle_reported => {
+                            cycle_reported = true;
+                            let start = stack.iter().position(|&(m, _)| m == src.node).unwrap_or(0);
+                            let path: Vec<String> = stack[start..]
+                                .iter()
+                                .rev()
+                                .map(|&(m, _)| self.model.layers[m].id.to_string())
+                                .collect();
+                            let l = &self.model.layers[src.node];
+                            self.diagnostics.push(
+                                Diagnostic::error(
+                                    codes::CYCLE,
+                                    format!(
+                                        "the graph has a cycle through layers {} -> {}",
+                                        path.join(" -> "),
+                                        l.id
+                                    ),
+                                )
+                                .at(l.pos)
+                                .on_layer(l.layer_ref()),
+                            );
+                        }
+                        _ => {}
+                    }
+                } else {
+                    mark[node] = Mark::Done;
+                    self.order.push(node);
+                    stack.pop();
+                }
+            }
+        }
+        let unreachable: Vec<&Layer> = (0..n)
+            .filter(|&i| mark[i] == Mark::New)
+            .map(|i| &self.model.layers[i])
+            .collect();
+        if !unreachable.is_empty() {
+            let shown: Vec<String> = unreachable
+                .iter()
+                .take(10)
+                .map(|l| format!("{} \"{}\"", l.id, l.name))
+                .collect();
+            let more = if unreachable.len() > 10 {
+                format!(" and {} more", unreachable.len() - 10)
+            } else {
+                String::new()
+            };
+            self.diagnostics.push(
+                Diagnostic::note(
+                    codes::UNREACHABLE,
+                    format!(
+                        "{} layer(s) feed no output and are ignored: {}{more}",
+                        unreachable.len(),
+                        shown.join(", ")
+                    ),
+                )
+                .at(unreachable[0].pos),
+            );
+        }
+    }
+
+    /// The name OpenVINO's `get_any_name` gives a model output: the lexicographically smallest
+    /// tensor name, else `output_<i>`. Names come from the Result's `output_names` when present
+    /// (it replaces the producer's names), else from the producing port's `names`.
+    pub fn output_names(&self, result: NodeId) -> Vec<String> {
+        let l = self.layer(result);
+        let mut names = match l.extra_attr("output_names") {
+            Some(a) => irun_ir::split_tensor_names(&a.value),
+            None => self.nodes[result]
+                .inputs
+                .first()
+                .copied()
+                .flatten()
+                .map(|o| self.layer(o.node).outputs[o.slot].names.clone())
+                .unwrap_or_default(),
+        };
+        names.sort();
+        names
+    }
+
+    /// Tensor names of a model input (the Parameter's output port names).
+    pub fn input_names(&self, param: NodeId) -> Vec<String> {
+        let mut names = self
+            .layer(param)
+            .outputs
+            .first()
+            .map(|p| p.names.clone())
+            .unwrap_or_default();
+        names.sort();
+        names
+    }
+
+    /// The key an output gets in an output file: the smallest tensor name, else `output_<i>`.
+    pub fn output_key(&self, index: usize) -> String {
+        self.output_names(self.results[index])
+            .into_iter()
+            .next()
+            .unwrap_or_else(|| format!("output_{index}"))
+    }
+}

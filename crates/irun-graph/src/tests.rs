@@ -1,0 +1,219 @@
+use std::path::Path;
+
+use irun_ir::{codes, IrModel, Weights};
+
+use crate::testing::*;
+use crate::Graph;
+
+fn build(xml: &str) -> Graph {
+    Graph::build(
+        IrModel::parse(xml, Path::new("t.xml"), Weights::empty(Path::new("t.bin")))
+            .expect("well-formed"),
+    )
+}
+
+fn codes_of(g: &Graph) -> Vec<&'static str> {
+    g.all_diagnostics().map(|d| d.code).collect()
+}
+
+/// Parameter(0) -> Relu(1) -> Result(2), plus `extra_layers`/`extra_edges`.
+fn chain(extra_layers: &[String], extra_edges: &[String]) -> String {
+    let mut layers = vec![
+        parameter(0, "x", "f32", "2", "FP32", &[2]),
+        layer(
+            1,
+            "relu",
+            "ReLU",
+            "opset1",
+            None,
+            &[port(0, "FP32", &[2])],
+            &[port(1, "FP32", &[2])],
+        ),
+        result(2, "y", "FP32", &[2]),
+    ];
+    layers.extend_from_slice(extra_layers);
+    let mut edges = vec![edge(0, 0, 1, 0), edge(1, 1, 2, 0)];
+    edges.extend_from_slice(extra_edges);
+    ir(&layers, &edges)
+}
+
+#[test]
+fn orders_producers_first_and_finds_inputs_and_outputs() {
+    let g = build(&chain(&[], &[]));
+    assert!(!g.has_errors(), "{:?}", g.diagnostics);
+    assert_eq!(g.order, vec![0, 1, 2]);
+    assert_eq!(g.parameters, vec![0]);
+    assert_eq!(g.results, vec![2]);
+    assert_eq!(g.output_key(0), "output_0");
+    assert_eq!(g.input_names(0), vec!["x"]);
+}
+
+#[test]
+fn unreachable_layers_are_a_note() {
+    let g = build(&chain(
+        &[parameter(7, "unused", "f32", "1", "FP32", &[1])],
+        &[],
+    ));
+    assert!(!g.has_errors());
+    let d = g
+        .diagnostics
+        .iter()
+        .find(|d| d.code == codes::UNREACHABLE)
+        .unwrap();
+    assert!(d.message.contains("7 \"unused\""), "{}", d.message);
+    assert!(!g.order.contains(&3));
+}
+
+#[test]
+fn cycles_are_errors_naming_the_layers() {
+    let xml = ir(
+        &[
+            layer(
+                1,
+                "a",
+                "Add",
+                "opset1",
+                None,
+                &[port(0, "FP32", &[1]), port(1, "FP32", &[1])],
+                &[port(2, "FP32", &[1])],
+            ),
+            layer(
+                2,
+                "b",
+                "Relu",
+                "opset1",
+                None,
+                &[port(0, "FP32", &[1])],
+                &[port(1, "FP32", &[1])],
+            ),
+            parameter(0, "x", "f32", "1", "FP32", &[1]),
+            result(3, "y", "FP32", &[1]),
+        ],
+        &[
+            edge(0, 0, 1, 0),
+            edge(2, 1, 1, 1),
+            edge(1, 2, 2, 0),
+            edge(2, 1, 3, 0),
+        ],
+    );
+    let g = build(&xml);
+    let d = g
+        .diagnostics
+        .iter()
+        .find(|d| d.code == codes::CYCLE)
+        .expect("cycle reported");
+    assert!(d.message.contains("cycle through layers"), "{}", d.message);
+    assert!(d.message.contains('1') && d.message.contains('2'));
+}
+
+#[test]
+fn duplicate_ids_and_bad_edges() {
+    let g = build(&chain(
+        &[parameter(1, "dup", "f32", "1", "FP32", &[1])],
+        &[edge(9, 0, 1, 0), edge(0, 0, 2, 5), edge(0, 0, 1, 0)],
+    ));
+    let c = codes_of(&g);
+    assert!(c.contains(&codes::DUPLICATE_ID), "{c:?}");
+    assert!(c.contains(&codes::DANGLING_EDGE), "{c:?}");
+    assert!(c.contains(&codes::BAD_INPUT_WIRING), "{c:?}");
+    let msgs: Vec<String> = g.diagnostics.iter().map(|d| d.message.clone()).collect();
+    assert!(
+        msgs.iter().any(|m| m.contains("layer id 1 is used twice")),
+        "{msgs:?}"
+    );
+    assert!(
+        msgs.iter()
+            .any(|m| m.contains("names layer 9, which does not exist")),
+        "{msgs:?}"
+    );
+    assert!(
+        msgs.iter().any(|m| m.contains("has no such input port")),
+        "{msgs:?}"
+    );
+    assert!(
+        msgs.iter()
+            .any(|m| m.contains("two edges feed input port 0 of layer 1")),
+        "{msgs:?}"
+    );
+}
+
+#[test]
+fn edge_direction_and_unfed_inputs() {
+    let xml = chain(&[], &[edge(1, 0, 2, 0)]);
+    let g = build(&xml);
+    assert!(g
+        .diagnostics
+        .iter()
+        .any(|d| d.code == codes::EDGE_DIRECTION && d.message.contains("which is an input port")));
+    let xml = ir(
+        &[
+            parameter(0, "x", "f32", "1", "FP32", &[1]),
+            result(2, "y", "FP32", &[1]),
+        ],
+        &[],
+    );
+    let g = build(&xml);
+    let d = g
+        .diagnostics
+        .iter()
+        .find(|d| d.code == codes::BAD_INPUT_WIRING)
+        .unwrap();
+    assert!(d
+        .message
+        .contains("input port 0 of layer 2 has no incoming edge"));
+    assert_eq!(d.layer.as_ref().unwrap().name, "y");
+}
+
+#[test]
+fn no_result_and_constant_spelling() {
+    let g = build(&ir(&[parameter(0, "x", "f32", "1", "FP32", &[1])], &[]));
+    assert!(codes_of(&g).contains(&codes::NO_RESULT));
+    let xml = ir(
+        &[
+            layer(
+                0,
+                "c",
+                "Constant",
+                "opset1",
+                Some("element_type=\"f32\" shape=\"\" offset=\"0\" size=\"4\""),
+                &[],
+                &[port(0, "FP32", &[])],
+            ),
+            result(1, "y", "FP32", &[]),
+        ],
+        &[edge(0, 0, 1, 0)],
+    );
+    let g = build(&xml);
+    let d = g
+        .diagnostics
+        .iter()
+        .find(|d| d.code == codes::BAD_TYPE_SPELLING)
+        .unwrap();
+    assert!(d.message.contains("must be spelled \"Const\""));
+}
+
+#[test]
+fn output_names_follow_openvino() {
+    let xml = ir(
+        &[
+            parameter(0, "x", "f32", "1", "FP32", &[1]),
+            layer(
+                1,
+                "y",
+                "Result",
+                "opset1",
+                None,
+                &[port(0, "FP32", &[1])],
+                &[],
+            )
+            .replace(
+                "version=\"opset1\"",
+                "version=\"opset1\" output_names=\"zzz,yyy\"",
+            ),
+        ],
+        &[edge(0, 0, 1, 0)],
+    );
+    let g = build(&xml);
+    assert_eq!(g.output_names(1), vec!["yyy", "zzz"]);
+    assert_eq!(g.output_key(0), "yyy");
+}
