@@ -1,1 +1,12 @@
-fn main() {}
+//! The `irun` command line. Thin: parse arguments, call the library, print, pick the exit code.
+
+mod cli;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+fn main() -> ExitCode {
+    let args = cli::Cli::parse();
+    ExitCode::from(cli::run(args))
+}

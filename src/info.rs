@@ -1,0 +1,172 @@
+//! The model summary behind `irun info`: version, op histogram, inputs, outputs, constants.
+//! Reads only the XML and the weights file's length; never decodes a weight.
+
+use std::collections::BTreeMap;
+
+use irun_graph::{Graph, NodeId};
+use irun_tensor::{ElementType, PartialShape};
+use serde::Serialize;
+
+#[derive(Debug, Serialize)]
+pub struct ModelInfo {
+    pub ir_version: u32,
+    pub name: Option<String>,
+    /// Every `<layer>` in the file.
+    pub layers: usize,
+    /// Reachable layers by `Type-opsetN`, as OpenVINO's `get_ordered_ops` would count them.
+    pub ops: BTreeMap<String, usize>,
+    pub inputs: Vec<TensorInfo>,
+    pub outputs: Vec<TensorInfo>,
+    pub constants: ConstantsInfo,
+}
+
+#[derive(Debug, Serialize)]
+pub struct TensorInfo {
+    /// The key in input/output files: the smallest tensor name, else the layer name (inputs) or
+    /// `output_<i>` (outputs).
+    pub key: String,
+    pub names: Vec<String>,
+    pub layer: String,
+    pub shape: String,
+    pub element_type: String,
+}
+
+#[derive(Debug, Serialize)]
+pub struct ConstantsInfo {
+    pub count: usize,
+    /// Sum of the Consts' `size` attributes (shared blobs counted once per Const).
+    pub bytes: u64,
+    /// Length of the weights file (0 when there is none).
+    pub weights_file_bytes: u64,
+}
+
+/// `Type-opsetN` of a layer, as the IR spells it.
+pub fn op_key(type_name: &str, version: &str) -> String {
+    if version.is_empty() {
+        type_name.to_string()
+    } else {
+        format!("{type_name}-{version}")
+    }
+}
+
+/// Shape text from declared `<dim>`s: `-1` is `?`; no dims is `[]` (scalar or dynamic rank).
+fn declared_shape(dims: &[i64]) -> String {
+    let d: Vec<String> = dims
+        .iter()
+        .map(|&d| {
+            if d < 0 {
+                "?".to_string()
+            } else {
+                d.to_string()
+            }
+        })
+        .collect();
+    format!("[{}]", d.join(","))
+}
+
+fn parameter_info(g: &Graph, n: NodeId) -> TensorInfo {
+    let l = g.layer(n);
+    let names = g.input_names(n);
+    let port = l.outputs.first();
+    let shape = l
+        .data_attr("shape")
+        .and_then(|a| PartialShape::parse(&a.value).ok())
+        .map(|s| s.to_string())
+        .or_else(|| port.map(|p| declared_shape(&p.dims)))
+        .unwrap_or_else(|| "[...]".into());
+    let element_type = l
+        .data_attr("element_type")
+        .and_then(|a| ElementType::from_enum_name(&a.value))
+        .or_else(|| port.and_then(|p| p.precision))
+        .map_or("?".to_string(), |t| t.name().to_string());
+    TensorInfo {
+        key: names.first().cloned().unwrap_or_else(|| l.name.clone()),
+        names,
+        layer: l.name.clone(),
+        shape,
+        element_type,
+    }
+}
+
+fn result_info(g: &Graph, index: usize) -> TensorInfo {
+    let n = g.results[index];
+    let l = g.layer(n);
+    let port = l.inputs.first();
+    TensorInfo {
+        key: g.output_key(index),
+        names: g.output_names(n),
+        layer: l.name.clone(),
+        shape: port.map_or("[...]".into(), |p| declared_shape(&p.dims)),
+        element_type: port
+            .and_then(|p| p.precision)
+            .map_or("?".to_string(), |t| t.name().to_string()),
+    }
+}
+
+impl ModelInfo {
+    pub fn of(g: &Graph) -> ModelInfo {
+        let mut ops = BTreeMap::new();
+        for &n in &g.order {
+            let l = g.layer(n);
+            *ops.entry(op_key(&l.type_name, &l.version)).or_insert(0) += 1;
+        }
+        let consts = g.model.layers.iter().filter(|l| l.type_name == "Const");
+        let (count, bytes) = consts.fold((0, 0u64), |(c, b), l| {
+            let size = l
+                .data_attr("size")
+                .and_then(|a| irun_ir::parse_uint(&a.value))
+                .unwrap_or(0);
+            (c + 1, b.saturating_add(size))
+        });
+        ModelInfo {
+            ir_version: g.model.version,
+            name: g.model.name.clone(),
+            layers: g.model.layers.len(),
+            ops,
+            inputs: g.parameters.iter().map(|&n| parameter_info(g, n)).collect(),
+            outputs: (0..g.results.len()).map(|i| result_info(g, i)).collect(),
+            constants: ConstantsInfo {
+                count,
+                bytes,
+                weights_file_bytes: g.model.weights.len(),
+            },
+        }
+    }
+
+    /// The human-readable form.
+    pub fn render(&self, file: &str) -> String {
+        let mut s = String::new();
+        let name = self
+            .name
+            .as_deref()
+            .map(|n| format!(" \"{n}\""))
+            .unwrap_or_default();
+        s.push_str(&format!(
+            "{file}: OpenVINO IR v{}{name}, {} layers\n",
+            self.ir_version, self.layers
+        ));
+        s.push_str("ops:\n");
+        for (k, v) in &self.ops {
+            s.push_str(&format!("  {v:>6}  {k}\n"));
+        }
+        for (title, list) in [("inputs", &self.inputs), ("outputs", &self.outputs)] {
+            s.push_str(&format!("{title}:\n"));
+            for t in list {
+                let aliases = if t.names.len() > 1 {
+                    format!(" (names: {})", t.names.join(", "))
+                } else {
+                    String::new()
+                };
+                s.push_str(&format!(
+                    "  {}  {} {}{aliases}\n",
+                    t.key, t.element_type, t.shape
+                ));
+            }
+        }
+        s.push_str(&format!(
+            "constants: {} ({} bytes); weights file: {} bytes\n",
+            self.constants.count, self.constants.bytes, self.constants.weights_file_bytes
+        ));
+        s
+    }
+}
