@@ -33,8 +33,9 @@ pub struct Graph {
     pub parameters: Vec<NodeId>,
     /// Result layers in XML order: the model outputs.
     pub results: Vec<NodeId>,
-    /// Topological order of every node reachable from a Result (or a sink such as Assign),
-    /// producers before consumers. Unreachable layers are not in it.
+    /// Topological order of every node reachable from a Result (or a sink such as Assign), plus
+    /// every Parameter (an unused input is still an input, as in OpenVINO's `get_ordered_ops`),
+    /// producers before consumers. Other unreachable layers are not in it.
     pub order: Vec<NodeId>,
     pub diagnostics: Vec<Diagnostic>,
 }
@@ -237,8 +238,8 @@ impl Graph {
         }
     }
 
-    /// Iterative depth-first search from every sink, in XML order, as OpenVINO orders a model.
-    /// A back edge is a cycle: reported once, with the layers on it.
+    /// Iterative depth-first search from every sink, then every Parameter, in XML order, as
+    /// OpenVINO orders a model. A back edge is a cycle: reported once, with the layers on it.
     fn topological_order(&mut self) {
         #[derive(Clone, Copy, PartialEq)]
         enum Mark {
@@ -249,8 +250,9 @@ impl Graph {
         let n = self.nodes.len();
         let mut mark = vec![Mark::New; n];
         let mut cycle_reported = false;
-        let sinks: Vec<NodeId> = (0..n).filter(|&i| is_sink(&self.model.layers[i])).collect();
-        for root in sinks {
+        let sinks = (0..n).filter(|&i| is_sink(&self.model.layers[i]));
+        let roots: Vec<NodeId> = sinks.chain(self.parameters.iter().copied()).collect();
+        for root in roots {
             if mark[root] != Mark::New {
                 continue;
             }

@@ -50,9 +50,18 @@ fn orders_producers_first_and_finds_inputs_and_outputs() {
 
 #[test]
 fn unreachable_layers_are_a_note() {
+    let unused = layer(
+        7,
+        "unused",
+        "Relu",
+        "opset1",
+        None,
+        &[port(0, "FP32", &[2])],
+        &[port(1, "FP32", &[2])],
+    );
     let g = build(&chain(
-        &[parameter(7, "unused", "f32", "1", "FP32", &[1])],
-        &[],
+        &[unused, parameter(8, "p_unused", "f32", "1", "FP32", &[1])],
+        &[edge(0, 0, 7, 0)],
     ));
     assert!(!g.has_errors());
     let d = g
@@ -60,8 +69,15 @@ fn unreachable_layers_are_a_note() {
         .iter()
         .find(|d| d.code == codes::UNREACHABLE)
         .unwrap();
-    assert!(d.message.contains("7 \"unused\""), "{}", d.message);
+    assert!(
+        d.message.starts_with("1 layer(s)") && d.message.contains("7 \"unused\""),
+        "{}",
+        d.message
+    );
     assert!(!g.order.contains(&3));
+    // An unused Parameter is still a model input and is ordered, as in OpenVINO.
+    assert_eq!(g.parameters, vec![0, 4]);
+    assert!(g.order.contains(&4));
 }
 
 #[test]

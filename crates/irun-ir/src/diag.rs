@@ -89,6 +89,7 @@ impl fmt::Display for PortRef {
     }
 }
 
+/// Kept small (layer and port boxed) because every fallible reader function returns one.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Diagnostic {
     pub severity: Severity,
@@ -97,9 +98,9 @@ pub struct Diagnostic {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pos: Option<Pos>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub layer: Option<LayerRef>,
+    pub layer: Option<Box<LayerRef>>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub port: Option<PortRef>,
+    pub port: Option<Box<PortRef>>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
 }
@@ -140,12 +141,12 @@ impl Diagnostic {
     }
 
     pub fn on_layer(mut self, layer: LayerRef) -> Diagnostic {
-        self.layer = Some(layer);
+        self.layer = Some(Box::new(layer));
         self
     }
 
     pub fn on_port(mut self, port: PortRef) -> Diagnostic {
-        self.port = Some(port);
+        self.port = Some(Box::new(port));
         self
     }
 
