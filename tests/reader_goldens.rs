@@ -87,7 +87,11 @@ fn every_element_type_decodes_exactly_as_openvino_does() {
 }
 
 fn check_info_matches_openvino(case: &str) {
-    let dir = models().join(case);
+    check_dir_matches_openvino(&models().join(case), "expected_info.json");
+}
+
+fn check_dir_matches_openvino(dir: &Path, view_file: &str) {
+    let case = dir.display();
     let graph = irun::load_graph(&dir.join("model.xml"), None).unwrap();
     assert!(
         !graph.has_errors(),
@@ -96,8 +100,7 @@ fn check_info_matches_openvino(case: &str) {
     );
     let info = serde_json::to_value(ModelInfo::of(&graph)).unwrap();
     let ov: Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("expected_info.json")).unwrap())
-            .unwrap();
+        serde_json::from_str(&std::fs::read_to_string(dir.join(view_file)).unwrap()).unwrap();
     assert_eq!(info["ops"], ov["ops"], "op histogram of {case}");
     let inputs = info["inputs"].as_array().unwrap();
     let ov_inputs = ov["inputs"].as_array().unwrap();
@@ -152,4 +155,17 @@ fn tensor_names_rt_info_and_compressed_weights_are_read() {
         .unwrap();
     assert_eq!(model_info.children[0].tag, "layout");
     assert_eq!(model_info.children[0].value(), Some("NCHW"));
+}
+
+/// A sample of the ONNX backend node tests and torch models converted by tools/ (the full runs
+/// are tools/convert_onnx_suite.py and tools/convert_torch_models.py + tools/compare_info.py).
+#[test]
+fn info_matches_openvino_on_converted_samples() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("models/converted");
+    let mut n = 0;
+    for entry in std::fs::read_dir(&root).unwrap() {
+        check_dir_matches_openvino(&entry.unwrap().path(), "ov_view.json");
+        n += 1;
+    }
+    assert_eq!(n, 11);
 }
