@@ -1,0 +1,106 @@
+//! Strict reading of a layer's `<data>` attributes: an invalid value is an error naming the
+//! attribute; an attribute nobody read is reported as unknown (a warning).
+
+use std::cell::RefCell;
+
+use irun_ir::{Attr, Layer};
+use irun_tensor::ElementType;
+
+use crate::op::OpError;
+
+pub struct AttrReader<'a> {
+    pub layer: &'a Layer,
+    read: RefCell<Vec<&'a str>>,
+}
+
+impl<'a> AttrReader<'a> {
+    pub fn new(layer: &'a Layer) -> AttrReader<'a> {
+        AttrReader {
+            layer,
+            read: RefCell::new(Vec::new()),
+        }
+    }
+
+    /// The raw attribute, marked as read.
+    pub fn get(&self, name: &'a str) -> Option<&'a Attr> {
+        self.read.borrow_mut().push(name);
+        self.layer.data_attr(name)
+    }
+
+    pub fn required(&self, name: &'a str) -> Result<&'a Attr, OpError> {
+        self.get(name).ok_or_else(|| {
+            OpError::attribute(
+                name,
+                format!("{} requires the attribute `{name}`", self.layer.type_name),
+            )
+        })
+    }
+
+    /// An enum attribute, matched case-insensitively as OpenVINO does; returned lower-case.
+    pub fn enum_or(
+        &self,
+        name: &'a str,
+        allowed: &[&'static str],
+        default: &'static str,
+    ) -> Result<&'static str, OpError> {
+        let Some(a) = self.get(name) else {
+            return Ok(default);
+        };
+        let v = a.value.trim().to_ascii_lowercase();
+        allowed.iter().find(|x| **x == v).copied().ok_or_else(|| {
+            OpError::attribute(
+                name,
+                format!(
+                    "`{name}=\"{}\"` is not one of {}",
+                    a.value,
+                    allowed.join(", ")
+                ),
+            )
+        })
+    }
+
+    /// A boolean: `true`/`false`/`1`/`0` in any case. OpenVINO silently keeps the default for
+    /// anything else (`"yes"`); irun reports it.
+    pub fn bool_or(&self, name: &'a str, default: bool) -> Result<bool, OpError> {
+        let Some(a) = self.get(name) else {
+            return Ok(default);
+        };
+        match a.value.trim().to_ascii_lowercase().as_str() {
+            "true" | "1" => Ok(true),
+            "false" | "0" => Ok(false),
+            _ => Err(OpError::attribute(
+                name,
+                format!(
+                    "`{name}=\"{}\"` is not a boolean (true, false, 1 or 0)",
+                    a.value
+                ),
+            )),
+        }
+    }
+
+    /// An element type written as its enum name (`f32`, case-insensitive), as
+    /// `Convert.destination_type` and `Parameter.element_type` are.
+    pub fn element_type(&self, name: &'a str) -> Result<ElementType, OpError> {
+        let a = self.required(name)?;
+        ElementType::from_enum_name(a.value.trim()).ok_or_else(|| {
+            OpError::attribute(
+                name,
+                format!(
+                    "`{name}=\"{}\"` is not an element type name (f32, i64, boolean, ...)",
+                    a.value
+                ),
+            )
+        })
+    }
+
+    /// Names of `<data>` attributes that no one read.
+    pub fn unread(&self) -> Vec<&'a Attr> {
+        let read = self.read.borrow();
+        self.layer
+            .data
+            .iter()
+            .flat_map(|d| &d.attrs)
+            .filter(|a| !read.contains(&a.name.as_str()))
+            .collect()
+    }
+}

@@ -1,0 +1,170 @@
+//! Resolution of `(type, version="opsetN")` to an op, as OpenVINO's reader does: the opset named
+//! by `version` contains, for each type, the newest version of that type introduced at or
+//! before it; type names match case-insensitively (so `ReLU`/`Relu`, `SoftMax`/`Softmax` are the
+//! same). Adding an op is one line in `REGISTRY`.
+
+use irun_ir::Layer;
+
+use crate::attrs::AttrReader;
+use crate::op::{codes, Op, OpError};
+use crate::{core, scatter};
+
+/// The newest opset OpenVINO 2026.4 has; `opset17` and later are rejected as it rejects them.
+pub const NEWEST_OPSET: u32 = 16;
+
+pub type Builder = fn(&AttrReader) -> Result<Box<dyn Op>, OpError>;
+
+/// One op version: IR type name, the opset that introduced it, the C++ class version, builder.
+pub struct Entry {
+    pub type_name: &'static str,
+    pub since_opset: u32,
+    pub version: u32,
+    pub build: Builder,
+}
+
+const fn op(type_name: &'static str, since_opset: u32, version: u32, build: Builder) -> Entry {
+    Entry {
+        type_name,
+        since_opset,
+        version,
+        build,
+    }
+}
+
+pub static REGISTRY: &[Entry] = &[
+    op("Parameter", 1, 1, core::parameter::build),
+    op("Result", 1, 1, core::result::build),
+    op("Const", 1, 1, core::constant::build),
+    op("Convert", 1, 1, core::convert::build),
+    op("ShapeOf", 1, 1, core::shape_of::build_v1),
+    op("ShapeOf", 3, 3, core::shape_of::build_v3),
+    op("ScatterUpdate", 3, 3, scatter::update::build),
+    op(
+        "ScatterElementsUpdate",
+        3,
+        3,
+        scatter::elements_update::build_v3,
+    ),
+    op(
+        "ScatterElementsUpdate",
+        12,
+        12,
+        scatter::elements_update::build_v12,
+    ),
+    op("ScatterNDUpdate", 4, 3, scatter::nd_update::build_v3),
+    op("ScatterNDUpdate", 15, 15, scatter::nd_update::build_v15),
+];
+
+/// How a layer's `(type, version)` resolved.
+pub enum Resolution {
+    Op {
+        op: Box<dyn Op>,
+        unknown_attributes: Vec<String>,
+    },
+    /// irun has no op of this type in that opset (the layer is kept as an unsupported node).
+    Unsupported,
+    /// The attributes (or the version string) are invalid.
+    Invalid(OpError),
+}
+
+/// `opsetN` -> N.
+pub fn parse_opset(version: &str) -> Option<u32> {
+    version
+        .strip_prefix("opset")?
+        .parse()
+        .ok()
+        .filter(|n| (1..=NEWEST_OPSET).contains(n))
+}
+
+/// The registry entry `(type, opset)` resolves to.
+pub fn lookup(type_name: &str, opset: u32) -> Option<&'static Entry> {
+    REGISTRY
+        .iter()
+        .filter(|e| e.type_name.eq_ignore_ascii_case(type_name) && e.since_opset <= opset)
+        .max_by_key(|e| e.since_opset)
+}
+
+pub fn resolve(layer: &Layer) -> Resolution {
+    let Some(opset) = parse_opset(&layer.version) else {
+        let known = REGISTRY
+            .iter()
+            .any(|e| e.type_name.eq_ignore_ascii_case(&layer.type_name));
+        if !known {
+            return Resolution::Unsupported;
+        }
+        return Resolution::Invalid(OpError::new(
+            codes::UNKNOWN_OPSET,
+            format!("version \"{}\" is not an opset (OpenVINO 2026.4 reads opset1 to opset{NEWEST_OPSET})", layer.version),
+        ));
+    };
+    let Some(entry) = lookup(&layer.type_name, opset) else {
+        if let Some(first) = REGISTRY
+            .iter()
+            .filter(|e| e.type_name.eq_ignore_ascii_case(&layer.type_name))
+            .map(|e| e.since_opset)
+            .min()
+        {
+            return Resolution::Invalid(OpError::new(
+                codes::UNKNOWN_OPSET,
+                format!(
+                    "{} does not exist in opset{opset}; it was introduced in opset{first}",
+                    layer.type_name
+                ),
+            ));
+        }
+        return Resolution::Unsupported;
+    };
+    let reader = AttrReader::new(layer);
+    match (entry.build)(&reader) {
+        Ok(op) => Resolution::Op {
+            op,
+            unknown_attributes: reader
+                .unread()
+                .into_iter()
+                .map(|a| a.name.clone())
+                .collect(),
+        },
+        Err(e) => Resolution::Invalid(e),
+    }
+}
+
+/// Every supported `(type, opset range, class version)`, for `irun ops`.
+pub fn supported() -> Vec<(String, u32, u32, u32)> {
+    REGISTRY
+        .iter()
+        .map(|e| {
+            let next = REGISTRY
+                .iter()
+                .filter(|o| o.type_name == e.type_name && o.since_opset > e.since_opset)
+                .map(|o| o.since_opset - 1)
+                .min()
+                .unwrap_or(NEWEST_OPSET);
+            (e.type_name.to_string(), e.since_opset, next, e.version)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_resolve_as_openvino_does() {
+        let v = |t: &str, n: u32| lookup(t, n).map(|e| e.version);
+        assert_eq!(v("ScatterElementsUpdate", 11), Some(3));
+        assert_eq!(v("ScatterElementsUpdate", 12), Some(12));
+        assert_eq!(v("ScatterElementsUpdate", 16), Some(12));
+        assert_eq!(v("scatterelementsupdate", 3), Some(3));
+        assert_eq!(v("ScatterNDUpdate", 3), None);
+        assert_eq!(v("ScatterNDUpdate", 4), Some(3));
+        assert_eq!(v("ScatterNDUpdate", 14), Some(3));
+        assert_eq!(v("ScatterNDUpdate", 15), Some(15));
+        assert_eq!(v("ScatterUpdate", 2), None);
+        assert_eq!(v("ScatterUpdate", 16), Some(3));
+        assert_eq!(v("ShapeOf", 2), Some(1));
+        assert_eq!(v("ShapeOf", 3), Some(3));
+        assert_eq!(parse_opset("opset16"), Some(16));
+        assert_eq!(parse_opset("opset17"), None);
+        assert_eq!(parse_opset("experimental"), None);
+    }
+}
