@@ -1,6 +1,7 @@
 //! Subcommands. Exit codes (the contract of DESIGN.md): 0 success, 1 invalid model or run
 //! error, 2 usage error or unreadable file.
 
+mod check;
 mod info;
 
 use std::path::PathBuf;
@@ -36,6 +37,19 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Parse and validate everything; print every diagnostic and a verdict.
+    Check {
+        /// The model's .xml file.
+        model: PathBuf,
+        /// The weights file, if it is not the .xml path with the extension .bin.
+        #[arg(long)]
+        weights: Option<PathBuf>,
+        /// Print the diagnostics as one JSON array.
+        #[arg(long)]
+        json: bool,
+    },
+    /// The supported (type, opset) pairs.
+    Ops,
 }
 
 pub fn run(cli: Cli) -> u8 {
@@ -45,6 +59,22 @@ pub fn run(cli: Cli) -> u8 {
             weights,
             json,
         } => info::run(&model, weights.as_deref(), json),
+        Command::Check {
+            model,
+            weights,
+            json,
+        } => check::run(&model, weights.as_deref(), json),
+        Command::Ops => {
+            for (ty, first, last, version) in irun_ops::registry::supported() {
+                let range = if first == last {
+                    format!("opset{first}")
+                } else {
+                    format!("opset{first}..opset{last}")
+                };
+                println!("{ty:<24} {range:<18} ({ty}-{version})");
+            }
+            EXIT_OK
+        }
     }
 }
 

@@ -3,6 +3,7 @@
 use std::collections::HashMap;
 
 use irun_ir::{codes, Diagnostic, IrModel, Layer, PortDirection, PortRef};
+use irun_ops::{Fact, Op};
 
 /// Index of a layer in `IrModel::layers` (and of its node in `Graph::nodes`).
 pub type NodeId = usize;
@@ -25,6 +26,8 @@ pub struct Node {
 
 /// A graph built from an [`IrModel`]. Structure problems are in `diagnostics`; when any of them
 /// is an error, `order` holds only what could be ordered.
+/// Structure problems and op/inference problems are in `diagnostics`; when any of them is an
+/// error, `order` holds only what could be ordered.
 #[derive(Debug)]
 pub struct Graph {
     pub model: IrModel,
@@ -38,6 +41,10 @@ pub struct Graph {
     /// producers before consumers. Other unreachable layers are not in it.
     pub order: Vec<NodeId>,
     pub diagnostics: Vec<Diagnostic>,
+    /// The resolved op of each node; `None` for unsupported or invalid layers.
+    pub ops: Vec<Option<Box<dyn Op>>>,
+    /// Inferred output facts of each node (empty for nodes not in `order`).
+    pub facts: Vec<Vec<Fact>>,
 }
 
 fn is_type(layer: &Layer, name: &str) -> bool {
@@ -57,6 +64,8 @@ impl Graph {
             results: Vec::new(),
             order: Vec::new(),
             diagnostics: Vec::new(),
+            ops: Vec::new(),
+            facts: Vec::new(),
             model,
         };
         let ids = g.index_ids();
@@ -77,6 +86,7 @@ impl Graph {
             ));
         }
         g.topological_order();
+        g.resolve_and_infer();
         g
     }
 

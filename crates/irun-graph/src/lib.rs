@@ -3,9 +3,12 @@
 //! Architecture invariant: the graph is built once from an `IrModel` and never changes shape
 //! afterwards; node ids are layer indices in XML order, input slots are port positions in
 //! `<input>`, and every structural problem (duplicate ids, dangling or doubled edges, cycles,
-//! no Result) is a diagnostic with a position, never a panic.
+//! no Result) is a diagnostic with a position, never a panic. Inference runs once, forward over
+//! `order`; an op reads values only of its declared value inputs, which the pass folds from
+//! small Consts and from ShapeOf of static shapes.
 
 mod graph;
+mod infer;
 pub mod testing;
 
 pub use graph::{Graph, Node, NodeId, Outlet};

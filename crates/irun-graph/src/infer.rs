@@ -1,0 +1,234 @@
+//! Op resolution and the forward shape/type inference pass, with the declared-vs-inferred check
+//! of every port.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use irun_ir::{Diagnostic, Layer, PortDirection, PortRef, Severity};
+use irun_ops::{codes, Fact, Op, OpError, Resolution};
+use irun_tensor::{ElementType, Tensor};
+
+use crate::graph::{Graph, NodeId, Outlet};
+
+/// A Const feeding a value input (an axis, a shape) is decoded only up to this many elements.
+const MAX_FOLDED_ELEMENTS: usize = 1 << 16;
+
+impl Graph {
+    /// Resolves every layer's op (unsupported types are reported once per type) and runs
+    /// inference over the topological order. Called by `build`.
+    pub(crate) fn resolve_and_infer(&mut self) {
+        self.resolve_ops();
+        self.facts = vec![Vec::new(); self.nodes.len()];
+        for i in 0..self.order.len() {
+            let n = self.order[i];
+            self.infer_node(n);
+        }
+    }
+
+    fn resolve_ops(&mut self) {
+        let mut unsupported: BTreeMap<String, Vec<&Layer>> = BTreeMap::new();
+        let mut ops: Vec<Option<Box<dyn Op>>> = Vec::with_capacity(self.nodes.len());
+        let mut diags = Vec::new();
+        for l in &self.model.layers {
+            match irun_ops::resolve(l) {
+                Resolution::Op {
+                    op,
+                    unknown_attributes,
+                } => {
+                    for name in unknown_attributes {
+                        let pos = l.data_attr(&name).map(|a| a.pos);
+                        diags.push(
+                            Diagnostic::warning(
+                                codes::UNKNOWN_ATTRIBUTE,
+                                format!("{} has no attribute `{name}`; it is ignored", op.name()),
+                            )
+                            .at_opt(pos)
+                            .on_layer(l.layer_ref()),
+                        );
+                    }
+                    ops.push(Some(op));
+                }
+                Resolution::Unsupported => {
+                    let key = if l.version.is_empty() {
+                        l.type_name.clone()
+                    } else {
+                        format!("{}-{}", l.type_name, l.version)
+                    };
+                    unsupported.entry(key).or_default().push(l);
+                    ops.push(None);
+                }
+                Resolution::Invalid(e) => {
+                    diags.push(op_diagnostic(l, &e));
+                    ops.push(None);
+                }
+            }
+        }
+        for (key, layers) in unsupported {
+            let ids: Vec<String> = layers.iter().map(|l| l.id.to_string()).collect();
+            diags.push(
+                Diagnostic::new(
+                    Severity::Warning,
+                    codes::UNSUPPORTED_OP,
+                    format!("irun does not support {key} yet; {} layer(s) not checked, their outputs are treated as unknown: {}", layers.len(), ids.join(", ")),
+                )
+                .at(layers[0].pos)
+                .on_layer(layers[0].layer_ref()),
+            );
+        }
+        self.ops = ops;
+        self.diagnostics.extend(diags);
+    }
+
+    /// The value of an outlet, when known at inference time: from the fact (ShapeOf of a static
+    /// shape), or by decoding a small Const.
+    fn value_of(&self, o: Outlet) -> Option<Arc<Tensor>> {
+        if let Some(v) = self.facts[o.node].get(o.slot).and_then(|f| f.value.clone()) {
+            return Some(v);
+        }
+        let c = self.layer(o.node).constant.as_ref()?;
+        if self.layer(o.node).type_name != "Const" || c.element_count() > MAX_FOLDED_ELEMENTS {
+            return None;
+        }
+        self.model.weights.decode(c).ok().map(Arc::new)
+    }
+
+    fn infer_node(&mut self, n: NodeId) {
+        let layer = &self.model.layers[n];
+        let value_inputs = self.ops[n].as_ref().map_or(&[][..], |op| op.value_inputs());
+        let inputs: Vec<Fact> = self.nodes[n]
+            .inputs
+            .iter()
+            .enumerate()
+            .map(|(slot, src)| {
+                let Some(o) = *src else {
+                    return Fact::unknown();
+                };
+                let mut f = self.facts[o.node]
+                    .get(o.slot)
+                    .cloned()
+                    .unwrap_or_else(Fact::unknown);
+                f.value = if value_inputs.contains(&slot) {
+                    self.value_of(o)
+                } else {
+                    None
+                };
+                f
+            })
+            .collect();
+        let outputs = match &self.ops[n] {
+            None => vec![Fact::unknown(); layer.outputs.len()],
+            Some(op) => match op.infer(&inputs) {
+                Ok(f) => f,
+                Err(e) => {
+                    self.diagnostics.push(op_diagnostic(layer, &e));
+                    vec![Fact::unknown(); layer.outputs.len()]
+                }
+            },
+        };
+        let mut diags = Vec::new();
+        for (slot, (port, fact)) in layer.outputs.iter().zip(&outputs).enumerate() {
+            if let Some(msg) = contradiction(port, fact) {
+                let what = self.ops[n].as_ref().map_or("the layer", |op| op.name());
+                diags.push(
+                    Diagnostic::error(
+                        codes::DECLARED_OUTPUT,
+                        format!("output port {} {msg}, but {what} infers {fact}", port.id),
+                    )
+                    .at(port.pos)
+                    .on_layer(layer.layer_ref())
+                    .on_port(PortRef {
+                        direction: PortDirection::Output,
+                        slot,
+                        port_id: Some(port.id),
+                    }),
+                );
+            }
+        }
+        for (slot, (port, fact)) in layer.inputs.iter().zip(&inputs).enumerate() {
+            if let Some(msg) = contradiction(port, fact) {
+                let src = self.nodes[n].inputs[slot]
+                    .map(|o| self.layer(o.node).id)
+                    .unwrap_or_default();
+                diags.push(
+                    Diagnostic::error(
+                        codes::DECLARED_INPUT,
+                        format!(
+                            "input port {} {msg}, but its producer (layer {src}) outputs {fact}",
+                            port.id
+                        ),
+                    )
+                    .at(port.pos)
+                    .on_layer(layer.layer_ref())
+                    .on_port(PortRef {
+                        direction: PortDirection::Input,
+                        slot,
+                        port_id: Some(port.id),
+                    }),
+                );
+            }
+        }
+        self.diagnostics.extend(diags);
+        self.facts[n] = outputs;
+    }
+}
+
+/// How a declared port contradicts a fact, if it does. `-1` dims and a missing precision accept
+/// anything; a dynamic inferred type or rank accepts any declaration.
+fn contradiction(port: &irun_ir::Port, fact: &Fact) -> Option<String> {
+    if let Some(p) = port.precision {
+        if fact.ty != ElementType::Dynamic && p != fact.ty {
+            return Some(format!("declares precision {}", p.precision_name()));
+        }
+    }
+    let dims = fact.shape.dims()?;
+    let declared = || {
+        format!(
+            "declares shape [{}]",
+            port.dims
+                .iter()
+                .map(|d| if *d < 0 {
+                    "?".to_string()
+                } else {
+                    d.to_string()
+                })
+                .collect::<Vec<_>>()
+                .join(",")
+        )
+    };
+    if port.dims.len() != dims.len() {
+        return Some(declared());
+    }
+    let bad = port
+        .dims
+        .iter()
+        .zip(dims)
+        .any(|(&d, f)| d >= 0 && !f.contains(d as u64));
+    bad.then(declared)
+}
+
+/// An op error as a diagnostic on its layer, pointing at the attribute or port it is about.
+fn op_diagnostic(layer: &Layer, e: &OpError) -> Diagnostic {
+    let mut d = Diagnostic::error(e.code, e.message.clone())
+        .at(layer.pos)
+        .on_layer(layer.layer_ref());
+    if let Some(name) = &e.attribute {
+        d = d.at_opt(
+            layer
+                .data_attr(name)
+                .map(|a| a.pos)
+                .or(layer.data.as_ref().map(|x| x.pos)),
+        );
+    }
+    if let Some((direction, slot)) = e.port {
+        let port = match direction {
+            PortDirection::Input => layer.inputs.get(slot),
+            PortDirection::Output => layer.outputs.get(slot),
+        };
+        d = d.at_opt(port.map(|p| p.pos)).on_port(PortRef {
+            direction,
+            slot,
+            port_id: port.map(|p| p.id),
+        });
+    }
+    d
+}
