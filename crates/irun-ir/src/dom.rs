@@ -5,6 +5,8 @@
 //! references other than the five predefined ones and character references are errors and are
 //! never expanded; a DOCTYPE is tolerated (nothing in it is ever used).
 
+use std::borrow::Cow;
+
 use quick_xml::events::{BytesStart, Event};
 use quick_xml::{Reader, XmlVersion};
 
@@ -13,16 +15,61 @@ use crate::diag::{codes, Diagnostic, Pos};
 /// Nesting deeper than this is rejected: no real IR nests more than ~10 levels.
 const MAX_DEPTH: usize = 256;
 
+/// Names of elements and attributes IR files repeat thousands of times; they are shared rather
+/// than allocated per occurrence (allocation was most of the reader's time on large models).
+const VOCABULARY: &[&str] = &[
+    "net",
+    "layers",
+    "layer",
+    "edges",
+    "edge",
+    "data",
+    "input",
+    "output",
+    "port",
+    "dim",
+    "rt_info",
+    "attribute",
+    "info",
+    "id",
+    "name",
+    "type",
+    "version",
+    "precision",
+    "names",
+    "from-layer",
+    "from-port",
+    "to-layer",
+    "to-port",
+    "element_type",
+    "shape",
+    "offset",
+    "size",
+    "value",
+    "output_names",
+    "reduction",
+    "use_init_val",
+    "destination_type",
+    "output_type",
+];
+
+fn intern(s: &str) -> Cow<'static, str> {
+    match VOCABULARY.iter().find(|v| **v == s) {
+        Some(v) => Cow::Borrowed(v),
+        None => Cow::Owned(s.to_string()),
+    }
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct Attr {
-    pub name: String,
+    pub name: Cow<'static, str>,
     pub value: String,
     pub pos: Pos,
 }
 
 #[derive(Clone, Debug, Default)]
 pub struct Element {
-    pub name: String,
+    pub name: Cow<'static, str>,
     pub attrs: Vec<Attr>,
     pub children: Vec<Element>,
     /// Concatenated character data directly inside this element.
@@ -115,7 +162,7 @@ fn start_element(
     e: &BytesStart,
     at: usize,
 ) -> Result<Element, Diagnostic> {
-    let name = e.name().as_ref().to_string();
+    let name = intern(e.name().as_ref());
     let mut el = Element {
         name,
         pos: lines.pos(at),
@@ -126,7 +173,7 @@ fn start_element(
             malformed(lines, at, format!("bad attribute in <{}>: {err}", el.name))
         })?;
         let key_off = offset_in(src, attr.key.as_ref(), at);
-        let key = attr.key.as_ref().to_string();
+        let key = intern(attr.key.as_ref());
         let value = attr
             .normalized_value(XmlVersion::Implicit1_0)
             .map_err(|err| {

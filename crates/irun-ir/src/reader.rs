@@ -37,7 +37,7 @@ impl IrModel {
 
     /// Parses XML text with the given weights.
     pub fn parse(src: &str, xml_path: &Path, weights: Weights) -> Result<IrModel, Diagnostic> {
-        let root = dom::parse(src)?;
+        let mut root = dom::parse(src)?;
         let mut r = Reader { diags: Vec::new() };
         let version = r.net_header(&root)?;
         let mut model = IrModel {
@@ -51,18 +51,21 @@ impl IrModel {
             diagnostics: Vec::new(),
         };
         let has_rt_info = root.children.iter().any(|c| c.name == "rt_info");
-        for child in &root.children {
-            match child.name.as_str() {
+        // The tree is consumed as it is read: attribute strings move into the model.
+        for child in std::mem::take(&mut root.children) {
+            match &*child.name {
                 "layers" => {
-                    for l in &child.children {
+                    model.layers.reserve(child.children.len());
+                    for l in child.children {
                         if l.name != "layer" {
-                            r.unknown(l, "<layers>");
+                            r.unknown(&l, "<layers>");
                         } else if let Some(layer) = r.layer(l, version, &model.weights) {
                             model.layers.push(layer);
                         }
                     }
                 }
                 "edges" => {
+                    model.edges.reserve(child.children.len());
                     for e in &child.children {
                         if e.name != "edge" {
                             r.unknown(e, "<edges>");
@@ -71,13 +74,15 @@ impl IrModel {
                         }
                     }
                 }
-                "rt_info" => model.rt_info.extend(child.children.iter().map(rt_node)),
+                "rt_info" => model
+                    .rt_info
+                    .extend(child.children.into_iter().map(rt_node)),
                 // Legacy blocks are read only when there is no <rt_info>, as OpenVINO does.
                 "meta_data" | "quantization_parameters" if !has_rt_info => {
                     model.rt_info.push(rt_node(child))
                 }
                 "meta_data" | "quantization_parameters" | "pre-process" | "statistics" => {}
-                _ => r.unknown(child, "<net>"),
+                _ => r.unknown(&child, "<net>"),
             }
         }
         model.diagnostics = r.diags;
@@ -104,7 +109,7 @@ pub fn read_xml_file(path: &Path) -> Result<String, Diagnostic> {
             path.display()
         )));
     }
-    let mut bytes = Vec::new();
+    let mut bytes = Vec::with_capacity(meta.len().min(MAX_XML_BYTES) as usize + 1);
     let mut limited = file.take(MAX_XML_BYTES + 1);
     let mut head = [0u8; 512];
     let n = read_up_to(&mut limited, &mut head)
@@ -124,15 +129,14 @@ pub fn read_xml_file(path: &Path) -> Result<String, Diagnostic> {
             ),
         ));
     }
-    let body = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&bytes);
-    match std::str::from_utf8(body) {
-        Ok(s) => Ok(s.to_string()),
-        Err(e) => Err(Diagnostic::error(
-            codes::MALFORMED_XML,
-            format!("invalid UTF-8 at byte {}", e.valid_up_to()),
-        )
-        .at(dom::pos_in_bytes(body, e.valid_up_to()))),
+    if bytes.starts_with(b"\xEF\xBB\xBF") {
+        bytes.drain(..3);
     }
+    String::from_utf8(bytes).map_err(|e| {
+        let at = e.utf8_error().valid_up_to();
+        Diagnostic::error(codes::MALFORMED_XML, format!("invalid UTF-8 at byte {at}"))
+            .at(dom::pos_in_bytes(e.as_bytes(), at))
+    })
 }
 
 fn read_up_to(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
@@ -170,11 +174,11 @@ fn sniff_xml(head: &[u8], path: &Path) -> Result<(), Diagnostic> {
     }
 }
 
-fn rt_node(e: &Element) -> RtNode {
+fn rt_node(e: Element) -> RtNode {
     RtNode {
-        tag: e.name.clone(),
-        attrs: e.attrs.clone(),
-        children: e.children.iter().map(rt_node).collect(),
+        tag: e.name.into_owned(),
+        attrs: e.attrs,
+        children: e.children.into_iter().map(rt_node).collect(),
         pos: e.pos,
     }
 }
@@ -254,8 +258,8 @@ impl Reader {
         parsed
     }
 
-    fn layer(&mut self, e: &Element, version: u32, weights: &Weights) -> Option<Layer> {
-        let id = self.uint_attr(e, "id", "<layer>")?;
+    fn layer(&mut self, mut e: Element, version: u32, weights: &Weights) -> Option<Layer> {
+        let id = self.uint_attr(&e, "id", "<layer>")?;
         let mut layer = Layer {
             id,
             name: String::new(),
@@ -269,16 +273,17 @@ impl Reader {
             pos: e.pos,
             constant: None,
         };
-        for a in &e.attrs {
-            match a.name.as_str() {
+        let (has_type, has_name) = (e.attr("type").is_some(), e.attr("name").is_some());
+        for a in std::mem::take(&mut e.attrs) {
+            match &*a.name {
                 "id" => {}
-                "name" => layer.name = a.value.clone(),
-                "type" => layer.type_name = a.value.clone(),
-                "version" => layer.version = a.value.clone(),
-                _ => layer.extra_attrs.push(a.clone()),
+                "name" => layer.name = a.value,
+                "type" => layer.type_name = a.value,
+                "version" => layer.version = a.value,
+                _ => layer.extra_attrs.push(a),
             }
         }
-        if e.attr("type").is_none() {
+        if !has_type {
             self.push(
                 Diagnostic::error(
                     codes::BAD_ATTRIBUTE,
@@ -288,11 +293,11 @@ impl Reader {
             );
             return None;
         }
-        if e.attr("name").is_none() {
+        if !has_name {
             layer.name = id.to_string();
         }
-        for c in &e.children {
-            match c.name.as_str() {
+        for c in e.children {
+            match &*c.name {
                 "data" => {
                     if layer.data.is_some() {
                         self.push(
@@ -305,34 +310,32 @@ impl Reader {
                         );
                     }
                     layer.data = Some(DataAttrs {
-                        attrs: c.attrs.clone(),
+                        attrs: c.attrs,
                         pos: c.pos,
                     });
                 }
                 "input" | "output" => {
-                    let ports = c
-                        .children
-                        .iter()
-                        .filter(|p| p.name == "port")
-                        .filter_map(|p| self.port(p, &layer))
-                        .collect::<Vec<_>>();
-                    if c.name == "input" {
-                        layer.inputs.extend(ports);
-                    } else {
-                        layer.outputs.extend(ports);
-                    }
-                    for other in c.children.iter().filter(|p| p.name != "port") {
-                        self.unknown(other, &format!("<{}>", c.name));
+                    let is_input = c.name == "input";
+                    for p in c.children {
+                        if p.name != "port" {
+                            self.unknown(&p, if is_input { "<input>" } else { "<output>" });
+                        } else if let Some(port) = self.port(p, &layer) {
+                            if is_input {
+                                layer.inputs.push(port);
+                            } else {
+                                layer.outputs.push(port);
+                            }
+                        }
                     }
                 }
                 // OpenVINO reads layer rt_info only for IR v11; v10 files never contain it.
                 "rt_info" if version > 10 => {
-                    layer.rt_info = c.children.iter().map(rt_node).collect()
+                    layer.rt_info = c.children.into_iter().map(rt_node).collect()
                 }
                 "rt_info" => {}
                 // Old IR writers put weights/biases/blobs here; nothing reads them since v10.
                 "blobs" => {}
-                _ => self.unknown(c, "<layer>"),
+                _ => self.unknown(&c, "<layer>"),
             }
         }
         self.check_port_ids(&layer);
@@ -358,7 +361,7 @@ impl Reader {
         }
     }
 
-    fn port(&mut self, e: &Element, layer: &Layer) -> Option<Port> {
+    fn port(&mut self, e: Element, layer: &Layer) -> Option<Port> {
         let id = match e.attr("id").map(|a| (a, parse_uint(&a.value))) {
             Some((_, Some(id))) => id,
             Some((a, None)) => {
@@ -406,8 +409,8 @@ impl Reader {
             rt_info: Vec::new(),
             pos: e.pos,
         };
-        for c in &e.children {
-            match c.name.as_str() {
+        for c in e.children {
+            match &*c.name {
                 "dim" => {
                     let text = c.text.trim();
                     match text.parse::<i64>() {
@@ -425,8 +428,8 @@ impl Reader {
                         }
                     }
                 }
-                "rt_info" => port.rt_info = c.children.iter().map(rt_node).collect(),
-                _ => self.unknown(c, "<port>"),
+                "rt_info" => port.rt_info = c.children.into_iter().map(rt_node).collect(),
+                _ => self.unknown(&c, "<port>"),
             }
         }
         Some(port)

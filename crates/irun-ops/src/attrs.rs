@@ -100,7 +100,7 @@ impl<'a> AttrReader<'a> {
             .data
             .iter()
             .flat_map(|d| &d.attrs)
-            .filter(|a| !read.contains(&a.name.as_str()))
+            .filter(|a| !read.contains(&&*a.name))
             .collect()
     }
 }

@@ -121,7 +121,7 @@ pub fn resolve(layer: &Layer) -> Resolution {
             unknown_attributes: reader
                 .unread()
                 .into_iter()
-                .map(|a| a.name.clone())
+                .map(|a| a.name.to_string())
                 .collect(),
         },
         Err(e) => Resolution::Invalid(e),
