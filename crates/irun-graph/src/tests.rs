@@ -233,3 +233,196 @@ fn output_names_follow_openvino() {
     assert_eq!(g.output_names(1), vec!["yyy", "zzz"]);
     assert_eq!(g.output_key(0), "yyy");
 }
+
+/// Parameter data [4] f32, Const indices i64 [2] = {0, 1}... as a SEU layer with given
+/// type/version/data, fed by Parameters only (axis too), then a Result.
+fn seu_model(ty: &str, version: &str, data: Option<&str>) -> String {
+    ir(
+        &[
+            parameter(0, "data", "f32", "4", "FP32", &[4]),
+            parameter(1, "indices", "i64", "2", "I64", &[2]),
+            parameter(2, "updates", "f32", "2", "FP32", &[2]),
+            parameter(3, "axis", "i64", "", "I64", &[]),
+            layer(
+                4,
+                "seu",
+                ty,
+                version,
+                data,
+                &[
+                    port(0, "FP32", &[4]),
+                    port(1, "I64", &[2]),
+                    port(2, "FP32", &[2]),
+                    port(3, "I64", &[]),
+                ],
+                &[port(4, "FP32", &[4])],
+            ),
+            result(5, "out", "FP32", &[4]),
+        ],
+        &[
+            edge(0, 0, 4, 0),
+            edge(1, 0, 4, 1),
+            edge(2, 0, 4, 2),
+            edge(3, 0, 4, 3),
+            edge(4, 4, 5, 0),
+        ],
+    )
+}
+
+#[test]
+fn attributes_are_read_strictly() {
+    let g = build(&seu_model(
+        "ScatterElementsUpdate",
+        "opset12",
+        Some("reduction=\"avg\" use_init_val=\"true\""),
+    ));
+    let d = g.diagnostics.iter().find(|d| d.is_error()).expect("error");
+    assert_eq!(d.code, irun_ops::codes::BAD_ATTRIBUTE);
+    assert!(
+        d.message
+            .contains("`reduction=\"avg\"` is not one of none, sum, prod, min, max, mean"),
+        "{}",
+        d.message
+    );
+    assert_eq!(d.layer.as_ref().unwrap().name, "seu");
+    let g = build(&seu_model(
+        "ScatterElementsUpdate",
+        "opset12",
+        Some("reduction=\"MEAN\" use_init_val=\"yes\""),
+    ));
+    let d = g.diagnostics.iter().find(|d| d.is_error()).expect("error");
+    assert!(
+        d.message
+            .contains("`use_init_val=\"yes\"` is not a boolean"),
+        "{}",
+        d.message
+    );
+    let g = build(&seu_model(
+        "ScatterElementsUpdate",
+        "opset12",
+        Some("reduction=\"MEAN\" use_init_val=\"0\""),
+    ));
+    assert!(!g.has_errors(), "{:?}", g.diagnostics);
+}
+
+/// `opset11` resolves to ScatterElementsUpdate-3, which has no attributes: OpenVINO silently
+/// drops `reduction`; irun warns.
+#[test]
+fn opset_selects_the_version_and_unknown_attributes_warn() {
+    let g = build(&seu_model(
+        "ScatterElementsUpdate",
+        "opset11",
+        Some("reduction=\"sum\""),
+    ));
+    assert!(!g.has_errors());
+    let d = g
+        .diagnostics
+        .iter()
+        .find(|d| d.code == irun_ops::codes::UNKNOWN_ATTRIBUTE)
+        .expect("warning");
+    assert_eq!(
+        d.message,
+        "ScatterElementsUpdate-3 has no attribute `reduction`; it is ignored"
+    );
+    assert_eq!(g.ops[4].as_ref().unwrap().name(), "ScatterElementsUpdate-3");
+    let g = build(&seu_model(
+        "scatterelementsupdate",
+        "opset16",
+        Some("reduction=\"sum\""),
+    ));
+    assert_eq!(
+        g.ops[4].as_ref().unwrap().name(),
+        "ScatterElementsUpdate-12"
+    );
+    let g = build(&seu_model("ScatterElementsUpdate", "opset17", None));
+    let d = g.diagnostics.iter().find(|d| d.is_error()).expect("error");
+    assert!(
+        d.message.contains("version \"opset17\" is not an opset"),
+        "{}",
+        d.message
+    );
+    let g = build(&seu_model("ScatterNDUpdate", "opset3", None));
+    let d = g.diagnostics.iter().find(|d| d.is_error()).expect("error");
+    assert!(
+        d.message
+            .contains("ScatterNDUpdate does not exist in opset3; it was introduced in opset4"),
+        "{}",
+        d.message
+    );
+}
+
+#[test]
+fn unsupported_types_are_reported_once_with_every_layer() {
+    let mut layers = vec![parameter(0, "x", "f32", "2", "FP32", &[2])];
+    let mut edges = Vec::new();
+    for i in 1..=3 {
+        layers.push(layer(
+            i,
+            &format!("r{i}"),
+            "Relu",
+            "opset1",
+            None,
+            &[port(0, "FP32", &[2])],
+            &[port(1, "FP32", &[2])],
+        ));
+        edges.push(edge(i - 1, if i == 1 { 0 } else { 1 }, i, 0));
+    }
+    layers.push(result(9, "y", "FP32", &[5]));
+    edges.push(edge(3, 1, 9, 0));
+    let g = build(&ir(&layers, &edges));
+    let unsupported: Vec<_> = g
+        .diagnostics
+        .iter()
+        .filter(|d| d.code == irun_ops::codes::UNSUPPORTED_OP)
+        .collect();
+    assert_eq!(unsupported.len(), 1);
+    assert!(
+        unsupported[0]
+            .message
+            .contains("Relu-opset1 yet; 3 layer(s) not checked")
+            && unsupported[0].message.ends_with("1, 2, 3")
+    );
+    // Downstream of an unsupported op the facts are unknown, so the Result's [5] is accepted.
+    assert!(!g.has_errors(), "{:?}", g.diagnostics);
+}
+
+#[test]
+fn declared_ports_are_compared_with_inferred_facts() {
+    let xml = seu_model("ScatterElementsUpdate", "opset12", None).replace(
+        "<port id=\"4\" precision=\"FP32\"><dim>4</dim>",
+        "<port id=\"4\" precision=\"I32\"><dim>4</dim>",
+    );
+    let g = build(&xml);
+    let d = g
+        .diagnostics
+        .iter()
+        .find(|d| d.code == irun_ops::codes::DECLARED_OUTPUT)
+        .expect("declared output error");
+    assert_eq!(
+        d.message,
+        "output port 4 declares precision I32, but ScatterElementsUpdate-12 infers f32 [4]"
+    );
+    assert_eq!(d.port.as_ref().unwrap().port_id, Some(4));
+    // Inputs are compared with the producer's inferred fact, not its declaration.
+    assert!(!g
+        .diagnostics
+        .iter()
+        .any(|d| d.code == irun_ops::codes::DECLARED_INPUT));
+    let xml = seu_model("ScatterElementsUpdate", "opset12", None).replace("name=\"out\" type=\"Result\" version=\"opset1\">\n<input><port id=\"0\" precision=\"FP32\"><dim>4</dim>", "name=\"out\" type=\"Result\" version=\"opset1\">\n<input><port id=\"0\" precision=\"FP32\"><dim>5</dim>");
+    let g = build(&xml);
+    let d = g
+        .diagnostics
+        .iter()
+        .find(|d| d.code == irun_ops::codes::DECLARED_INPUT)
+        .expect("declared input error");
+    assert_eq!(
+        d.message,
+        "input port 0 declares shape [5], but its producer (layer 4) outputs f32 [4]"
+    );
+    assert_eq!(d.layer.as_ref().unwrap().name, "out");
+    let xml = seu_model("ScatterElementsUpdate", "opset12", None).replace(
+        "<input><port id=\"0\" precision=\"FP32\"><dim>4</dim>",
+        "<input><port id=\"0\" precision=\"FP32\"><dim>-1</dim>",
+    );
+    assert!(!build(&xml).has_errors(), "-1 accepts anything");
+}
