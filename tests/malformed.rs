@@ -503,7 +503,6 @@ fn valid_model_prints_info_and_exits_0() {
         "{}",
         o.stdout
     );
-    let _ = Path::new("");
 }
 
 #[test]

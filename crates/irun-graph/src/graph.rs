@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 
-use irun_ir::{codes, Diagnostic, IrModel, Layer, PortDirection, PortRef};
+use irun_ir::{codes, Diagnostic, Edge, IrModel, Layer, PortDirection, PortRef};
 use irun_ops::{Fact, Op};
 
 /// Index of a layer in `IrModel::layers` (and of its node in `Graph::nodes`).
@@ -45,6 +45,48 @@ pub struct Graph {
     pub ops: Vec<Option<Box<dyn Op>>>,
     /// Inferred output facts of each node (empty for nodes not in `order`).
     pub facts: Vec<Vec<Fact>>,
+}
+
+/// The slot an edge's start (`output`) or end port has in its layer, or the diagnostic for a
+/// port that does not exist or points the wrong way.
+fn edge_port_slot(layer: &Layer, e: &Edge, output: bool) -> Result<usize, Diagnostic> {
+    let (port, slot, opposite, verb, kind, other_kind) = if output {
+        (
+            e.from_port,
+            layer.output_slot(e.from_port),
+            layer.input_slot(e.from_port),
+            "starts",
+            "output",
+            "input",
+        )
+    } else {
+        (
+            e.to_port,
+            layer.input_slot(e.to_port),
+            layer.output_slot(e.to_port),
+            "ends",
+            "input",
+            "output",
+        )
+    };
+    slot.ok_or_else(|| {
+        let (code, what) = match opposite {
+            Some(_) => (
+                codes::EDGE_DIRECTION,
+                format!("which is an {other_kind} port"),
+            ),
+            None => (
+                codes::DANGLING_EDGE,
+                format!("which has no such {kind} port"),
+            ),
+        };
+        Diagnostic::error(
+            code,
+            format!("edge {verb} at port {port} of layer {}, {what}", layer.id),
+        )
+        .at(e.pos)
+        .on_layer(layer.layer_ref())
+    })
 }
 
 fn is_type(layer: &Layer, name: &str) -> bool {
@@ -167,43 +209,14 @@ impl Graph {
                 continue;
             };
             let (src, dst) = (&self.model.layers[from], &self.model.layers[to]);
-            let Some(out_slot) = src.output_slot(e.from_port) else {
-                let msg = if src.input_slot(e.from_port).is_some() {
-                    Diagnostic::error(
-                        codes::EDGE_DIRECTION,
-                        format!(
-                            "edge starts at port {} of layer {}, which is an input port",
-                            e.from_port, e.from_layer
-                        ),
-                    )
-                    .at(e.pos)
-                } else {
-                    err(format!(
-                        "edge starts at port {} of layer {}, which has no such output port",
-                        e.from_port, e.from_layer
-                    ))
-                };
-                self.diagnostics.push(msg.on_layer(src.layer_ref()));
-                continue;
-            };
-            let Some(in_slot) = dst.input_slot(e.to_port) else {
-                let msg = if dst.output_slot(e.to_port).is_some() {
-                    Diagnostic::error(
-                        codes::EDGE_DIRECTION,
-                        format!(
-                            "edge ends at port {} of layer {}, which is an output port",
-                            e.to_port, e.to_layer
-                        ),
-                    )
-                    .at(e.pos)
-                } else {
-                    err(format!(
-                        "edge ends at port {} of layer {}, which has no such input port",
-                        e.to_port, e.to_layer
-                    ))
-                };
-                self.diagnostics.push(msg.on_layer(dst.layer_ref()));
-                continue;
+            let slots = edge_port_slot(src, e, true)
+                .and_then(|o| edge_port_slot(dst, e, false).map(|i| (o, i)));
+            let (out_slot, in_slot) = match slots {
+                Ok(s) => s,
+                Err(d) => {
+                    self.diagnostics.push(d);
+                    continue;
+                }
             };
             if let Some(prev) = self.nodes[to].inputs[in_slot] {
                 let prev_layer = &self.model.layers[prev.node];

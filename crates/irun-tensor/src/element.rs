@@ -164,15 +164,6 @@ impl ElementType {
         self.is_integral() && self != Boolean
     }
 
-    /// A signed integer type.
-    pub fn is_signed_integer(self) -> bool {
-        matches!(self, I4 | I8 | I16 | I32 | I64)
-    }
-
-    pub fn is_dynamic(self) -> bool {
-        self == Dynamic
-    }
-
     /// OpenVINO's element type merge: dynamic unifies with anything, otherwise equal types only.
     pub fn merge(self, other: ElementType) -> Option<ElementType> {
         match (self, other) {
@@ -180,11 +171,6 @@ impl ElementType {
             (a, b) if a == b => Some(a),
             _ => None,
         }
-    }
-
-    /// Whether a [`crate::Tensor`] can hold values of this type (every type but dynamic).
-    pub fn is_storable(self) -> bool {
-        self != Dynamic
     }
 }
 

@@ -155,11 +155,6 @@ impl Tensor {
         self.data
     }
 
-    /// The same values with another shape of equal element count.
-    pub fn reshaped(self, shape: Vec<usize>) -> Result<Tensor, TensorError> {
-        Tensor::new(self.ty, shape, self.data)
-    }
-
     /// Every element converted to i64, for index-like tensors (integers and booleans).
     pub fn to_i64_vec(&self) -> Option<Vec<i64>> {
         Some(match &self.data {

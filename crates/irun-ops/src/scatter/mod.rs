@@ -89,11 +89,6 @@ pub fn is_index_type(t: ElementType) -> bool {
     matches!(t, Dynamic | I8 | I16 | I32 | I64 | U8 | U16 | U32 | U64)
 }
 
-/// The dims of a partial shape from `start`, or `None` for a dynamic rank.
-pub fn dims_from(shape: &PartialShape, start: usize) -> Option<&[Dim]> {
-    shape.dims().map(|d| &d[start.min(d.len())..])
-}
-
 /// Whether two dim lists are pairwise compatible (same length, intersecting intervals).
 pub fn dims_compatible(a: &[Dim], b: &[Dim]) -> bool {
     a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.compatible(*y))
