@@ -5,7 +5,7 @@
 //! nf4, f4e2m1, f8e4m3, f8e5m2, f8e8m0 -> `f32` holding the exact value; boolean -> `bool`
 //! (any non-zero byte is true); string -> `String`.
 
-use irun_tensor::{bf16, f16, ElementType, Storage, Tensor};
+use irun_tensor::{f16, ElementType, Storage, Tensor};
 
 /// The NF4 code book (OpenVINO `ov::ConvertNF4`, the bitsandbytes quantiles); code 7 is 0.0.
 pub const NF4_TABLE: [f32; 16] = [
@@ -30,29 +30,14 @@ pub const NF4_TABLE: [f32; 16] = [
 /// Decodes `n` elements of `ty` from `bytes` (which the caller has checked is long enough).
 pub fn decode(ty: ElementType, shape: Vec<usize>, bytes: &[u8]) -> Result<Tensor, String> {
     let n: usize = shape.iter().product();
-    macro_rules! le {
-        ($t:ty, $w:literal) => {
-            bytes[..n * $w]
-                .chunks_exact($w)
-                .map(|c| <$t>::from_le_bytes(c.try_into().expect("chunk width")))
-                .collect()
-        };
-    }
     use ElementType as E;
+    let width = (ty.bit_width() / 8) as usize;
+    // The byte-aligned numeric types and boolean share irun-tensor's decoder (also used by .npy);
+    // the packed and narrow-float types below are specific to .bin blobs.
+    if let Some(storage) = Storage::from_bytes(ty, &bytes[..n * width], false) {
+        return Tensor::new(ty, shape, storage).map_err(|e| e.to_string());
+    }
     let storage = match ty {
-        E::Boolean => Storage::Bool(bytes[..n].iter().map(|&b| b != 0).collect()),
-        E::Bf16 => Storage::Bf16(le!(bf16, 2)),
-        E::F16 => Storage::F16(le!(f16, 2)),
-        E::F32 => Storage::F32(le!(f32, 4)),
-        E::F64 => Storage::F64(le!(f64, 8)),
-        E::I8 => Storage::I8(bytes[..n].iter().map(|&b| b as i8).collect()),
-        E::I16 => Storage::I16(le!(i16, 2)),
-        E::I32 => Storage::I32(le!(i32, 4)),
-        E::I64 => Storage::I64(le!(i64, 8)),
-        E::U8 => Storage::U8(bytes[..n].to_vec()),
-        E::U16 => Storage::U16(le!(u16, 2)),
-        E::U32 => Storage::U32(le!(u32, 4)),
-        E::U64 => Storage::U64(le!(u64, 8)),
         E::U1 => Storage::U8((0..n).map(|i| (bytes[i / 8] >> (7 - i % 8)) & 1).collect()),
         E::U2 => Storage::U8(
             (0..n)
@@ -83,6 +68,9 @@ pub fn decode(ty: ElementType, shape: Vec<usize>, bytes: &[u8]) -> Result<Tensor
         E::F8e8m0 => Storage::F32(bytes[..n].iter().map(|&b| f8e8m0(b)).collect()),
         E::String => Storage::String(decode_strings(bytes, n)?),
         E::Dynamic => return Err("a constant cannot have the dynamic element type".into()),
+        _ => {
+            unreachable!("Storage::from_bytes decodes every byte-aligned numeric type and boolean")
+        }
     };
     Tensor::new(ty, shape, storage).map_err(|e| e.to_string())
 }
@@ -190,6 +178,7 @@ fn decode_strings(bytes: &[u8], n: usize) -> Result<Vec<String>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use irun_tensor::bf16;
 
     fn values(ty: ElementType, n: usize, bytes: &[u8]) -> Storage {
         decode(ty, vec![n], bytes).unwrap().into_storage()

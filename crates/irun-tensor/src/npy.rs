@@ -109,41 +109,6 @@ fn parse_header(header: &str) -> Result<(String, bool, Vec<usize>), TensorError>
     Ok((descr, fortran, shape))
 }
 
-fn decode_values(ty: ElementType, bytes: &[u8], size: usize, big: bool) -> Storage {
-    macro_rules! num {
-        ($t:ty, $n:literal) => {
-            bytes
-                .chunks_exact($n)
-                .map(|c| {
-                    let a: [u8; $n] = c.try_into().expect("chunk size");
-                    if big {
-                        <$t>::from_be_bytes(a)
-                    } else {
-                        <$t>::from_le_bytes(a)
-                    }
-                })
-                .collect()
-        };
-    }
-    debug_assert_eq!(bytes.len() % size.max(1), 0);
-    match ty {
-        ElementType::Boolean => Storage::Bool(bytes.iter().map(|&b| b != 0).collect()),
-        ElementType::F16 => Storage::F16(num!(f16, 2)),
-        ElementType::Bf16 => Storage::Bf16(num!(bf16, 2)),
-        ElementType::F32 => Storage::F32(num!(f32, 4)),
-        ElementType::F64 => Storage::F64(num!(f64, 8)),
-        ElementType::I8 => Storage::I8(bytes.iter().map(|&b| b as i8).collect()),
-        ElementType::I16 => Storage::I16(num!(i16, 2)),
-        ElementType::I32 => Storage::I32(num!(i32, 4)),
-        ElementType::I64 => Storage::I64(num!(i64, 8)),
-        ElementType::U8 => Storage::U8(bytes.to_vec()),
-        ElementType::U16 => Storage::U16(num!(u16, 2)),
-        ElementType::U32 => Storage::U32(num!(u32, 4)),
-        ElementType::U64 => Storage::U64(num!(u64, 8)),
-        _ => unreachable!("parse_descr only yields npy-representable types"),
-    }
-}
-
 /// Reads one `.npy` document from a byte slice.
 pub fn read_npy(bytes: &[u8]) -> Result<Tensor, TensorError> {
     if bytes.len() < 10 || &bytes[..6] != MAGIC {
@@ -187,7 +152,8 @@ pub fn read_npy(bytes: &[u8]) -> Result<Tensor, TensorError> {
             "Fortran-order arrays are not supported; save with np.ascontiguousarray",
         ));
     }
-    let storage = decode_values(ty, &data[..nbytes], size, big);
+    let storage = Storage::from_bytes(ty, &data[..nbytes], big)
+        .expect("parse_descr yields byte-aligned types");
     Tensor::new(ty, shape, storage)
 }
 
@@ -226,11 +192,7 @@ pub fn write_npy<W: Write>(t: &Tensor, mut w: W) -> Result<(), TensorError> {
     }
     w.write_all(header.as_bytes())?;
     let mut buf = Vec::with_capacity(t.len() * 8);
-    match t.storage() {
-        Storage::Bool(v) => buf.extend(v.iter().map(|&b| b as u8)),
-        Storage::String(_) => unreachable!("rejected above"),
-        s => with_storage!(s, v => encode_le(v, &mut buf)),
-    }
+    with_storage!(t.storage(), v => encode_le(v, &mut buf));
     w.write_all(&buf)?;
     Ok(())
 }

@@ -80,6 +80,44 @@ macro_rules! with_storage {
 }
 
 impl Storage {
+    /// Decodes the byte-aligned types (boolean: any non-zero byte is true; the numeric types in
+    /// little- or big-endian order) from a byte slice, possibly unaligned. Trailing bytes that
+    /// do not fill an element are ignored. `None` for packed types, string and dynamic.
+    pub fn from_bytes(ty: ElementType, bytes: &[u8], big_endian: bool) -> Option<Storage> {
+        macro_rules! num {
+            ($t:ty, $n:literal) => {
+                bytes
+                    .chunks_exact($n)
+                    .map(|c| {
+                        let a: [u8; $n] = c.try_into().expect("chunk size");
+                        if big_endian {
+                            <$t>::from_be_bytes(a)
+                        } else {
+                            <$t>::from_le_bytes(a)
+                        }
+                    })
+                    .collect()
+            };
+        }
+        use ElementType as E;
+        Some(match ty {
+            E::Boolean => Storage::Bool(bytes.iter().map(|&b| b != 0).collect()),
+            E::F16 => Storage::F16(num!(f16, 2)),
+            E::Bf16 => Storage::Bf16(num!(bf16, 2)),
+            E::F32 => Storage::F32(num!(f32, 4)),
+            E::F64 => Storage::F64(num!(f64, 8)),
+            E::I8 => Storage::I8(bytes.iter().map(|&b| b as i8).collect()),
+            E::I16 => Storage::I16(num!(i16, 2)),
+            E::I32 => Storage::I32(num!(i32, 4)),
+            E::I64 => Storage::I64(num!(i64, 8)),
+            E::U8 => Storage::U8(bytes.to_vec()),
+            E::U16 => Storage::U16(num!(u16, 2)),
+            E::U32 => Storage::U32(num!(u32, 4)),
+            E::U64 => Storage::U64(num!(u64, 8)),
+            _ => return None,
+        })
+    }
+
     pub fn len(&self) -> usize {
         with_storage!(self, v => v.len())
     }
