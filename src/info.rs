@@ -4,7 +4,9 @@
 use std::collections::BTreeMap;
 
 use irun_graph::{Graph, NodeId};
-use irun_tensor::{ElementType, PartialShape};
+use irun_ir::Port;
+use irun_ops::Fact;
+use irun_tensor::ElementType;
 use serde::Serialize;
 
 #[derive(Debug, Serialize)]
@@ -64,21 +66,26 @@ fn declared_shape(dims: &[i64]) -> String {
     format!("[{}]", d.join(","))
 }
 
+/// Shape and element type of a model input or output: the inferred fact where inference knows
+/// it, else what the port declares (for layers whose op is unsupported or invalid).
+fn describe(fact: Option<&Fact>, port: Option<&Port>) -> (String, String) {
+    let shape = match fact {
+        Some(f) if f.shape.rank().is_some() || port.is_none_or(|p| p.dims.is_empty()) => {
+            f.shape.to_string()
+        }
+        _ => port.map_or("[...]".into(), |p| declared_shape(&p.dims)),
+    };
+    let ty = match fact {
+        Some(f) if f.ty != ElementType::Dynamic => Some(f.ty),
+        _ => port.and_then(|p| p.precision),
+    };
+    (shape, ty.map_or("?".to_string(), |t| t.name().to_string()))
+}
+
 fn parameter_info(g: &Graph, n: NodeId) -> TensorInfo {
     let l = g.layer(n);
     let names = g.input_names(n);
-    let port = l.outputs.first();
-    let shape = l
-        .data_attr("shape")
-        .and_then(|a| PartialShape::parse(&a.value).ok())
-        .map(|s| s.to_string())
-        .or_else(|| port.map(|p| declared_shape(&p.dims)))
-        .unwrap_or_else(|| "[...]".into());
-    let element_type = l
-        .data_attr("element_type")
-        .and_then(|a| ElementType::from_enum_name(&a.value))
-        .or_else(|| port.and_then(|p| p.precision))
-        .map_or("?".to_string(), |t| t.name().to_string());
+    let (shape, element_type) = describe(g.facts[n].first(), l.outputs.first());
     TensorInfo {
         key: names.first().cloned().unwrap_or_else(|| l.name.clone()),
         names,
@@ -91,15 +98,13 @@ fn parameter_info(g: &Graph, n: NodeId) -> TensorInfo {
 fn result_info(g: &Graph, index: usize) -> TensorInfo {
     let n = g.results[index];
     let l = g.layer(n);
-    let port = l.inputs.first();
+    let (shape, element_type) = describe(g.facts[n].first(), l.inputs.first());
     TensorInfo {
         key: g.output_key(index),
         names: g.output_names(n),
         layer: l.name.clone(),
-        shape: port.map_or("[...]".into(), |p| declared_shape(&p.dims)),
-        element_type: port
-            .and_then(|p| p.precision)
-            .map_or("?".to_string(), |t| t.name().to_string()),
+        shape,
+        element_type,
     }
 }
 

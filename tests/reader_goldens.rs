@@ -169,3 +169,34 @@ fn info_matches_openvino_on_converted_samples() {
     }
     assert_eq!(n, 11);
 }
+
+/// Output shapes come from inference where it knows them: here the file declares every dim of
+/// the scatter output and the Result input as -1, but inference knows the second is 5.
+#[test]
+fn info_outputs_show_inferred_facts() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("models/check/snd15_sub_dynamic");
+    let graph = irun::load_graph(&dir.join("model.xml"), None).unwrap();
+    assert_eq!(ModelInfo::of(&graph).outputs[0].shape, "[?,5]");
+    let xml = std::fs::read_to_string(dir.join("model.xml")).unwrap();
+    let outputs_from = xml
+        .find("<output>\n\t\t\t\t<port id=\"3\"")
+        .expect("scatter output port");
+    let relaxed = format!(
+        "{}{}",
+        &xml[..outputs_from],
+        xml[outputs_from..].replace("<dim>5</dim>", "<dim>-1</dim>")
+    );
+    let tmp = std::env::temp_dir().join(format!("irun-info-facts-{}", std::process::id()));
+    std::fs::create_dir_all(&tmp).unwrap();
+    std::fs::write(tmp.join("model.xml"), relaxed).unwrap();
+    std::fs::copy(dir.join("model.bin"), tmp.join("model.bin")).unwrap();
+    let graph = irun::load_graph(&tmp.join("model.xml"), None).unwrap();
+    assert!(!graph.has_errors());
+    let result_port = &graph.layer(graph.results[0]).inputs[0];
+    assert_eq!(
+        result_port.dims,
+        vec![-1, -1],
+        "the file declares nothing about the dims"
+    );
+    assert_eq!(ModelInfo::of(&graph).outputs[0].shape, "[?,5]");
+}
