@@ -51,21 +51,6 @@ pub fn op_key(type_name: &str, version: &str) -> String {
     }
 }
 
-/// Shape text from declared `<dim>`s: `-1` is `?`; no dims is `[]` (scalar or dynamic rank).
-fn declared_shape(dims: &[i64]) -> String {
-    let d: Vec<String> = dims
-        .iter()
-        .map(|&d| {
-            if d < 0 {
-                "?".to_string()
-            } else {
-                d.to_string()
-            }
-        })
-        .collect();
-    format!("[{}]", d.join(","))
-}
-
 /// Shape and element type of a model input or output: the inferred fact where inference knows
 /// it, else what the port declares (for layers whose op is unsupported or invalid).
 fn describe(fact: Option<&Fact>, port: Option<&Port>) -> (String, String) {
@@ -73,7 +58,7 @@ fn describe(fact: Option<&Fact>, port: Option<&Port>) -> (String, String) {
         Some(f) if f.shape.rank().is_some() || port.is_none_or(|p| p.dims.is_empty()) => {
             f.shape.to_string()
         }
-        _ => port.map_or("[...]".into(), |p| declared_shape(&p.dims)),
+        _ => port.map_or("[...]".into(), Port::declared_shape),
     };
     let ty = match fact {
         Some(f) if f.ty != ElementType::Dynamic => Some(f.ty),

@@ -181,20 +181,7 @@ fn contradiction(port: &irun_ir::Port, fact: &Fact) -> Option<String> {
         }
     }
     let dims = fact.shape.dims()?;
-    let declared = || {
-        format!(
-            "declares shape [{}]",
-            port.dims
-                .iter()
-                .map(|d| if *d < 0 {
-                    "?".to_string()
-                } else {
-                    d.to_string()
-                })
-                .collect::<Vec<_>>()
-                .join(",")
-        )
-    };
+    let declared = || format!("declares shape {}", port.declared_shape());
     if port.dims.len() != dims.len() {
         return Some(declared());
     }

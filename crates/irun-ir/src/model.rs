@@ -98,6 +98,24 @@ pub struct Port {
     pub pos: Pos,
 }
 
+impl Port {
+    /// The declared dims as `[2,?,4]` (`-1` is `?`; no dims is `[]`, a scalar or dynamic rank).
+    pub fn declared_shape(&self) -> String {
+        let d: Vec<String> = self
+            .dims
+            .iter()
+            .map(|&d| {
+                if d < 0 {
+                    "?".to_string()
+                } else {
+                    d.to_string()
+                }
+            })
+            .collect();
+        format!("[{}]", d.join(","))
+    }
+}
+
 /// One `<edge>`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Edge {
