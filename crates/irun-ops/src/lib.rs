@@ -7,6 +7,7 @@
 pub mod attrs;
 pub mod core;
 mod fact;
+pub mod kernel;
 pub mod op;
 pub mod registry;
 pub mod scatter;
@@ -14,5 +15,5 @@ pub mod scatter;
 pub(crate) mod testing;
 
 pub use fact::Fact;
-pub use op::{codes, Op, OpError};
+pub use op::{codes, Op, OpError, Value};
 pub use registry::{resolve, Resolution};

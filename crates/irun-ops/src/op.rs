@@ -1,16 +1,26 @@
 //! The op trait and the error every op reports through.
 
 use std::fmt::Debug;
+use std::sync::Arc;
 
 use irun_ir::{codes as ir_codes, PortDirection};
+use irun_tensor::Tensor;
 
 use crate::fact::Fact;
+
+/// A tensor flowing between nodes at run time. Shared, so that a value read by several
+/// consumers is not copied; an op that owns the only reference may reuse its buffer.
+pub type Value = Arc<Tensor>;
 
 /// An op of a graph node, built from a layer's attributes by the registry.
 ///
 /// `infer` is required: every op validates its inputs and computes its output facts. It may
 /// read the values of exactly the inputs listed in `value_inputs` (the axis of the scatter
 /// ops, the target shape of Reshape); the graph pass supplies those when they are constant.
+///
+/// `eval` computes output tensors from input tensors. The executor calls it only after `infer`
+/// accepted the concrete input facts, but `eval` still checks everything that only values can
+/// show (index ranges) and never trusts shapes to index memory.
 pub trait Op: Debug + Send + Sync {
     /// `Type-vN` of the C++ class, e.g. `ScatterElementsUpdate-12` (used in messages).
     fn name(&self) -> &'static str;
@@ -21,6 +31,22 @@ pub trait Op: Debug + Send + Sync {
     /// Inputs whose values `infer` reads when they are known.
     fn value_inputs(&self) -> &'static [usize] {
         &[]
+    }
+
+    /// Input tensors -> output tensors. Runs inside the executor's thread pool, so rayon's
+    /// parallel iterators use `--threads` workers. The default is for the source ops (Parameter,
+    /// Const) whose values the executor supplies itself.
+    fn eval(&self, _inputs: Vec<Value>) -> Result<Vec<Value>, OpError> {
+        Err(OpError::new(
+            codes::NOT_EXECUTABLE,
+            format!("{} has no kernel", self.name()),
+        ))
+    }
+
+    /// The input whose buffer the output may take over when nothing else reads it (the data
+    /// input of the scatter ops). The executor then hands `eval` the only reference.
+    fn inplace_input(&self) -> Option<usize> {
+        None
     }
 }
 
@@ -50,6 +76,16 @@ pub mod codes {
     pub const DECLARED_INPUT: &str = "E0506";
     /// A value input (e.g. an axis) holds a value the op cannot use.
     pub const BAD_VALUE: &str = "E0507";
+    /// An index value outside the range its op allows (found at run time).
+    pub const INDEX_OUT_OF_RANGE: &str = "E0601";
+    /// Input shapes or values an op cannot run on, found at run time.
+    pub const RUN_SHAPE: &str = "E0602";
+    /// An element type (or type and reduction) the kernel does not implement.
+    pub const UNSUPPORTED_TYPE: &str = "E0603";
+    /// A tensor larger than the memory limit, or an allocation that failed.
+    pub const MEMORY: &str = "E0604";
+    /// The op has no kernel.
+    pub const NOT_EXECUTABLE: &str = "E0605";
     pub use super::ir_codes::*;
 }
 

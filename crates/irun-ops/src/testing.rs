@@ -27,3 +27,34 @@ pub fn err(r: Result<Fact, OpError>) -> OpError {
         Err(e) => e,
     }
 }
+
+/// Runs `op` on `inputs` on a pool of `threads` workers; the single output.
+pub fn eval_with(op: &dyn Op, inputs: Vec<Tensor>, threads: usize) -> Result<Tensor, OpError> {
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .expect("pool");
+    let values = inputs.into_iter().map(std::sync::Arc::new).collect();
+    pool.install(|| op.eval(values))
+        .map(|mut v| std::sync::Arc::unwrap_or_clone(v.remove(0)))
+}
+
+/// Runs `op` on one thread and on two; asserts both agree bit for bit; the single output.
+pub fn eval1(op: &dyn Op, inputs: Vec<Tensor>) -> Result<Tensor, OpError> {
+    let one = eval_with(op, inputs.clone(), 1);
+    let two = eval_with(op, inputs, 2);
+    assert_eq!(format!("{one:?}"), format!("{two:?}"), "threads 1 vs 2");
+    one
+}
+
+pub fn i32s(shape: &[usize], v: &[i32]) -> Tensor {
+    Tensor::from_i32(shape.to_vec(), v.to_vec()).unwrap()
+}
+
+pub fn i64s(shape: &[usize], v: &[i64]) -> Tensor {
+    Tensor::from_i64(shape.to_vec(), v.to_vec()).unwrap()
+}
+
+pub fn f32s(shape: &[usize], v: &[f32]) -> Tensor {
+    Tensor::from_f32(shape.to_vec(), v.to_vec()).unwrap()
+}

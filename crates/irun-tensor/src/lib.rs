@@ -13,7 +13,7 @@ pub use element::ElementType;
 pub use half::{bf16, f16};
 pub use npy::{read_npy, read_npz, write_npy, write_npz};
 pub use shape::{element_count, fmt_shape, Dim, PartialShape};
-pub use tensor::{storage_kind, Storage, Tensor};
+pub use tensor::{storage_kind, Scalar, Storage, Tensor};
 
 /// Errors building tensors or reading/writing `.npy`/`.npz`.
 #[derive(Debug, thiserror::Error)]

@@ -254,6 +254,77 @@ typed_constructors! {
     from_u64: u64 => U64, U64;
 }
 
+/// A Rust scalar type that is the element of one [`Storage`] variant: typed access to a
+/// tensor's values without matching on the variant at every use.
+pub trait Scalar: Copy + Default + Send + Sync + 'static {
+    /// The values, if `s` is this type's variant.
+    fn slice(s: &Storage) -> Option<&[Self]>;
+    /// The values, mutably, if `s` is this type's variant.
+    fn slice_mut(s: &mut Storage) -> Option<&mut [Self]>;
+    /// Wraps values in this type's variant.
+    fn wrap(v: Vec<Self>) -> Storage;
+    /// Unwraps this type's variant; any other variant comes back unchanged.
+    fn unwrap(s: Storage) -> Result<Vec<Self>, Storage>;
+}
+
+macro_rules! scalar_impls {
+    ($($t:ty => $variant:ident;)*) => {$(
+        impl Scalar for $t {
+            fn slice(s: &Storage) -> Option<&[Self]> {
+                match s { Storage::$variant(v) => Some(v), _ => None }
+            }
+            fn slice_mut(s: &mut Storage) -> Option<&mut [Self]> {
+                match s { Storage::$variant(v) => Some(v), _ => None }
+            }
+            fn wrap(v: Vec<Self>) -> Storage {
+                Storage::$variant(v)
+            }
+            fn unwrap(s: Storage) -> Result<Vec<Self>, Storage> {
+                match s { Storage::$variant(v) => Ok(v), other => Err(other) }
+            }
+        }
+    )*};
+}
+
+scalar_impls! {
+    bool => Bool; f16 => F16; bf16 => Bf16; f32 => F32; f64 => F64;
+    i8 => I8; i16 => I16; i32 => I32; i64 => I64;
+    u8 => U8; u16 => U16; u32 => U32; u64 => U64;
+}
+
+impl Tensor {
+    /// The values as a typed slice, if `T` is the element of this tensor's storage.
+    pub fn values<T: Scalar>(&self) -> Option<&[T]> {
+        T::slice(&self.data)
+    }
+
+    /// The values as a mutable typed slice. The length cannot change, so the invariant holds.
+    pub fn values_mut<T: Scalar>(&mut self) -> Option<&mut [T]> {
+        T::slice_mut(&mut self.data)
+    }
+
+    /// Splits into element type, shape and storage (the inverse of [`Tensor::new`]).
+    pub fn into_parts(self) -> (ElementType, Vec<usize>, Storage) {
+        (self.ty, self.shape, self.data)
+    }
+
+    /// The same values under another shape with the same element count.
+    pub fn reshaped(self, shape: Vec<usize>) -> Result<Tensor, TensorError> {
+        Tensor::new(self.ty, shape, self.data)
+    }
+
+    /// Size of the values in memory, in bytes (strings count their UTF-8 bytes).
+    pub fn byte_size(&self) -> usize {
+        match &self.data {
+            Storage::String(v) => v
+                .iter()
+                .map(|s| s.len() + std::mem::size_of::<String>())
+                .sum(),
+            other => with_storage!(other, v => std::mem::size_of_val(v.as_slice())),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -2,7 +2,7 @@
 
 use crate::attrs::AttrReader;
 use crate::fact::Fact;
-use crate::op::{expect_inputs, Op, OpError};
+use crate::op::{expect_inputs, Op, OpError, Value};
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct ResultOp;
@@ -21,5 +21,10 @@ impl Op for ResultOp {
         let mut f = inputs[0].clone();
         f.value = None;
         Ok(vec![f])
+    }
+
+    /// The output is the input, shared, not copied.
+    fn eval(&self, inputs: Vec<Value>) -> Result<Vec<Value>, OpError> {
+        Ok(inputs.into_iter().take(1).collect())
     }
 }

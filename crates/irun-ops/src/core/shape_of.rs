@@ -6,7 +6,7 @@ use irun_tensor::{ElementType, PartialShape, Tensor};
 
 use crate::attrs::AttrReader;
 use crate::fact::Fact;
-use crate::op::{expect_inputs, Op, OpError};
+use crate::op::{codes, expect_inputs, Op, OpError, Value};
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct ShapeOf {
@@ -80,6 +80,19 @@ impl Op for ShapeOf {
             fact = fact.with_value(t);
         }
         Ok(vec![fact])
+    }
+
+    fn eval(&self, inputs: Vec<Value>) -> Result<Vec<Value>, OpError> {
+        let input = inputs
+            .first()
+            .ok_or_else(|| OpError::new(codes::ARITY, "ShapeOf takes 1 input"))?;
+        let t = shape_tensor(input.shape(), self.output_type).ok_or_else(|| {
+            OpError::new(
+                codes::RUN_SHAPE,
+                format!("a dimension of {:?} does not fit in i32", input.shape()),
+            )
+        })?;
+        Ok(vec![std::sync::Arc::new(t)])
     }
 }
 

@@ -5,12 +5,24 @@
 //! 1, element 0 used). v12 adds `reduction` (none, sum, prod, min, max, mean; default none) and
 //! `use_init_val` (default true). Output: data's shape, merged data/updates type.
 
-use irun_tensor::ElementType;
+use std::ops::Range;
+use std::sync::Arc;
 
-use super::{axis_value, is_index_type, merge_data_updates, normalize_axis, Reduction};
+use irun_tensor::{fmt_shape, ElementType};
+use rayon::prelude::*;
+
+use super::reduce::{dispatch, Combine, Elem, MinMaxRule, ReduceKernel};
+use super::{
+    axis_value, check_same_type, index_out_of_range, is_index_type, merge_data_updates,
+    normalize_axis, product, runtime_axis, runtime_indices, Reduction,
+};
 use crate::attrs::AttrReader;
 use crate::fact::Fact;
-use crate::op::{codes, expect_inputs, Op, OpError};
+use crate::kernel::{
+    first_error, pieces, split_range, take_or_copy, try_zeroed, DisjointSlice, IndexValues,
+    PAR_MIN_ELEMENTS,
+};
+use crate::op::{codes, expect_inputs, Op, OpError, Value};
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct ScatterElementsUpdate {
@@ -53,6 +65,43 @@ impl Op for ScatterElementsUpdate {
 
     fn value_inputs(&self) -> &'static [usize] {
         &[3]
+    }
+
+    fn inplace_input(&self) -> Option<usize> {
+        Some(0)
+    }
+
+    fn eval(&self, inputs: Vec<Value>) -> Result<Vec<Value>, OpError> {
+        let [data, indices, updates, axis]: [Value; 4] =
+            inputs.try_into().map_err(|v: Vec<_>| {
+                OpError::new(
+                    codes::ARITY,
+                    format!("{} takes 4 inputs, got {}", self.name(), v.len()),
+                )
+            })?;
+        check_same_type(&data, &updates)?;
+        let axis = runtime_axis(&axis, data.shape().len(), 3)?;
+        let geometry = Geometry::new(data.shape(), indices.shape(), updates.shape(), axis)?;
+        let kernel = ElementsKernel {
+            indices: runtime_indices(&indices)?,
+            indices_shape: indices.shape(),
+            geometry,
+            mean: self.reduction == Reduction::Mean,
+            use_init_val: self.use_init_val,
+            track_counts: self.reduction == Reduction::Mean
+                || (!self.use_init_val && self.reduction != Reduction::None),
+        };
+        let mut out = take_or_copy(data);
+        if !kernel.indices.is_empty() {
+            dispatch(
+                &kernel,
+                &mut out,
+                &updates,
+                self.reduction,
+                MinMaxRule::Elements,
+            )?;
+        }
+        Ok(vec![Arc::new(out)])
     }
 
     fn infer(&self, inputs: &[Fact]) -> Result<Vec<Fact>, OpError> {
@@ -147,11 +196,275 @@ impl Op for ScatterElementsUpdate {
     }
 }
 
+/// Data and indices viewed as `[outer, axis, inner]`. Indices may be smaller than data off the
+/// axis (never larger: checked), so their outer and inner positions map into data's through
+/// `outer_map`/`inner_map` (`None` when the dims are equal and the map is the identity).
+struct Geometry {
+    axis: usize,
+    /// Outer (dims before the axis), axis and inner (dims after) sizes of the indices.
+    outer: usize,
+    along: usize,
+    inner: usize,
+    /// Axis and inner sizes of the data.
+    data_along: usize,
+    data_inner: usize,
+    outer_map: Option<Vec<usize>>,
+    inner_map: Option<Vec<usize>>,
+}
+
+impl Geometry {
+    fn new(
+        data: &[usize],
+        indices: &[usize],
+        updates: &[usize],
+        axis: usize,
+    ) -> Result<Geometry, OpError> {
+        if indices != updates {
+            return Err(OpError::input(
+                2,
+                codes::RUN_SHAPE,
+                format!(
+                    "Indices and updates input shapes are required to be equal. Got: {} and: {}",
+                    fmt_shape(indices),
+                    fmt_shape(updates)
+                ),
+            ));
+        }
+        let fits = indices.len() == data.len()
+            && (0..data.len()).all(|i| i == axis || indices[i] <= data[i]);
+        if !fits {
+            return Err(OpError::input(
+                1,
+                codes::RUN_SHAPE,
+                format!(
+                    "indices {} do not fit data {}: same rank, and no dim larger than data's except the axis ({axis})",
+                    fmt_shape(indices),
+                    fmt_shape(data)
+                ),
+            ));
+        }
+        Ok(Geometry {
+            axis,
+            outer: product(&indices[..axis]),
+            along: indices[axis],
+            inner: product(&indices[axis + 1..]),
+            data_along: data[axis],
+            data_inner: product(&data[axis + 1..]),
+            outer_map: position_map(&indices[..axis], &data[..axis]),
+            inner_map: position_map(&indices[axis + 1..], &data[axis + 1..]),
+        })
+    }
+}
+
+/// For each row-major position in `small`, the row-major position of the same coordinates in
+/// `big` (every dim of `small` <= `big`'s); `None` when the shapes are equal.
+fn position_map(small: &[usize], big: &[usize]) -> Option<Vec<usize>> {
+    if small == big {
+        return None;
+    }
+    let mut map = vec![0usize];
+    for (&s, &b) in small.iter().zip(big) {
+        map = map
+            .iter()
+            .flat_map(|&base| (0..s).map(move |c| base * b + c))
+            .collect();
+    }
+    Some(map)
+}
+
+/// The part of the work one task does: outer and inner positions of the indices, and the axis
+/// targets it applies (a task that owns part of the axis skips updates aimed elsewhere).
+struct Task {
+    outer: Range<usize>,
+    inner: Range<usize>,
+    targets: Range<usize>,
+}
+
+struct ElementsKernel<'a> {
+    indices: IndexValues<'a>,
+    indices_shape: &'a [usize],
+    geometry: Geometry,
+    mean: bool,
+    use_init_val: bool,
+    /// Per-element hit counts are needed for mean and for `use_init_val=false`.
+    track_counts: bool,
+}
+
+impl ElementsKernel<'_> {
+    /// Splits the work so that no two tasks can write the same output element, and each
+    /// element sees its updates in row-major order: by outer rows of the output, else by
+    /// inner columns, else (1-D-like cases such as a histogram) by ranges of axis targets, each
+    /// task reading all indices and applying only its own targets.
+    fn tasks(&self) -> Vec<Task> {
+        let g = &self.geometry;
+        let full = || Task {
+            outer: 0..g.outer,
+            inner: 0..g.inner,
+            targets: 0..g.data_along,
+        };
+        let n = self.indices.len();
+        let threads = rayon::current_num_threads();
+        if n < PAR_MIN_ELEMENTS || threads == 1 {
+            return vec![full()];
+        }
+        if g.outer >= threads {
+            let k = pieces(g.outer, 1);
+            return split_range(g.outer, k)
+                .into_iter()
+                .map(|outer| Task { outer, ..full() })
+                .collect();
+        }
+        if g.inner >= 64 * threads {
+            let k = pieces(g.inner, 64);
+            return split_range(g.inner, k)
+                .into_iter()
+                .map(|inner| Task { inner, ..full() })
+                .collect();
+        }
+        if g.data_along >= threads {
+            return split_range(g.data_along, threads)
+                .into_iter()
+                .map(|targets| Task { targets, ..full() })
+                .collect();
+        }
+        vec![full()]
+    }
+
+    fn run_task<T: Elem, C: Combine<T>>(
+        &self,
+        task: &Task,
+        out: &DisjointSlice<T>,
+        counts: &DisjointSlice<u32>,
+        updates: &[T],
+    ) -> Result<(), (usize, OpError)> {
+        let g = &self.geometry;
+        let along = g.data_along as i64;
+        let init = self.use_init_val;
+        let track = self.track_counts;
+        let inner_at = |i: usize| g.inner_map.as_ref().map_or(i, |m| m[i]);
+        let targets = task.targets.start as i64..task.targets.end as i64;
+        let apply = |pos: usize, v: i64, i: usize, base: usize| -> Result<(), (usize, OpError)> {
+            let t = if v < 0 { v + along } else { v };
+            if !(0..along).contains(&t) {
+                return Err((pos, self.out_of_range(pos, v)));
+            }
+            if !targets.contains(&t) {
+                return Ok(());
+            }
+            let off = base + t as usize * g.data_inner + inner_at(i);
+            // SAFETY: `tasks` gives each task a disjoint set of output elements (disjoint
+            // outer rows, inner columns or axis targets; the position maps are injective), and
+            // `off` is in this task's set: its outer row, column and target are the task's.
+            unsafe {
+                let mut acc = out.get(off);
+                if track {
+                    let k = counts.get(off);
+                    if k == 0 && !init {
+                        acc = C::NEUTRAL;
+                    }
+                    counts.set(off, k + 1);
+                }
+                out.set(off, C::apply(acc, updates[pos]));
+            }
+            Ok(())
+        };
+        for o in task.outer.clone() {
+            let base = g.outer_map.as_ref().map_or(o, |m| m[o]) * g.data_along * g.data_inner;
+            let row = o * g.along * g.inner;
+            if task.inner == (0..g.inner) {
+                // The whole [along, inner] plane of this outer row is contiguous.
+                let mut i = 0;
+                self.indices
+                    .for_each_block(row..row + g.along * g.inner, |start, vals| {
+                        for (k, &v) in vals.iter().enumerate() {
+                            apply(start + k, v, i, base)?;
+                            i += 1;
+                            if i == g.inner {
+                                i = 0;
+                            }
+                        }
+                        Ok(())
+                    })?;
+            } else {
+                for a in 0..g.along {
+                    let p = row + a * g.inner;
+                    let mut i = task.inner.start;
+                    self.indices.for_each_block(
+                        p + task.inner.start..p + task.inner.end,
+                        |start, vals| {
+                            for (k, &v) in vals.iter().enumerate() {
+                                apply(start + k, v, i, base)?;
+                                i += 1;
+                            }
+                            Ok(())
+                        },
+                    )?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn out_of_range(&self, pos: usize, v: i64) -> OpError {
+        let d = self.geometry.data_along;
+        index_out_of_range(
+            self.indices_shape,
+            pos,
+            v,
+            &format!("[{}, {}]", -(d as i64), d as i64 - 1),
+            &format!("axis {} of size {d}", self.geometry.axis),
+        )
+    }
+}
+
+impl ReduceKernel for ElementsKernel<'_> {
+    fn run<T: Elem, C: Combine<T>>(&self, out: &mut [T], updates: &[T]) -> Result<(), OpError> {
+        if self.track_counts && self.indices.len() > u32::MAX as usize {
+            return Err(OpError::new(
+                codes::MEMORY,
+                "more than 2^32 indices with counted reductions",
+            ));
+        }
+        let mut counts: Vec<u32> = if self.track_counts {
+            try_zeroed(out.len())?
+        } else {
+            Vec::new()
+        };
+        {
+            let o = DisjointSlice::new(out);
+            let c = DisjointSlice::new(&mut counts);
+            let tasks = self.tasks();
+            let results: Vec<_> = if tasks.len() == 1 {
+                vec![self.run_task::<T, C>(&tasks[0], &o, &c, updates)]
+            } else {
+                tasks
+                    .par_iter()
+                    .map(|t| self.run_task::<T, C>(t, &o, &c, updates))
+                    .collect()
+            };
+            first_error(results)?;
+        }
+        if self.mean {
+            let extra = u64::from(self.use_init_val);
+            out.par_iter_mut()
+                .with_min_len(PAR_MIN_ELEMENTS)
+                .zip(&counts)
+                .for_each(|(x, &k)| {
+                    if k > 0 {
+                        *x = x.div_count(u64::from(k) + extra);
+                    }
+                });
+        }
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::testing::{err, fact, infer1, scalar_i64};
     use irun_tensor::ElementType::*;
+    use irun_tensor::Tensor;
 
     fn v3() -> ScatterElementsUpdate {
         ScatterElementsUpdate {
@@ -406,5 +719,198 @@ mod tests {
             ]
         )
         .is_ok());
+    }
+
+    mod eval {
+        use super::*;
+        use crate::testing::{eval1, f32s, i32s, i64s};
+
+        fn seu12(reduction: Reduction, use_init_val: bool) -> ScatterElementsUpdate {
+            ScatterElementsUpdate {
+                version: 12,
+                reduction,
+                use_init_val,
+            }
+        }
+
+        fn run(op: &ScatterElementsUpdate, data: Tensor, idx: &[i64], upd: Tensor) -> Tensor {
+            let n = idx.len();
+            eval1(op, vec![data, i64s(&[n], idx), upd, i64s(&[], &[0])]).unwrap()
+        }
+
+        /// Spec examples 1 and 2 of ScatterElementsUpdate-12.
+        #[test]
+        fn spec_examples() {
+            let out = run(
+                &seu12(Reduction::Sum, true),
+                i32s(&[4], &[2, 3, 4, 6]),
+                &[1, 0, 0, -2, -1, 2],
+                i32s(&[6], &[10, 20, 30, 40, 70, 60]),
+            );
+            assert_eq!(out.values::<i32>().unwrap(), &[52, 13, 104, 76]);
+            let out = run(
+                &seu12(Reduction::Sum, false),
+                i32s(&[4], &[2, 3, 4, 6]),
+                &[1, 0, 0, 2, 3, 2],
+                i32s(&[6], &[10, 20, 30, 40, 70, 60]),
+            );
+            assert_eq!(out.values::<i32>().unwrap(), &[50, 10, 100, 70]);
+        }
+
+        /// Reference doc 2.2 verified values: every reduction with and without init values.
+        #[test]
+        fn every_reduction_on_f32() {
+            use Reduction::*;
+            let cases: [(Reduction, bool, [f32; 4]); 11] = [
+                (None, true, [3.0, 4.0, 5.0, -1.0]),
+                (Sum, true, [10.0, 9.0, 5.0, 4.0]),
+                (Sum, false, [5.0, 4.0, 5.0, -1.0]),
+                (Prod, true, [30.0, 20.0, 5.0, -5.0]),
+                (Prod, false, [6.0, 4.0, 5.0, -1.0]),
+                (Min, true, [2.0, 4.0, 5.0, -1.0]),
+                (Min, false, [2.0, 4.0, 5.0, -1.0]),
+                (Max, true, [5.0, 5.0, 5.0, 5.0]),
+                (Max, false, [3.0, 4.0, 5.0, -1.0]),
+                (Mean, true, [10.0 / 3.0, 4.5, 5.0, 2.0]),
+                (Mean, false, [2.5, 4.0, 5.0, -1.0]),
+            ];
+            for (red, init, want) in cases {
+                let out = run(
+                    &seu12(red, init),
+                    f32s(&[4], &[5.0; 4]),
+                    &[0, 0, 1, 3],
+                    f32s(&[4], &[2.0, 3.0, 4.0, -1.0]),
+                );
+                assert_eq!(out.values::<f32>().unwrap(), &want, "{red:?} {init}");
+            }
+        }
+
+        #[test]
+        fn integer_mean_floors() {
+            let data = i32s(&[4], &[0, 0, 0, 10]);
+            let upd = i32s(&[7], &[-1, -2, 1, 2, -5, -5, -6]);
+            let idx = [0, 0, 1, 1, 2, 2, 2];
+            let out = run(
+                &seu12(Reduction::Mean, true),
+                data.clone(),
+                &idx,
+                upd.clone(),
+            );
+            assert_eq!(out.values::<i32>().unwrap(), &[-1, 1, -4, 10]);
+            let out = run(&seu12(Reduction::Mean, false), data, &idx, upd);
+            assert_eq!(out.values::<i32>().unwrap(), &[-2, 1, -6, 10]);
+        }
+
+        #[test]
+        fn boolean_sum_is_or_and_prod_is_and() {
+            let b = |v: &[bool]| Tensor::from_bool(vec![v.len()], v.to_vec()).unwrap();
+            let (t, f) = (true, false);
+            let data = b(&[t, f, f, t]);
+            let upd = b(&[f, t, f, t, f]);
+            let idx = [0, 1, 1, 2, 3];
+            let cases = [
+                (Reduction::Sum, true, [t, t, t, t]),
+                (Reduction::Sum, false, [f, t, t, f]),
+                (Reduction::Prod, true, [f, f, f, f]),
+                (Reduction::Prod, false, [f, f, t, f]),
+            ];
+            for (red, init, want) in cases {
+                let out = run(&seu12(red, init), data.clone(), &idx, upd.clone());
+                assert_eq!(out.values::<bool>().unwrap(), &want, "{red:?} {init}");
+            }
+        }
+
+        #[test]
+        fn nan_update_poisons_max_and_later_update_replaces_it() {
+            let out = run(
+                &seu12(Reduction::Max, true),
+                f32s(&[2], &[1.0, f32::NAN]),
+                &[0, 1, 0],
+                f32s(&[3], &[f32::NAN, 5.0, 2.0]),
+            );
+            assert_eq!(out.values::<f32>().unwrap(), &[2.0, 5.0]);
+        }
+
+        /// f16 2048 plus eight 1.0 is 2056 when accumulated in f32 and rounded once (each step
+        /// in f16 would stay at 2048).
+        #[test]
+        fn f16_accumulates_in_f32() {
+            use half::f16;
+            let data = Tensor::from_f16(vec![1], vec![f16::from_f32(2048.0)]).unwrap();
+            let upd = Tensor::from_f16(vec![8], vec![f16::ONE; 8]).unwrap();
+            let out = run(&seu12(Reduction::Sum, true), data, &[0; 8], upd);
+            assert_eq!(out.values::<f16>().unwrap(), &[f16::from_f32(2056.0)]);
+        }
+
+        /// Indices longer than data along the axis, smaller elsewhere (op_reference case 5).
+        #[test]
+        fn axis_1_with_duplicates_and_smaller_indices() {
+            let op = seu12(Reduction::Sum, false);
+            let out = eval1(
+                &op,
+                vec![
+                    i32s(&[2, 2, 1], &[1, 2, 3, 4]),
+                    i64s(&[1, 5, 1], &[0, 0, 1, 1, 1]),
+                    i32s(&[1, 5, 1], &[50, 51, 10, 20, 30]),
+                    i64s(&[1], &[1]),
+                ],
+            )
+            .unwrap();
+            assert_eq!(out.values::<i32>().unwrap(), &[101, 60, 3, 4]);
+        }
+
+        #[test]
+        fn out_of_range_index_names_position_and_value() {
+            let op = seu12(Reduction::None, true);
+            let e = eval1(
+                &op,
+                vec![
+                    f32s(&[2, 2], &[0.0; 4]),
+                    i64s(&[2, 2], &[0, 1, -3, 0]),
+                    f32s(&[2, 2], &[0.0; 4]),
+                    i64s(&[], &[0]),
+                ],
+            )
+            .unwrap_err();
+            assert_eq!(e.code, codes::INDEX_OUT_OF_RANGE);
+            assert_eq!(
+                e.message,
+                "index -3 at position [1,0] of input 1 (indices) is out of range [-2, 1] for axis 0 of size 2"
+            );
+        }
+
+        /// Large enough for the parallel paths (outer rows, inner columns, target ranges);
+        /// `eval1` compares one thread against two.
+        #[test]
+        fn parallel_splits_agree_with_one_thread() {
+            let n = 1 << 16;
+            let idx: Vec<i64> = (0..n as i64).map(|i| (i * 7919) % 1000 - 500).collect();
+            let upd: Vec<f32> = (0..n).map(|i| (i % 13) as f32 * 0.1).collect();
+            for (shape, dshape, axis) in [
+                (vec![n], vec![1000], 0i64),
+                (vec![64, n / 64], vec![1000, n / 64], 0),
+                (vec![n / 64, 64], vec![n / 64, 1000], 1),
+            ] {
+                for red in [
+                    Reduction::Sum,
+                    Reduction::Mean,
+                    Reduction::None,
+                    Reduction::Max,
+                ] {
+                    let op = seu12(red, false);
+                    let dn: usize = dshape.iter().product();
+                    eval1(
+                        &op,
+                        vec![
+                            f32s(&dshape, &vec![1.5; dn]),
+                            i64s(&shape, &idx),
+                            f32s(&shape, &upd),
+                            i64s(&[], &[axis]),
+                        ],
+                    )
+                    .unwrap();
+                }
+            }
+        }
     }
 }

@@ -4,11 +4,13 @@
 
 pub mod elements_update;
 pub mod nd_update;
+pub mod reduce;
 pub mod update;
 
-use irun_tensor::{Dim, ElementType, PartialShape};
+use irun_tensor::{fmt_shape, Dim, ElementType, PartialShape, Tensor};
 
 use crate::fact::Fact;
+use crate::kernel::{coordinates, IndexValues};
 use crate::op::{codes, OpError};
 
 /// Reductions of ScatterElementsUpdate-12 and ScatterNDUpdate-15.
@@ -96,4 +98,81 @@ pub fn dims_compatible(a: &[Dim], b: &[Dim]) -> bool {
 
 pub fn fmt_dims(d: &[Dim]) -> String {
     PartialShape::new(d.to_vec()).to_string()
+}
+
+/// The axis of a scatter op at run time: element 0 of the axis tensor, normalised.
+pub fn runtime_axis(axis: &Tensor, rank: usize, slot: usize) -> Result<usize, OpError> {
+    let v = IndexValues::of(axis)
+        .filter(|v| !v.is_empty())
+        .ok_or_else(|| {
+            OpError::input(
+                slot,
+                codes::RUN_SHAPE,
+                format!(
+                    "the axis must be a non-empty integer tensor, got {} {}",
+                    axis.element_type(),
+                    fmt_shape(axis.shape())
+                ),
+            )
+        })?;
+    let mut first = [0i64];
+    v.read(0..1, &mut first);
+    normalize_axis(first[0], rank, slot)
+}
+
+/// The values of the indices input (slot 1), which must be an integer tensor.
+pub fn runtime_indices(indices: &Tensor) -> Result<IndexValues<'_>, OpError> {
+    IndexValues::of(indices).ok_or_else(|| {
+        OpError::input(
+            1,
+            codes::ELEMENT_TYPE,
+            format!(
+                "indices must be an integer tensor, got {}",
+                indices.element_type()
+            ),
+        )
+    })
+}
+
+/// The error for index `value` at flat position `pos` of the indices (input 1).
+pub fn index_out_of_range(
+    indices_shape: &[usize],
+    pos: usize,
+    value: i64,
+    allowed: &str,
+    what: &str,
+) -> OpError {
+    let at: Vec<String> = coordinates(indices_shape, pos)
+        .iter()
+        .map(|c| c.to_string())
+        .collect();
+    OpError::input(
+        1,
+        codes::INDEX_OUT_OF_RANGE,
+        format!(
+            "index {value} at position [{}] of input 1 (indices) is out of range {allowed} for {what}",
+            at.join(",")
+        ),
+    )
+}
+
+/// Data and updates must have the same element type at run time.
+pub fn check_same_type(data: &Tensor, updates: &Tensor) -> Result<(), OpError> {
+    if data.element_type() != updates.element_type() {
+        return Err(OpError::input(
+            2,
+            codes::ELEMENT_TYPE,
+            format!(
+                "updates are {} but data is {}",
+                updates.element_type(),
+                data.element_type()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The product of `dims` (callers pass dims of existing tensors, whose products fit).
+pub fn product(dims: &[usize]) -> usize {
+    dims.iter().product()
 }

@@ -4,11 +4,20 @@
 //! Inputs: data (rank r >= 1), indices (rank q >= 1, i32/i64, last dim k <= r), updates of shape
 //! `indices.shape[:-1] + data.shape[k:]`. v15 adds `reduction` (none, sum, sub, prod, min, max).
 
-use super::{dims_compatible, fmt_dims, merge_data_updates, Reduction};
+use std::sync::Arc;
+
+use irun_tensor::{fmt_shape, ElementType};
+use rayon::prelude::*;
+
+use super::reduce::{dispatch, Combine, Elem, MinMaxRule, ReduceKernel};
+use super::{
+    check_same_type, dims_compatible, fmt_dims, index_out_of_range, merge_data_updates, product,
+    runtime_indices, Reduction,
+};
 use crate::attrs::AttrReader;
 use crate::fact::Fact;
-use crate::op::{codes, expect_inputs, Op, OpError};
-use irun_tensor::ElementType;
+use crate::kernel::{first_error, pieces, split_range, take_or_copy, PAR_MIN_ELEMENTS};
+use crate::op::{codes, expect_inputs, Op, OpError, Value};
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct ScatterNDUpdate {
@@ -43,6 +52,62 @@ impl Op for ScatterNDUpdate {
         } else {
             "ScatterNDUpdate-15"
         }
+    }
+
+    fn inplace_input(&self) -> Option<usize> {
+        Some(0)
+    }
+
+    fn eval(&self, inputs: Vec<Value>) -> Result<Vec<Value>, OpError> {
+        let [data, indices, updates]: [Value; 3] = inputs.try_into().map_err(|v: Vec<_>| {
+            OpError::new(
+                codes::ARITY,
+                format!("{} takes 3 inputs, got {}", self.name(), v.len()),
+            )
+        })?;
+        check_same_type(&data, &updates)?;
+        let (d, q) = (data.shape(), indices.shape());
+        let k = *q.last().ok_or_else(|| {
+            OpError::input(
+                1,
+                codes::RUN_SHAPE,
+                "Indices rank and inputs_rank are expected to be at least 1",
+            )
+        })?;
+        if d.is_empty() || k > d.len() {
+            return Err(OpError::input(
+                1,
+                codes::RUN_SHAPE,
+                format!(
+                    "the last dimension of indices ({k}) can be at most the rank of data {}",
+                    fmt_shape(d)
+                ),
+            ));
+        }
+        let expected: Vec<usize> = q[..q.len() - 1].iter().chain(&d[k..]).copied().collect();
+        // Stricter than OpenVINO: when a 0-D update is expected, only a 0-D or one-element
+        // updates tensor is accepted (OpenVINO validates any shape and reads the first value).
+        let fits =
+            updates.shape() == expected.as_slice() || (expected.is_empty() && updates.len() == 1);
+        if !fits {
+            return Err(OpError::input(
+                2,
+                codes::RUN_SHAPE,
+                format!(
+                    "updates shape {} must be indices.shape[:-1] + data.shape[k:] = {}",
+                    fmt_shape(updates.shape()),
+                    fmt_shape(&expected)
+                ),
+            ));
+        }
+        let offsets = tuple_offsets(runtime_indices(&indices)?, q, d, k)?;
+        let kernel = NdKernel {
+            offsets,
+            slice: product(&d[k..]),
+        };
+        let mut out = take_or_copy(data);
+        dispatch(&kernel, &mut out, &updates, self.reduction, MinMaxRule::Nd)?;
+        Ok(vec![Arc::new(out)])
     }
 
     fn infer(&self, inputs: &[Fact]) -> Result<Vec<Fact>, OpError> {
@@ -132,11 +197,113 @@ impl Op for ScatterNDUpdate {
     }
 }
 
+/// The flat element offset in data of each index tuple, in row-major order; negative
+/// coordinates are normalised (`c + dim`), anything still outside `[0, dim)` is an error.
+fn tuple_offsets(
+    indices: crate::kernel::IndexValues<'_>,
+    shape: &[usize],
+    data: &[usize],
+    k: usize,
+) -> Result<Vec<usize>, OpError> {
+    let dims = &data[..k];
+    let tuples = product(&shape[..shape.len() - 1]);
+    // Element strides of the addressed dims: coordinate j moves by prod(data[j+1:]).
+    let strides: Vec<usize> = (0..k).map(|j| product(&data[j + 1..])).collect();
+    let mut offsets = vec![0usize; tuples];
+    if k == 0 {
+        return Ok(offsets);
+    }
+    let chunk = (PAR_MIN_ELEMENTS / k).max(1);
+    let results: Vec<Result<(), (usize, OpError)>> = offsets
+        .par_chunks_mut(chunk)
+        .enumerate()
+        .map(|(ci, offs)| {
+            let first = ci * chunk;
+            let mut buf = vec![0i64; offs.len() * k];
+            indices.read(first * k..(first + offs.len()) * k, &mut buf);
+            for (t, (off, tuple)) in offs.iter_mut().zip(buf.chunks_exact(k)).enumerate() {
+                let mut o = 0usize;
+                for (j, &v) in tuple.iter().enumerate() {
+                    let dim = dims[j] as i64;
+                    let c = if v < 0 { v + dim } else { v };
+                    if !(0..dim).contains(&c) {
+                        let pos = (first + t) * k + j;
+                        let e = index_out_of_range(
+                            shape,
+                            pos,
+                            v,
+                            &format!("[{}, {}]", -dim, dim - 1),
+                            &format!("data dim {j} of size {dim}"),
+                        );
+                        return Err((pos, e));
+                    }
+                    o += c as usize * strides[j];
+                }
+                *off = o;
+            }
+            Ok(())
+        })
+        .collect();
+    first_error(results)?;
+    Ok(offsets)
+}
+
+/// Applies the update slice of each tuple to `[offset, offset + slice)`, tuples in row-major
+/// order. The output is cut into contiguous ranges, one task each; a task applies the part of
+/// every tuple's slice that falls in its range, so each element sees its updates in order.
+struct NdKernel {
+    offsets: Vec<usize>,
+    slice: usize,
+}
+
+impl ReduceKernel for NdKernel {
+    fn run<T: Elem, C: Combine<T>>(&self, out: &mut [T], updates: &[T]) -> Result<(), OpError> {
+        let (n, s) = (out.len(), self.slice);
+        if n == 0 || s == 0 || self.offsets.is_empty() {
+            return Ok(());
+        }
+        let work = self.offsets.len().saturating_mul(s).max(n);
+        let mut k = pieces(work, PAR_MIN_ELEMENTS);
+        if s < 64 {
+            // Every task scans every tuple; with short slices that scan is the cost.
+            k = k.min(rayon::current_num_threads());
+        }
+        let ranges = split_range(n, k);
+        let apply = |lo: usize, seg: &mut [T]| {
+            let hi = lo + seg.len();
+            for (j, &off) in self.offsets.iter().enumerate() {
+                let (a, b) = (off.max(lo), (off + s).min(hi));
+                if a < b {
+                    let src = &updates[j * s + (a - off)..j * s + (b - off)];
+                    for (d, &u) in seg[a - lo..b - lo].iter_mut().zip(src) {
+                        *d = C::apply(*d, u);
+                    }
+                }
+            }
+        };
+        if ranges.len() == 1 {
+            apply(0, out);
+            return Ok(());
+        }
+        // Cut `out` into the ranges' slices (contiguous and in order), then run them in parallel.
+        let mut segs = Vec::with_capacity(ranges.len());
+        let mut rest = out;
+        for r in &ranges {
+            let (seg, tail) = rest.split_at_mut(r.len());
+            segs.push((r.start, seg));
+            rest = tail;
+        }
+        segs.into_par_iter().for_each(|(lo, seg)| apply(lo, seg));
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::testing::{err, fact, infer1};
     use irun_tensor::ElementType::*;
+    use irun_tensor::Tensor;
 
     fn both() -> [ScatterNDUpdate; 2] {
         [
@@ -246,6 +413,129 @@ mod tests {
             assert!(snd(&op, "4,5", "2", "1").is_ok());
             let e = err(snd(&op, "4,5", "2", "2,7"));
             assert!(e.message.contains("single element"), "{}", e.message);
+        }
+    }
+
+    mod eval {
+        use super::*;
+        use crate::testing::{eval1, f32s, i32s, i64s};
+
+        fn nd(reduction: Reduction) -> ScatterNDUpdate {
+            ScatterNDUpdate {
+                version: 15,
+                reduction,
+            }
+        }
+
+        /// Reference doc 2.3 verified values (the spec's example 1 and 4 are wrong).
+        #[test]
+        fn v15_examples_with_duplicates_and_negative_indices() {
+            for (red, want) in [
+                (Reduction::None, [50, 40, 20, 4]),
+                (Reduction::Sum, [61, 72, 23, 4]),
+                (Reduction::Sub, [-59, -68, -17, 4]),
+                (Reduction::Prod, [500, 2400, 60, 4]),
+            ] {
+                let out = eval1(
+                    &nd(red),
+                    vec![
+                        i32s(&[4], &[1, 2, 3, 4]),
+                        i64s(&[5, 1], &[0, 2, -3, -3, 0]),
+                        i32s(&[5], &[10, 20, 30, 40, 50]),
+                    ],
+                )
+                .unwrap();
+                assert_eq!(out.values::<i32>().unwrap(), &want, "{red:?}");
+            }
+        }
+
+        /// op_reference `4x4_v2`-style slices: k = 2 of a rank-3 tensor.
+        #[test]
+        fn slices_of_rank_3() {
+            let data: Vec<i32> = (0..18).collect();
+            let out = eval1(
+                &nd(Reduction::None),
+                vec![
+                    i32s(&[2, 3, 3], &data),
+                    i32s(&[2, 2], &[1, 2, 0, 0]),
+                    i32s(&[2, 3], &[91, 92, 93, 81, 82, 83]),
+                ],
+            );
+            let out = out.unwrap();
+            let v = out.values::<i32>().unwrap();
+            assert_eq!(&v[0..3], &[81, 82, 83]);
+            assert_eq!(&v[15..18], &[91, 92, 93]);
+            assert_eq!(v[3], 3);
+        }
+
+        #[test]
+        fn nan_accumulator_stays_and_nan_update_is_ignored() {
+            let out = eval1(
+                &nd(Reduction::Max),
+                vec![
+                    f32s(&[2], &[1.0, f32::NAN]),
+                    i64s(&[3, 1], &[0, 1, 0]),
+                    f32s(&[3], &[f32::NAN, 5.0, 2.0]),
+                ],
+            )
+            .unwrap();
+            let v = out.values::<f32>().unwrap();
+            assert_eq!(v[0], 2.0);
+            assert!(v[1].is_nan());
+        }
+
+        #[test]
+        fn out_of_bounds_tuple_is_an_error() {
+            let e = eval1(
+                &nd(Reduction::None),
+                vec![
+                    f32s(&[2, 3], &[0.0; 6]),
+                    i64s(&[1, 2], &[1, 3]),
+                    f32s(&[1], &[10.0]),
+                ],
+            )
+            .unwrap_err();
+            assert_eq!(e.code, codes::INDEX_OUT_OF_RANGE);
+            assert!(
+                e.message.contains("index 3 at position [0,1]"),
+                "{}",
+                e.message
+            );
+        }
+
+        #[test]
+        fn boolean_sub_is_xor() {
+            let b = |v: &[bool]| Tensor::from_bool(vec![v.len()], v.to_vec()).unwrap();
+            let out = eval1(
+                &nd(Reduction::Sub),
+                vec![
+                    b(&[false, true]),
+                    i64s(&[4, 1], &[0, 0, 1, 1]),
+                    b(&[true; 4]),
+                ],
+            )
+            .unwrap();
+            assert_eq!(out.values::<bool>().unwrap(), &[false, true]);
+        }
+
+        #[test]
+        fn parallel_ranges_agree_with_one_thread() {
+            let rows = 4096;
+            let idx: Vec<i64> = (0..20_000).map(|i| (i * 7919) % rows - rows / 2).collect();
+            for red in [Reduction::None, Reduction::Sum, Reduction::Min] {
+                eval1(
+                    &nd(red),
+                    vec![
+                        f32s(&[rows as usize, 16], &vec![0.5; rows as usize * 16]),
+                        i64s(&[20_000, 1], &idx),
+                        f32s(
+                            &[20_000, 16],
+                            &(0..320_000).map(|i| i as f32).collect::<Vec<_>>(),
+                        ),
+                    ],
+                )
+                .unwrap();
+            }
         }
     }
 }

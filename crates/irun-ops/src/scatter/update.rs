@@ -4,12 +4,20 @@
 //! `data[:axis] + indices.shape + data[axis+1:]`, axis (scalar or `[1]`, integer). Output: data's
 //! shape and type. Negative indices are rejected at run time (not normalised, per the spec).
 
+use std::sync::Arc;
+
+use irun_tensor::fmt_shape;
+use rayon::prelude::*;
+
+use super::reduce::{dispatch, Combine, Elem, MinMaxRule, ReduceKernel};
 use super::{
-    axis_value, dims_compatible, fmt_dims, is_index_type, merge_data_updates, normalize_axis,
+    axis_value, check_same_type, dims_compatible, fmt_dims, index_out_of_range, is_index_type,
+    merge_data_updates, normalize_axis, product, runtime_axis, runtime_indices, Reduction,
 };
 use crate::attrs::AttrReader;
 use crate::fact::Fact;
-use crate::op::{codes, expect_inputs, Op, OpError};
+use crate::kernel::{take_or_copy, PAR_MIN_ELEMENTS};
+use crate::op::{codes, expect_inputs, Op, OpError, Value};
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct ScatterUpdate;
@@ -25,6 +33,85 @@ impl Op for ScatterUpdate {
 
     fn value_inputs(&self) -> &'static [usize] {
         &[3]
+    }
+
+    fn inplace_input(&self) -> Option<usize> {
+        Some(0)
+    }
+
+    fn eval(&self, inputs: Vec<Value>) -> Result<Vec<Value>, OpError> {
+        let [data, indices, updates, axis]: [Value; 4] =
+            inputs.try_into().map_err(|v: Vec<_>| {
+                OpError::new(
+                    codes::ARITY,
+                    format!("{} takes 4 inputs, got {}", self.name(), v.len()),
+                )
+            })?;
+        check_same_type(&data, &updates)?;
+        if axis.len() != 1 {
+            return Err(OpError::input(
+                3,
+                codes::RUN_SHAPE,
+                format!(
+                    "Axis input shape is required to be scalar or 1D tensor. Got: {}",
+                    fmt_shape(axis.shape())
+                ),
+            ));
+        }
+        let d = data.shape();
+        let axis = runtime_axis(&axis, d.len(), 3)?;
+        // The spec's layout, checked at run time as OpenVINO's CPU plugin does (inference can
+        // check it only with a constant axis).
+        let expected: Vec<usize> = d[..axis]
+            .iter()
+            .chain(indices.shape())
+            .chain(&d[axis + 1..])
+            .copied()
+            .collect();
+        if updates.shape() != expected.as_slice() {
+            return Err(OpError::input(
+                2,
+                codes::RUN_SHAPE,
+                format!(
+                    "updates shape {} must be data[:axis] + indices.shape + data[axis+1:] = {} (data {}, indices {}, axis {axis})",
+                    fmt_shape(updates.shape()),
+                    fmt_shape(&expected),
+                    fmt_shape(d),
+                    fmt_shape(indices.shape())
+                ),
+            ));
+        }
+        // Negative indices are errors here (spec and OpenVINO), not normalised.
+        let along = d[axis];
+        let values = runtime_indices(&indices)?.to_vec();
+        let mut winner = vec![usize::MAX; along];
+        for (j, &v) in values.iter().enumerate() {
+            if v < 0 || v >= along as i64 {
+                return Err(index_out_of_range(
+                    indices.shape(),
+                    j,
+                    v,
+                    &format!("[0, {}]", along as i64 - 1),
+                    &format!("axis {axis} of size {along}"),
+                ));
+            }
+            // Duplicates: the last in row-major order wins, so only it is ever copied.
+            winner[v as usize] = j;
+        }
+        let kernel = UpdateKernel {
+            winner,
+            count: values.len(),
+            inner: product(&d[axis + 1..]),
+        };
+        let mut out = take_or_copy(data);
+        dispatch(
+            &kernel,
+            &mut out,
+            &updates,
+            Reduction::None,
+            MinMaxRule::Elements,
+        )?;
+        Ok(vec![Arc::new(out)])
     }
 
     fn infer(&self, inputs: &[Fact]) -> Result<Vec<Fact>, OpError> {
@@ -106,6 +193,40 @@ impl Op for ScatterUpdate {
             }
         }
         Ok(vec![out])
+    }
+}
+
+/// Copies, for each output slice `[o, t, :]`, the update slice `[o, j, :]` of the last index
+/// `j` that names `t`. Every output slice has at most one source, so slices are copied in
+/// parallel and the result does not depend on the thread count.
+struct UpdateKernel {
+    /// For each position along the axis, the last index position naming it (`usize::MAX`: none).
+    winner: Vec<usize>,
+    /// Number of index values.
+    count: usize,
+    /// Elements per slice: the product of the data dims after the axis.
+    inner: usize,
+}
+
+impl ReduceKernel for UpdateKernel {
+    fn run<T: Elem, C: Combine<T>>(&self, out: &mut [T], updates: &[T]) -> Result<(), OpError> {
+        let (inner, along) = (self.inner, self.winner.len());
+        if out.is_empty() || inner == 0 {
+            return Ok(());
+        }
+        out.par_chunks_mut(inner)
+            .enumerate()
+            .with_min_len((PAR_MIN_ELEMENTS / inner).max(1))
+            .for_each(|(b, dst)| {
+                let j = self.winner[b % along];
+                if j != usize::MAX {
+                    let src = ((b / along) * self.count + j) * inner;
+                    for (d, &u) in dst.iter_mut().zip(&updates[src..src + inner]) {
+                        *d = C::apply(*d, u);
+                    }
+                }
+            });
+        Ok(())
     }
 }
 
@@ -258,5 +379,62 @@ mod tests {
             su("3,4", "2", "2,4", scalar_i64(-2)).is_ok(),
             "negative axis"
         );
+    }
+
+    mod eval {
+        use super::*;
+        use crate::testing::{eval1, f32s, i64s};
+
+        fn run(
+            data: &[usize],
+            idx: irun_tensor::Tensor,
+            upd: &[usize],
+            axis: i64,
+        ) -> Result<Vec<f32>, OpError> {
+            let n: usize = data.iter().product();
+            let m: usize = upd.iter().product();
+            eval1(
+                &ScatterUpdate,
+                vec![
+                    f32s(data, &vec![0.0; n]),
+                    idx,
+                    f32s(upd, &(1..=m).map(|x| x as f32).collect::<Vec<_>>()),
+                    i64s(&[], &[axis]),
+                ],
+            )
+            .map(|t| t.values::<f32>().unwrap().to_vec())
+        }
+
+        /// Reference doc 2.1: shapes where OpenVINO's core reference deviates from the spec.
+        #[test]
+        fn follows_the_spec_formula() {
+            let out = run(&[3, 3, 1], i64s(&[1, 3], &[2, 0, 1]), &[1, 3, 3, 1], 0).unwrap();
+            assert_eq!(out, [4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 1.0, 2.0, 3.0]);
+            let out = run(&[2, 2, 1, 1], i64s(&[], &[1]), &[2, 1, 1], 0).unwrap();
+            assert_eq!(out, [0.0, 0.0, 1.0, 2.0]);
+            let out = run(&[1, 1, 2], i64s(&[], &[0]), &[1, 2], 1).unwrap();
+            assert_eq!(out, [1.0, 2.0]);
+            let out = run(&[3, 2, 2, 2], i64s(&[], &[1]), &[3, 2, 2], 3).unwrap();
+            assert_eq!(out.iter().filter(|&&x| x != 0.0).count(), 12);
+        }
+
+        #[test]
+        fn last_duplicate_wins() {
+            let out = run(&[3, 2], i64s(&[3], &[1, 1, 1]), &[3, 2], 0).unwrap();
+            assert_eq!(out, [0.0, 0.0, 5.0, 6.0, 0.0, 0.0]);
+        }
+
+        #[test]
+        fn negative_and_wrong_shapes_are_errors() {
+            let e = run(&[3, 2], i64s(&[1], &[-1]), &[1, 2], 0).unwrap_err();
+            assert_eq!(e.code, codes::INDEX_OUT_OF_RANGE);
+            assert!(
+                e.message.contains("index -1 at position [0]"),
+                "{}",
+                e.message
+            );
+            let e = run(&[3, 2], i64s(&[1], &[0]), &[2, 2], 0).unwrap_err();
+            assert_eq!(e.code, codes::RUN_SHAPE);
+        }
     }
 }

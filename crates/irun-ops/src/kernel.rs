@@ -1,0 +1,345 @@
+//! Shared machinery for kernels: taking ownership of an input buffer, parallel copies, the
+//! split of work into tasks, typed access to index tensors, and the one primitive that lets
+//! parallel tasks write to provably disjoint parts of one output.
+//!
+//! Every kernel runs inside the executor's rayon pool; `rayon::current_num_threads()` is the
+//! `--threads` value. How work is split never changes a result: each output element is written
+//! by exactly one task, in the same order as a sequential run.
+
+use std::marker::PhantomData;
+use std::ops::Range;
+use std::sync::Arc;
+
+use irun_tensor::{Scalar, Storage, Tensor};
+use rayon::prelude::*;
+
+use crate::op::{codes, OpError, Value};
+
+/// Below this many elements a kernel runs on the calling thread: spawning costs more.
+pub const PAR_MIN_ELEMENTS: usize = 1 << 15;
+
+/// How many pieces to cut `n` units of work into: a few per thread so uneven pieces balance,
+/// one when the work is small or there is one thread.
+pub fn pieces(n: usize, min_per_piece: usize) -> usize {
+    let threads = rayon::current_num_threads();
+    if threads <= 1 || n < 2 * min_per_piece.max(1) {
+        return 1;
+    }
+    (n / min_per_piece.max(1)).clamp(1, threads * 4)
+}
+
+/// `0..n` cut into `k` contiguous ranges whose lengths differ by at most one.
+pub fn split_range(n: usize, k: usize) -> Vec<Range<usize>> {
+    let k = k.clamp(1, n.max(1));
+    (0..k).map(|i| (i * n / k)..((i + 1) * n / k)).collect()
+}
+
+/// The tensor behind `v`, without a copy when `v` is the only reference (the executor hands an
+/// op the only reference to an input nothing else reads); otherwise a parallel copy.
+pub fn take_or_copy(v: Value) -> Tensor {
+    match Arc::try_unwrap(v) {
+        Ok(t) => t,
+        Err(shared) => par_clone(&shared),
+    }
+}
+
+/// A copy of `t`, made by all threads for large numeric tensors.
+pub fn par_clone(t: &Tensor) -> Tensor {
+    fn copy<T: Scalar>(v: &[T]) -> Vec<T> {
+        let mut out = Vec::new();
+        v.par_iter()
+            .with_min_len(PAR_MIN_ELEMENTS)
+            .copied()
+            .collect_into_vec(&mut out);
+        out
+    }
+    if t.len() < PAR_MIN_ELEMENTS {
+        return t.clone();
+    }
+    let storage = match t.storage() {
+        Storage::Bool(v) => Storage::Bool(copy(v)),
+        Storage::F16(v) => Storage::F16(copy(v)),
+        Storage::Bf16(v) => Storage::Bf16(copy(v)),
+        Storage::F32(v) => Storage::F32(copy(v)),
+        Storage::F64(v) => Storage::F64(copy(v)),
+        Storage::I8(v) => Storage::I8(copy(v)),
+        Storage::I16(v) => Storage::I16(copy(v)),
+        Storage::I32(v) => Storage::I32(copy(v)),
+        Storage::I64(v) => Storage::I64(copy(v)),
+        Storage::U8(v) => Storage::U8(copy(v)),
+        Storage::U16(v) => Storage::U16(copy(v)),
+        Storage::U32(v) => Storage::U32(copy(v)),
+        Storage::U64(v) => Storage::U64(copy(v)),
+        Storage::String(_) => return t.clone(),
+    };
+    Tensor::new(t.element_type(), t.shape().to_vec(), storage)
+        .expect("a copy has the original's type and length")
+}
+
+/// A zero-filled `Vec`, or a clean error instead of an abort when memory runs out.
+pub fn try_zeroed<T: Scalar>(n: usize) -> Result<Vec<T>, OpError> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(n).map_err(|_| {
+        OpError::new(
+            codes::MEMORY,
+            format!(
+                "cannot allocate {n} elements ({} bytes)",
+                n.saturating_mul(std::mem::size_of::<T>())
+            ),
+        )
+    })?;
+    v.resize(n, T::default());
+    Ok(v)
+}
+
+/// Reads an integer index tensor block by block as `i64`, so that kernels are generic over the
+/// data type only. u64 values above `i64::MAX` read as `i64::MAX`, which is out of range for
+/// every dimension and so is reported, not wrapped.
+#[derive(Clone, Copy)]
+pub enum IndexValues<'a> {
+    I8(&'a [i8]),
+    I16(&'a [i16]),
+    I32(&'a [i32]),
+    I64(&'a [i64]),
+    U8(&'a [u8]),
+    U16(&'a [u16]),
+    U32(&'a [u32]),
+    U64(&'a [u64]),
+}
+
+/// Block length for [`IndexValues::for_each_block`]: small enough to stay in L1.
+pub const INDEX_BLOCK: usize = 512;
+
+impl<'a> IndexValues<'a> {
+    /// The values of an integer tensor; `None` for any other element type.
+    pub fn of(t: &'a Tensor) -> Option<IndexValues<'a>> {
+        Some(match t.storage() {
+            Storage::I8(v) => IndexValues::I8(v),
+            Storage::I16(v) => IndexValues::I16(v),
+            Storage::I32(v) => IndexValues::I32(v),
+            Storage::I64(v) => IndexValues::I64(v),
+            Storage::U8(v) => IndexValues::U8(v),
+            Storage::U16(v) => IndexValues::U16(v),
+            Storage::U32(v) => IndexValues::U32(v),
+            Storage::U64(v) => IndexValues::U64(v),
+            _ => return None,
+        })
+    }
+
+    pub fn len(&self) -> usize {
+        match self {
+            IndexValues::I8(v) => v.len(),
+            IndexValues::I16(v) => v.len(),
+            IndexValues::I32(v) => v.len(),
+            IndexValues::I64(v) => v.len(),
+            IndexValues::U8(v) => v.len(),
+            IndexValues::U16(v) => v.len(),
+            IndexValues::U32(v) => v.len(),
+            IndexValues::U64(v) => v.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Converts `range` into `buf` (whose length must equal the range's).
+    pub fn read(&self, range: Range<usize>, buf: &mut [i64]) {
+        fn conv<T: Copy>(src: &[T], buf: &mut [i64], f: impl Fn(T) -> i64) {
+            for (d, &s) in buf.iter_mut().zip(src) {
+                *d = f(s);
+            }
+        }
+        match self {
+            IndexValues::I8(v) => conv(&v[range], buf, i64::from),
+            IndexValues::I16(v) => conv(&v[range], buf, i64::from),
+            IndexValues::I32(v) => conv(&v[range], buf, i64::from),
+            IndexValues::I64(v) => buf.copy_from_slice(&v[range]),
+            IndexValues::U8(v) => conv(&v[range], buf, i64::from),
+            IndexValues::U16(v) => conv(&v[range], buf, i64::from),
+            IndexValues::U32(v) => conv(&v[range], buf, i64::from),
+            IndexValues::U64(v) => conv(&v[range], buf, |x| i64::try_from(x).unwrap_or(i64::MAX)),
+        }
+    }
+
+    /// Calls `f(first_position, values)` for consecutive blocks of `range`.
+    pub fn for_each_block<E>(
+        &self,
+        range: Range<usize>,
+        mut f: impl FnMut(usize, &[i64]) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let mut buf = [0i64; INDEX_BLOCK];
+        let mut start = range.start;
+        while start < range.end {
+            let end = (start + INDEX_BLOCK).min(range.end);
+            let b = &mut buf[..end - start];
+            self.read(start..end, b);
+            f(start, b)?;
+            start = end;
+        }
+        Ok(())
+    }
+
+    /// All values as `i64` (for small index tensors such as ScatterUpdate's).
+    pub fn to_vec(&self) -> Vec<i64> {
+        let mut v = vec![0; self.len()];
+        self.read(0..self.len(), &mut v);
+        v
+    }
+}
+
+/// Row-major coordinates of flat position `pos` in `shape` (for error messages).
+pub fn coordinates(shape: &[usize], mut pos: usize) -> Vec<usize> {
+    let mut c = vec![0; shape.len()];
+    for (ci, &d) in c.iter_mut().zip(shape).rev() {
+        if d > 0 {
+            *ci = pos % d;
+            pos /= d;
+        }
+    }
+    c
+}
+
+/// One output buffer shared by parallel tasks that each write a different set of elements.
+///
+/// Safe code cannot express "task A writes elements {i : i mod 512 < 256}, task B the rest",
+/// which is what a kernel splitting an output along an inner dimension needs. This wrapper
+/// allows it under one contract, stated on [`DisjointSlice::get`] and [`DisjointSlice::set`]:
+/// no element is accessed by two tasks. Every access is bounds-checked, so a broken partition
+/// can at worst give a wrong value in a racing element, never touch memory outside the slice.
+pub struct DisjointSlice<'a, T> {
+    ptr: *mut T,
+    len: usize,
+    _borrow: PhantomData<&'a mut [T]>,
+}
+
+// SAFETY: a DisjointSlice is built from a `&mut [T]` it borrows for 'a, so no one else can touch
+// the memory meanwhile; sending or sharing it across threads is sound for `T: Send` given the
+// disjoint-access contract of `get`/`set` (which are `unsafe` for exactly that reason).
+unsafe impl<T: Send> Send for DisjointSlice<'_, T> {}
+unsafe impl<T: Send> Sync for DisjointSlice<'_, T> {}
+
+impl<'a, T: Copy> DisjointSlice<'a, T> {
+    pub fn new(s: &'a mut [T]) -> DisjointSlice<'a, T> {
+        DisjointSlice {
+            ptr: s.as_mut_ptr(),
+            len: s.len(),
+            _borrow: PhantomData,
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Reads element `i` (panics if `i` is out of bounds).
+    ///
+    /// # Safety
+    /// No other thread writes element `i` while this `DisjointSlice` exists.
+    #[inline]
+    pub unsafe fn get(&self, i: usize) -> T {
+        assert!(i < self.len, "index {i} out of bounds of {}", self.len);
+        // SAFETY: `i < len`, so the pointer is inside the borrowed slice; the caller guarantees
+        // no concurrent write to element `i`.
+        unsafe { *self.ptr.add(i) }
+    }
+
+    /// Writes element `i` (panics if `i` is out of bounds).
+    ///
+    /// # Safety
+    /// No other thread reads or writes element `i` while this `DisjointSlice` exists.
+    #[inline]
+    pub unsafe fn set(&self, i: usize, v: T) {
+        assert!(i < self.len, "index {i} out of bounds of {}", self.len);
+        // SAFETY: `i < len`, so the pointer is inside the borrowed slice; the caller guarantees
+        // no concurrent access to element `i`.
+        unsafe { *self.ptr.add(i) = v }
+    }
+}
+
+/// Keeps the error at the smallest position, so that a parallel run reports the same error as
+/// a sequential one whichever task finds it first.
+pub fn first_error<T>(
+    results: impl IntoIterator<Item = Result<T, (usize, OpError)>>,
+) -> Result<(), OpError> {
+    let mut first: Option<(usize, OpError)> = None;
+    for r in results {
+        if let Err((pos, e)) = r {
+            if first.as_ref().is_none_or(|(p, _)| pos < *p) {
+                first = Some((pos, e));
+            }
+        }
+    }
+    first.map_or(Ok(()), |(_, e)| Err(e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn split_range_covers_everything_once() {
+        for n in [0, 1, 5, 17, 1000] {
+            for k in 1..9 {
+                let r = split_range(n, k);
+                assert_eq!(r.first().unwrap().start, 0);
+                assert_eq!(r.last().unwrap().end, n);
+                assert!(r.windows(2).all(|w| w[0].end == w[1].start));
+            }
+        }
+    }
+
+    #[test]
+    fn index_values_read_every_width_and_clamp_huge_u64() {
+        let t = Tensor::from_u64(vec![3], vec![1, u64::MAX, 7]).unwrap();
+        assert_eq!(IndexValues::of(&t).unwrap().to_vec(), vec![1, i64::MAX, 7]);
+        let t = Tensor::from_i8(vec![2], vec![-3, 4]).unwrap();
+        assert_eq!(IndexValues::of(&t).unwrap().to_vec(), vec![-3, 4]);
+        assert!(IndexValues::of(&Tensor::from_f32(vec![1], vec![0.0]).unwrap()).is_none());
+    }
+
+    #[test]
+    fn coordinates_are_row_major() {
+        assert_eq!(coordinates(&[2, 3, 4], 23), vec![1, 2, 3]);
+        assert_eq!(coordinates(&[2, 3, 4], 5), vec![0, 1, 1]);
+        assert_eq!(coordinates(&[], 0), Vec::<usize>::new());
+    }
+
+    #[test]
+    fn disjoint_slice_parallel_writes_to_interleaved_elements() {
+        // Two tasks write the even and the odd elements of one buffer: the pattern safe code
+        // cannot split, and the one the scatter kernels use when they split an inner dimension.
+        let mut v = vec![0u32; 10_000];
+        let d = DisjointSlice::new(&mut v);
+        (0..2usize).into_par_iter().for_each(|parity| {
+            for i in (parity..d.len()).step_by(2) {
+                // SAFETY: task `parity` touches only elements with i % 2 == parity.
+                unsafe { d.set(i, i as u32 * 2 + parity as u32) };
+            }
+        });
+        assert!(v
+            .iter()
+            .enumerate()
+            .all(|(i, &x)| x == i as u32 * 2 + (i % 2) as u32));
+    }
+
+    #[test]
+    #[should_panic(expected = "out of bounds")]
+    fn disjoint_slice_checks_bounds() {
+        let mut v = vec![0u8; 4];
+        let d = DisjointSlice::new(&mut v);
+        // SAFETY: single-threaded.
+        unsafe { d.set(4, 1) };
+    }
+
+    #[test]
+    fn first_error_keeps_the_smallest_position() {
+        let e = |p: usize| Err::<(), _>((p, OpError::new("E", p.to_string())));
+        let r = first_error([e(9), Ok(()), e(3), e(5)]);
+        assert_eq!(r.unwrap_err().message, "3");
+    }
+}

@@ -1,0 +1,380 @@
+//! The arithmetic of the scatter reductions, separate from the addressing of each op.
+//!
+//! A kernel is generic over the element type `T: Elem` and the combine rule `C: Combine<T>`;
+//! [`dispatch`] picks both from the tensor's element type and the reduction. f16 and bf16 are
+//! widened to f32, reduced there and rounded once per element at the end (as OpenVINO's
+//! reference does). Integer arithmetic wraps in the element type, as in OpenVINO.
+
+use half::{bf16, f16};
+use irun_tensor::{ElementType, Scalar, Storage, Tensor};
+use rayon::prelude::*;
+
+use super::Reduction;
+use crate::kernel::PAR_MIN_ELEMENTS;
+use crate::op::{codes, OpError};
+
+/// An element type the reductions compute in.
+pub trait Elem: Scalar + PartialOrd {
+    const ZERO: Self;
+    const ONE: Self;
+    /// `numeric_limits::lowest()`: the neutral value of max (−FLT_MAX for f32, not −inf).
+    const LOWEST: Self;
+    /// `numeric_limits::max()`: the neutral value of min.
+    const HIGHEST: Self;
+    fn add(self, b: Self) -> Self;
+    fn sub(self, b: Self) -> Self;
+    fn mul(self, b: Self) -> Self;
+    /// The mean of an accumulated sum over `n` (> 0) values: division for floats, floor for
+    /// integers (computed exactly, not through f64).
+    fn div_count(self, n: u64) -> Self;
+}
+
+macro_rules! float_elem {
+    ($($t:ty),*) => {$(
+        impl Elem for $t {
+            const ZERO: Self = 0.0;
+            const ONE: Self = 1.0;
+            const LOWEST: Self = <$t>::MIN;
+            const HIGHEST: Self = <$t>::MAX;
+            #[inline] fn add(self, b: Self) -> Self { self + b }
+            #[inline] fn sub(self, b: Self) -> Self { self - b }
+            #[inline] fn mul(self, b: Self) -> Self { self * b }
+            #[inline] fn div_count(self, n: u64) -> Self { self / n as $t }
+        }
+    )*};
+}
+float_elem!(f32, f64);
+
+macro_rules! int_elem {
+    ($($t:ty),*) => {$(
+        impl Elem for $t {
+            const ZERO: Self = 0;
+            const ONE: Self = 1;
+            const LOWEST: Self = <$t>::MIN;
+            const HIGHEST: Self = <$t>::MAX;
+            #[inline] fn add(self, b: Self) -> Self { self.wrapping_add(b) }
+            #[inline] fn sub(self, b: Self) -> Self { self.wrapping_sub(b) }
+            #[inline] fn mul(self, b: Self) -> Self { self.wrapping_mul(b) }
+            #[inline] fn div_count(self, n: u64) -> Self {
+                // Floor division; |result| <= |self|, so the cast back is exact.
+                (self as i128).div_euclid(n as i128) as $t
+            }
+        }
+    )*};
+}
+int_elem!(i8, i16, i32, i64, u8, u16, u32, u64);
+
+/// Booleans: sum is OR, sub is XOR, prod is AND; with false < true, max is OR and min is AND.
+impl Elem for bool {
+    const ZERO: Self = false;
+    const ONE: Self = true;
+    const LOWEST: Self = false;
+    const HIGHEST: Self = true;
+    #[inline]
+    fn add(self, b: Self) -> Self {
+        self | b
+    }
+    #[inline]
+    fn sub(self, b: Self) -> Self {
+        self ^ b
+    }
+    #[inline]
+    fn mul(self, b: Self) -> Self {
+        self & b
+    }
+    /// Unreachable: validation rejects mean on boolean data. The identity keeps it total.
+    fn div_count(self, _n: u64) -> Self {
+        self
+    }
+}
+
+/// How an update combines with the current output element.
+pub trait Combine<T: Elem>: Send + Sync {
+    /// The value `use_init_val=false` puts in a targeted element before its first update.
+    const NEUTRAL: T;
+    fn apply(acc: T, update: T) -> T;
+}
+
+/// `reduction="none"`: the update replaces the element (so the last one wins).
+pub struct Assign;
+pub struct Sum;
+pub struct Sub;
+pub struct Prod;
+/// ScatterElementsUpdate's max, `acc > u ? acc : u`: a NaN update poisons the element and a
+/// later update replaces a NaN (OpenVINO's reference, reference doc 2.2).
+pub struct MaxElements;
+/// ScatterElementsUpdate's min, `acc < u ? acc : u`.
+pub struct MinElements;
+/// ScatterNDUpdate's max, `std::max(acc, u)`: a NaN accumulator stays, a NaN update is ignored.
+pub struct MaxNd;
+/// ScatterNDUpdate's min, `std::min(acc, u)`.
+pub struct MinNd;
+
+impl<T: Elem> Combine<T> for Assign {
+    const NEUTRAL: T = T::ZERO;
+    #[inline]
+    fn apply(_: T, u: T) -> T {
+        u
+    }
+}
+impl<T: Elem> Combine<T> for Sum {
+    const NEUTRAL: T = T::ZERO;
+    #[inline]
+    fn apply(a: T, u: T) -> T {
+        a.add(u)
+    }
+}
+impl<T: Elem> Combine<T> for Sub {
+    const NEUTRAL: T = T::ZERO;
+    #[inline]
+    fn apply(a: T, u: T) -> T {
+        a.sub(u)
+    }
+}
+impl<T: Elem> Combine<T> for Prod {
+    const NEUTRAL: T = T::ONE;
+    #[inline]
+    fn apply(a: T, u: T) -> T {
+        a.mul(u)
+    }
+}
+impl<T: Elem> Combine<T> for MaxElements {
+    const NEUTRAL: T = T::LOWEST;
+    #[inline]
+    fn apply(a: T, u: T) -> T {
+        if a > u {
+            a
+        } else {
+            u
+        }
+    }
+}
+impl<T: Elem> Combine<T> for MinElements {
+    const NEUTRAL: T = T::HIGHEST;
+    #[inline]
+    fn apply(a: T, u: T) -> T {
+        if a < u {
+            a
+        } else {
+            u
+        }
+    }
+}
+impl<T: Elem> Combine<T> for MaxNd {
+    const NEUTRAL: T = T::LOWEST;
+    #[inline]
+    fn apply(a: T, u: T) -> T {
+        if a < u {
+            u
+        } else {
+            a
+        }
+    }
+}
+impl<T: Elem> Combine<T> for MinNd {
+    const NEUTRAL: T = T::HIGHEST;
+    #[inline]
+    fn apply(a: T, u: T) -> T {
+        if u < a {
+            u
+        } else {
+            a
+        }
+    }
+}
+
+/// Which op's NaN behaviour max and min follow.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MinMaxRule {
+    Elements,
+    Nd,
+}
+
+/// An op's addressing, run for one element type and combine rule. `out` starts as the data.
+pub trait ReduceKernel {
+    fn run<T: Elem, C: Combine<T>>(&self, out: &mut [T], updates: &[T]) -> Result<(), OpError>;
+}
+
+/// Runs `kernel` on `out` (the data, reused as output) and `updates` (same element type) with
+/// the combine rule of `reduction`. `Mean` runs as `Sum`; the kernel divides.
+pub fn dispatch<K: ReduceKernel>(
+    kernel: &K,
+    out: &mut Tensor,
+    updates: &Tensor,
+    reduction: Reduction,
+    rule: MinMaxRule,
+) -> Result<(), OpError> {
+    let ty = out.element_type();
+    if reduction != Reduction::None && is_packed_or_narrow(ty) {
+        return Err(OpError::new(
+            codes::UNSUPPORTED_TYPE,
+            format!("reduction {reduction:?} on {ty} data is not implemented (only none is)"),
+        ));
+    }
+    fn typed<K: ReduceKernel, T: Elem>(
+        k: &K,
+        out: &mut Tensor,
+        upd: &Tensor,
+        red: Reduction,
+        rule: MinMaxRule,
+    ) -> Result<(), OpError> {
+        let o = out.values_mut::<T>().expect("out storage matches its type");
+        let u = upd.values::<T>().ok_or_else(|| mismatch(upd))?;
+        match (red, rule) {
+            (Reduction::None, _) => k.run::<T, Assign>(o, u),
+            (Reduction::Sum | Reduction::Mean, _) => k.run::<T, Sum>(o, u),
+            (Reduction::Sub, _) => k.run::<T, Sub>(o, u),
+            (Reduction::Prod, _) => k.run::<T, Prod>(o, u),
+            (Reduction::Max, MinMaxRule::Elements) => k.run::<T, MaxElements>(o, u),
+            (Reduction::Min, MinMaxRule::Elements) => k.run::<T, MinElements>(o, u),
+            (Reduction::Max, MinMaxRule::Nd) => k.run::<T, MaxNd>(o, u),
+            (Reduction::Min, MinMaxRule::Nd) => k.run::<T, MinNd>(o, u),
+        }
+    }
+    match out.storage() {
+        Storage::Bool(_) => typed::<K, bool>(kernel, out, updates, reduction, rule),
+        Storage::F32(_) => typed::<K, f32>(kernel, out, updates, reduction, rule),
+        Storage::F64(_) => typed::<K, f64>(kernel, out, updates, reduction, rule),
+        Storage::I8(_) => typed::<K, i8>(kernel, out, updates, reduction, rule),
+        Storage::I16(_) => typed::<K, i16>(kernel, out, updates, reduction, rule),
+        Storage::I32(_) => typed::<K, i32>(kernel, out, updates, reduction, rule),
+        Storage::I64(_) => typed::<K, i64>(kernel, out, updates, reduction, rule),
+        Storage::U8(_) => typed::<K, u8>(kernel, out, updates, reduction, rule),
+        Storage::U16(_) => typed::<K, u16>(kernel, out, updates, reduction, rule),
+        Storage::U32(_) => typed::<K, u32>(kernel, out, updates, reduction, rule),
+        Storage::U64(_) => typed::<K, u64>(kernel, out, updates, reduction, rule),
+        Storage::F16(_) if reduction == Reduction::None => {
+            typed::<K, f16>(kernel, out, updates, reduction, rule)
+        }
+        Storage::Bf16(_) if reduction == Reduction::None => {
+            typed::<K, bf16>(kernel, out, updates, reduction, rule)
+        }
+        Storage::F16(_) | Storage::Bf16(_) => {
+            let mut wide = widen(out)?;
+            let wide_updates = widen(updates)?;
+            typed::<K, f32>(kernel, &mut wide, &wide_updates, reduction, rule)?;
+            narrow(out, &wide);
+            Ok(())
+        }
+        Storage::String(_) => Err(OpError::new(
+            codes::UNSUPPORTED_TYPE,
+            "scatter on string data is not implemented",
+        )),
+    }
+}
+
+fn mismatch(t: &Tensor) -> OpError {
+    OpError::input(
+        2,
+        codes::ELEMENT_TYPE,
+        format!(
+            "updates element type {} differs from data",
+            t.element_type()
+        ),
+    )
+}
+
+/// Types stored widened (u1..u6 and i4 in bytes, nf4/f4/f8 as f32): a reduction computed in
+/// the storage type would not wrap or round as the narrow type does.
+fn is_packed_or_narrow(ty: ElementType) -> bool {
+    use ElementType::*;
+    matches!(
+        ty,
+        U1 | U2 | U3 | U4 | U6 | I4 | Nf4 | F4e2m1 | F8e4m3 | F8e5m2 | F8e8m0
+    )
+}
+
+/// f16/bf16 as elements of their own. `dispatch` uses them only to move values
+/// (`reduction="none"`); reductions run in f32 and round once. The arithmetic here rounds after
+/// every step, which is right for a single operation and is what a caller would expect.
+macro_rules! half_elem {
+    ($($t:ty),*) => {$(
+        impl Elem for $t {
+            const ZERO: Self = <$t>::ZERO;
+            const ONE: Self = <$t>::ONE;
+            const LOWEST: Self = <$t>::MIN;
+            const HIGHEST: Self = <$t>::MAX;
+            fn add(self, b: Self) -> Self { <$t>::from_f32(self.to_f32() + b.to_f32()) }
+            fn sub(self, b: Self) -> Self { <$t>::from_f32(self.to_f32() - b.to_f32()) }
+            fn mul(self, b: Self) -> Self { <$t>::from_f32(self.to_f32() * b.to_f32()) }
+            fn div_count(self, n: u64) -> Self { <$t>::from_f32(self.to_f32() / n as f32) }
+        }
+    )*};
+}
+half_elem!(f16, bf16);
+
+/// f16/bf16 -> f32 (exact).
+fn widen(t: &Tensor) -> Result<Tensor, OpError> {
+    let v: Vec<f32> = match t.storage() {
+        Storage::F16(v) => v
+            .par_iter()
+            .with_min_len(PAR_MIN_ELEMENTS)
+            .map(|x| x.to_f32())
+            .collect(),
+        Storage::Bf16(v) => v
+            .par_iter()
+            .with_min_len(PAR_MIN_ELEMENTS)
+            .map(|x| x.to_f32())
+            .collect(),
+        _ => return Err(mismatch(t)),
+    };
+    Ok(Tensor::from_f32(t.shape().to_vec(), v).expect("same length"))
+}
+
+/// Writes f32 values back into an f16/bf16 tensor, rounding each once to nearest-even.
+/// Untouched elements round-trip exactly.
+fn narrow(out: &mut Tensor, wide: &Tensor) {
+    let w = wide.values::<f32>().expect("widened tensor is f32");
+    if let Some(o) = out.values_mut::<f16>() {
+        o.par_iter_mut()
+            .with_min_len(PAR_MIN_ELEMENTS)
+            .zip(w)
+            .for_each(|(d, &s)| *d = f16::from_f32(s));
+    } else if let Some(o) = out.values_mut::<bf16>() {
+        o.par_iter_mut()
+            .with_min_len(PAR_MIN_ELEMENTS)
+            .zip(w)
+            .for_each(|(d, &s)| *d = bf16::from_f32(s));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn integer_mean_floors_and_is_exact_for_i64() {
+        assert_eq!((-3i32).div_count(2), -2);
+        assert_eq!((-16i32).div_count(3), -6);
+        assert_eq!(7u8.div_count(2), 3);
+        let big = (1i64 << 53) + 1;
+        assert_eq!((big * 2).div_count(2), big);
+    }
+
+    #[test]
+    fn nan_rules_differ_between_elements_and_nd() {
+        let nan = f32::NAN;
+        // ScatterElementsUpdate: NaN update poisons, a later update replaces NaN.
+        assert!(<MaxElements as Combine<f32>>::apply(1.0, nan).is_nan());
+        assert_eq!(<MaxElements as Combine<f32>>::apply(nan, 2.0), 2.0);
+        // ScatterNDUpdate: NaN accumulator stays, NaN update is ignored.
+        assert!(<MaxNd as Combine<f32>>::apply(nan, 2.0).is_nan());
+        assert_eq!(<MaxNd as Combine<f32>>::apply(1.0, nan), 1.0);
+        assert_eq!(<MinNd as Combine<f32>>::apply(1.0, nan), 1.0);
+    }
+
+    #[test]
+    fn boolean_reductions_are_logical() {
+        assert!(<Sum as Combine<bool>>::apply(false, true));
+        assert!(!<Sub as Combine<bool>>::apply(true, true));
+        assert!(!<Prod as Combine<bool>>::apply(true, false));
+        assert!(<MaxElements as Combine<bool>>::apply(false, true));
+        assert!(!<MinElements as Combine<bool>>::apply(true, false));
+    }
+
+    #[test]
+    fn neutral_of_max_is_lowest_finite() {
+        assert_eq!(<MaxElements as Combine<f32>>::NEUTRAL, f32::MIN);
+        assert_eq!(<MinElements as Combine<i64>>::NEUTRAL, i64::MAX);
+    }
+}
