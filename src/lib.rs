@@ -1,13 +1,35 @@
 //! irun: a pure-Rust interpreter and offline validator for OpenVINO IR models.
 //!
-//! This crate is the `irun` binary plus a thin library that re-exports the workspace crates and
-//! holds what the commands print ([`info::ModelInfo`]).
+//! The library API is three steps: [`Model::open`] reads and validates `model.xml` and its
+//! `model.bin` (memory-mapped), [`Model::compile`] plans it for a number of threads and a
+//! memory limit, and [`Executable::run`] maps named input tensors to named output tensors.
+//!
+//! ```no_run
+//! use irun::{Model, Options, Tensor};
+//!
+//! let model = Model::open("models/scatter/seu12_sum_f32_i64/model.xml")?;
+//! let exe = model.compile(&Options { threads: Some(2), ..Options::default() })?;
+//! let data = Tensor::from_f32(vec![4], vec![1.0, 2.0, 3.0, 4.0])?;
+//! for (name, tensor) in exe.run(vec![("data".to_string(), data)])? {
+//!     println!("{name}: {:?} {}", tensor.shape(), tensor.preview(8));
+//! }
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! The crate also holds the `irun` binary (`src/cli/`) and what `irun info` prints
+//! ([`info::ModelInfo`]); it re-exports the workspace crates as [`tensor`], [`ir`], [`graph`],
+//! [`ops`] and [`exec`].
 
 pub mod info;
 
+pub use irun_exec as exec;
 pub use irun_graph as graph;
 pub use irun_ir as ir;
+pub use irun_ops as ops;
 pub use irun_tensor as tensor;
+
+pub use irun_exec::{Executable, InputInfo, Options, OutputInfo, RunError, RunErrorKind};
+pub use irun_tensor::{ElementType, Tensor};
 
 use std::path::Path;
 
@@ -22,4 +44,57 @@ pub fn load_graph(xml: &Path, bin: Option<&Path>) -> Result<Graph, Diagnostic> {
         None => IrModel::open(xml)?,
     };
     Ok(Graph::build(model))
+}
+
+/// Why a model could not be opened or compiled.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The file could not be read or is not an IR file (the diagnostic says which).
+    #[error("{}: {}", .0.code, .0.message)]
+    Unreadable(Box<Diagnostic>),
+    /// The model has errors; every error diagnostic is here (as `irun check` prints them).
+    #[error("the model is invalid: {} error(s), first: {}", .0.len(), .0.first().map_or("", |d| d.message.as_str()))]
+    Invalid(Vec<Diagnostic>),
+    /// Compiling or running failed.
+    #[error(transparent)]
+    Run(#[from] RunError),
+}
+
+/// A model read and validated, ready to compile.
+#[derive(Debug)]
+pub struct Model {
+    graph: Graph,
+}
+
+impl Model {
+    /// Reads `xml` and the `.bin` beside it, and validates the whole model.
+    pub fn open(xml: impl AsRef<Path>) -> Result<Model, Error> {
+        Model::from_graph(load_graph(xml.as_ref(), None).map_err(|d| Error::Unreadable(Box::new(d)))?)
+    }
+
+    /// As [`Model::open`], with the weights file given explicitly.
+    pub fn open_with_weights(xml: impl AsRef<Path>, bin: impl AsRef<Path>) -> Result<Model, Error> {
+        Model::from_graph(
+            load_graph(xml.as_ref(), Some(bin.as_ref())).map_err(|d| Error::Unreadable(Box::new(d)))?,
+        )
+    }
+
+    fn from_graph(graph: Graph) -> Result<Model, Error> {
+        if graph.has_errors() {
+            return Err(Error::Invalid(
+                graph.all_diagnostics().filter(|d| d.is_error()).cloned().collect(),
+            ));
+        }
+        Ok(Model { graph })
+    }
+
+    /// The validated graph (layers, order, inferred facts, warnings).
+    pub fn graph(&self) -> &Graph {
+        &self.graph
+    }
+
+    /// Plans the model for `options` (threads, memory limit). Fails if a layer has no kernel.
+    pub fn compile(self, options: &Options) -> Result<Executable, Error> {
+        Ok(Executable::compile(self.graph, options)?)
+    }
 }

@@ -7,6 +7,6 @@ use std::process::ExitCode;
 use clap::Parser;
 
 fn main() -> ExitCode {
-    let args = cli::Cli::parse();
+    let args = cli::Cli::parse_from(cli::normalize_args(std::env::args_os()));
     ExitCode::from(cli::run(args))
 }

@@ -1,1 +1,420 @@
-//! irun-exec
+//! irun-exec: runs a validated [`Graph`].
+//!
+//! [`Executable::compile`] builds the plan once: the topological order, how many readers each
+//! node output has (so a buffer is freed, or handed over, as soon as its last reader runs), the
+//! model's inputs and outputs, and a rayon pool of `threads` workers. [`Executable::run`] checks
+//! the inputs against the model, re-infers shapes when they are more concrete than declared,
+//! checks every output size against the memory limit before it is allocated, and evaluates the
+//! nodes in order.
+//!
+//! Architecture invariant: the executor never looks inside a tensor and a kernel never sees the
+//! graph. In-place reuse is the ops' business: the executor only guarantees that the input an
+//! op names in `inplace_input` reaches `eval` as the only reference when nothing else reads it.
+
+mod error;
+mod plan;
+
+use std::sync::{Arc, OnceLock};
+
+use irun_graph::{Graph, NodeId};
+use irun_ops::{Fact, Value};
+use irun_tensor::{ElementType, PartialShape, Tensor};
+
+pub use error::{RunError, RunErrorKind};
+use plan::{Plan, Source};
+
+/// How to compile a model.
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    /// Worker threads; `None` uses every core.
+    pub threads: Option<usize>,
+    /// The most bytes of tensors alive at once; `None` uses the machine's physical memory.
+    pub memory_limit: Option<u64>,
+}
+
+/// A model input as the caller sees it.
+#[derive(Clone, Debug)]
+pub struct InputInfo {
+    /// The Parameter layer's name.
+    pub layer_name: String,
+    /// The tensor names of its output port, sorted.
+    pub tensor_names: Vec<String>,
+    pub element_type: ElementType,
+    pub shape: PartialShape,
+}
+
+/// A model output: its key in output files (`get_any_name`, else `output_<i>`) and its facts.
+#[derive(Clone, Debug)]
+pub struct OutputInfo {
+    pub key: String,
+    pub element_type: ElementType,
+    pub shape: PartialShape,
+}
+
+/// A compiled model: graph, plan, thread pool and decoded-constant cache.
+pub struct Executable {
+    graph: Graph,
+    plan: Plan,
+    pool: rayon::ThreadPool,
+    memory_limit: u64,
+    inputs: Vec<InputInfo>,
+    outputs: Vec<OutputInfo>,
+    /// Decoded Consts, filled on first use and shared by every run.
+    consts: Vec<OnceLock<Value>>,
+}
+
+impl std::fmt::Debug for Executable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Executable")
+            .field("inputs", &self.inputs)
+            .field("outputs", &self.outputs)
+            .field("threads", &self.pool.current_num_threads())
+            .finish()
+    }
+}
+
+impl Executable {
+    /// Plans `graph`. Fails if the graph has errors or a layer that must run has no kernel.
+    pub fn compile(graph: Graph, options: &Options) -> Result<Executable, RunError> {
+        if graph.has_errors() {
+            let errors: Vec<String> = graph
+                .all_diagnostics()
+                .filter(|d| d.is_error())
+                .map(|d| format!("{}: {}", d.code, d.message))
+                .collect();
+            return Err(RunError::new(
+                RunErrorKind::InvalidModel,
+                format!(
+                    "the model is invalid ({} error(s); `irun check` shows them): {}",
+                    errors.len(),
+                    errors.join("; ")
+                ),
+            ));
+        }
+        let plan = Plan::build(&graph)?;
+        let threads = options.threads.unwrap_or_else(|| {
+            std::thread::available_parallelism().map_or(1, |n| n.get())
+        });
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads.max(1))
+            .thread_name(|i| format!("irun-{i}"))
+            .build()
+            .map_err(|e| RunError::new(RunErrorKind::Resources, format!("cannot start {threads} threads: {e}")))?;
+        let inputs = graph
+            .parameters
+            .iter()
+            .map(|&p| {
+                let f = graph.facts[p].first().cloned().unwrap_or_else(Fact::unknown);
+                InputInfo {
+                    layer_name: graph.layer(p).name.clone(),
+                    tensor_names: graph.input_names(p),
+                    element_type: f.ty,
+                    shape: f.shape,
+                }
+            })
+            .collect();
+        let outputs = (0..graph.results.len())
+            .map(|i| {
+                let f = graph.facts[graph.results[i]]
+                    .first()
+                    .cloned()
+                    .unwrap_or_else(Fact::unknown);
+                OutputInfo {
+                    key: graph.output_key(i),
+                    element_type: f.ty,
+                    shape: f.shape,
+                }
+            })
+            .collect();
+        Ok(Executable {
+            consts: (0..graph.nodes.len()).map(|_| OnceLock::new()).collect(),
+            memory_limit: options.memory_limit.unwrap_or_else(physical_memory),
+            plan,
+            pool,
+            inputs,
+            outputs,
+            graph,
+        })
+    }
+
+    pub fn inputs(&self) -> &[InputInfo] {
+        &self.inputs
+    }
+
+    pub fn outputs(&self) -> &[OutputInfo] {
+        &self.outputs
+    }
+
+    pub fn graph(&self) -> &Graph {
+        &self.graph
+    }
+
+    pub fn threads(&self) -> usize {
+        self.pool.current_num_threads()
+    }
+
+    /// Runs the model on named inputs (a tensor name of a model input, or the Parameter's
+    /// layer name); the outputs in model order, each with its key. Owned inputs let a scatter
+    /// op update its data input in place.
+    pub fn run(&self, inputs: Vec<(String, Tensor)>) -> Result<Vec<(String, Tensor)>, RunError> {
+        self.run_values(inputs.into_iter().map(|(k, t)| (k, Arc::new(t))).collect())
+    }
+
+    /// As [`Executable::run`], with inputs the caller keeps (a benchmark loop): an op that would
+    /// update such an input in place works on a copy.
+    pub fn run_values(&self, inputs: Vec<(String, Value)>) -> Result<Vec<(String, Tensor)>, RunError> {
+        let bound = self.bind_inputs(inputs)?;
+        let facts = self.concrete_facts(&bound)?;
+        let outputs = self.pool.install(|| self.execute(bound, &facts))?;
+        Ok(self
+            .outputs
+            .iter()
+            .zip(outputs)
+            .map(|(info, v)| (info.key.clone(), Arc::unwrap_or_clone(v)))
+            .collect())
+    }
+
+    /// The index of the model input named `key`.
+    pub fn input_index(&self, key: &str) -> Option<usize> {
+        self.inputs
+            .iter()
+            .position(|i| i.tensor_names.iter().any(|n| n == key))
+            .or_else(|| self.inputs.iter().position(|i| i.layer_name == key))
+    }
+
+    /// Matches named inputs to Parameters and checks their types and shapes.
+    fn bind_inputs(&self, given: Vec<(String, Value)>) -> Result<Vec<Value>, RunError> {
+        let mut bound: Vec<Option<(String, Value)>> = vec![None; self.inputs.len()];
+        for (key, value) in given {
+            let i = self.input_index(&key).ok_or_else(|| {
+                RunError::new(
+                    RunErrorKind::Input,
+                    format!(
+                        "input `{key}` is not an input of the model; its inputs are: {}",
+                        self.describe_inputs()
+                    ),
+                )
+            })?;
+            if let Some((first, _)) = &bound[i] {
+                return Err(RunError::new(
+                    RunErrorKind::Input,
+                    format!("`{key}` and `{first}` both name model input {i} ({})", self.inputs[i].layer_name),
+                ));
+            }
+            let info = &self.inputs[i];
+            if info.element_type != ElementType::Dynamic && value.element_type() != info.element_type {
+                return Err(RunError::new(
+                    RunErrorKind::Input,
+                    format!(
+                        "input `{key}` has element type {}, the model expects {}",
+                        value.element_type(),
+                        info.element_type
+                    ),
+                ));
+            }
+            if !info.shape.accepts(value.shape()) {
+                return Err(RunError::new(
+                    RunErrorKind::Input,
+                    format!(
+                        "input `{key}` has shape {}, the model expects {}",
+                        irun_tensor::fmt_shape(value.shape()),
+                        info.shape
+                    ),
+                ));
+            }
+            bound[i] = Some((key, value));
+        }
+        let missing: Vec<String> = bound
+            .iter()
+            .zip(&self.inputs)
+            .filter(|(b, _)| b.is_none())
+            .map(|(_, info)| input_label(info))
+            .collect();
+        if !missing.is_empty() {
+            return Err(RunError::new(
+                RunErrorKind::Input,
+                format!("missing model input(s): {}", missing.join(", ")),
+            ));
+        }
+        Ok(bound.into_iter().map(|b| b.expect("checked").1).collect())
+    }
+
+    fn describe_inputs(&self) -> String {
+        self.inputs.iter().map(input_label).collect::<Vec<_>>().join(", ")
+    }
+
+    /// The facts of every node for these inputs: the compiled ones when every input shape is
+    /// as declared, else a new inference with the concrete shapes.
+    fn concrete_facts(&self, inputs: &[Value]) -> Result<std::borrow::Cow<'_, [Vec<Fact>]>, RunError> {
+        let as_declared = self
+            .inputs
+            .iter()
+            .zip(inputs)
+            .all(|(info, v)| info.shape.to_static().as_deref() == Some(v.shape()) && info.element_type == v.element_type());
+        if as_declared {
+            return Ok(std::borrow::Cow::Borrowed(&self.graph.facts));
+        }
+        let overrides: Vec<(NodeId, Fact)> = self
+            .graph
+            .parameters
+            .iter()
+            .zip(inputs)
+            .map(|(&p, v)| (p, Fact::of_static(v.element_type(), v.shape())))
+            .collect();
+        self.graph
+            .infer_with_inputs(&overrides)
+            .map(std::borrow::Cow::Owned)
+            .map_err(|d| {
+                RunError::new(
+                    RunErrorKind::Op,
+                    format!("with these input shapes, {}", d.message),
+                )
+                .on_layer(d.layer.map(|l| *l))
+                .with_code(d.code)
+            })
+    }
+
+    /// Evaluates the plan. Runs inside the pool.
+    fn execute(&self, inputs: Vec<Value>, facts: &[Vec<Fact>]) -> Result<Vec<Value>, RunError> {
+        let mut inputs: Vec<Option<Value>> = inputs.into_iter().map(Some).collect();
+        let mut values: Vec<Option<Value>> = vec![None; self.plan.outlet_count];
+        let mut remaining = self.plan.readers.clone();
+        let mut outputs: Vec<Option<Value>> = vec![None; self.outputs.len()];
+        let mut live_bytes: u64 = inputs.iter().flatten().map(|v| v.byte_size() as u64).sum();
+        for step in &self.plan.steps {
+            let n = step.node;
+            let produced: Vec<Value> = match &step.source {
+                Source::Input(i) => vec![inputs[*i].take().expect("each input is read once")],
+                Source::Const => vec![self.constant(n)?],
+                Source::Op => {
+                    let need = self.output_bytes(n, &facts[n])?;
+                    if live_bytes.saturating_add(need) > self.memory_limit {
+                        return Err(self
+                            .layer_error(
+                                n,
+                                RunErrorKind::Resources,
+                                format!(
+                                    "its outputs need {need} bytes with {live_bytes} already in use, over the memory limit of {} bytes",
+                                    self.memory_limit
+                                ),
+                            )
+                            .with_code(irun_ops::codes::MEMORY));
+                    }
+                    let args: Vec<Value> = step
+                        .inputs
+                        .iter()
+                        .map(|&o| {
+                            remaining[o] -= 1;
+                            if remaining[o] == 0 {
+                                let v = values[o].take().expect("produced before read");
+                                live_bytes = live_bytes.saturating_sub(v.byte_size() as u64);
+                                v
+                            } else {
+                                values[o].clone().expect("produced before read")
+                            }
+                        })
+                        .collect();
+                    let op = self.graph.ops[n].as_ref().expect("plan has only resolved ops");
+                    op.eval(args).map_err(|e| {
+                        self.layer_error(n, RunErrorKind::Op, e.message).with_code(e.code)
+                    })?
+                }
+            };
+            if let Some(k) = step.output_index {
+                outputs[k] = produced.into_iter().next();
+                continue;
+            }
+            for (slot, v) in produced.into_iter().enumerate() {
+                let o = self.plan.outlet(n, slot);
+                if remaining[o] > 0 {
+                    live_bytes = live_bytes.saturating_add(v.byte_size() as u64);
+                    values[o] = Some(v);
+                }
+            }
+        }
+        Ok(outputs.into_iter().map(|o| o.expect("every Result runs")).collect())
+    }
+
+    /// The decoded value of Const node `n`, decoded once.
+    fn constant(&self, n: NodeId) -> Result<Value, RunError> {
+        if let Some(v) = self.consts[n].get() {
+            return Ok(v.clone());
+        }
+        let layer = self.graph.layer(n);
+        let info = layer.constant.as_ref().ok_or_else(|| {
+            self.layer_error(n, RunErrorKind::InvalidModel, "a Const without element_type, shape, offset and size".into())
+        })?;
+        let t = self
+            .graph
+            .model
+            .weights
+            .decode(info)
+            .map_err(|e| self.layer_error(n, RunErrorKind::InvalidModel, e))?;
+        let v = Arc::new(t);
+        Ok(self.consts[n].get_or_init(|| v).clone())
+    }
+
+    /// Bytes of node `n`'s outputs, from their (now static) facts.
+    fn output_bytes(&self, n: NodeId, facts: &[Fact]) -> Result<u64, RunError> {
+        let mut total: u64 = 0;
+        for f in facts {
+            let Some(shape) = f.shape.to_static() else {
+                continue;
+            };
+            let bytes = irun_tensor::element_count(&shape)
+                .and_then(|c| (c as u64).checked_mul(storage_bytes(f.ty)))
+                .ok_or_else(|| {
+                    self.layer_error(
+                        n,
+                        RunErrorKind::Resources,
+                        format!("an output of shape {} has more elements than memory can address", f.shape),
+                    )
+                    .with_code(irun_ops::codes::MEMORY)
+                })?;
+            total = total.saturating_add(bytes);
+        }
+        Ok(total)
+    }
+
+    fn layer_error(&self, n: NodeId, kind: RunErrorKind, message: String) -> RunError {
+        let layer = self.graph.layer(n);
+        let op = self.graph.ops[n].as_ref().map_or(layer.type_name.as_str(), |op| op.name());
+        RunError::new(kind, format!("layer {} (\"{}\", {op}): {message}", layer.id, layer.name))
+            .on_layer(Some(layer.layer_ref()))
+    }
+}
+
+fn input_label(info: &InputInfo) -> String {
+    match info.tensor_names.first() {
+        Some(n) if *n != info.layer_name => format!("`{n}` (layer {})", info.layer_name),
+        Some(n) => format!("`{n}`"),
+        None => format!("`{}`", info.layer_name),
+    }
+}
+
+/// Bytes per element in memory: packed types are stored one per byte, nf4/f4/f8 as f32;
+/// strings count their `String` header (their text is not known before they exist).
+fn storage_bytes(ty: ElementType) -> u64 {
+    use irun_tensor::Storage as S;
+    match irun_tensor::storage_kind(ty) {
+        Some(S::Bool(_) | S::I8(_) | S::U8(_)) => 1,
+        Some(S::F16(_) | S::Bf16(_) | S::I16(_) | S::U16(_)) => 2,
+        Some(S::F32(_) | S::I32(_) | S::U32(_)) => 4,
+        Some(S::F64(_) | S::I64(_) | S::U64(_)) => 8,
+        Some(S::String(_)) => std::mem::size_of::<String>() as u64,
+        None => 0,
+    }
+}
+
+/// Physical memory from /proc/meminfo, or 16 GiB where that cannot be read.
+fn physical_memory() -> u64 {
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("MemTotal:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|kb| kb.parse::<u64>().ok())
+        })
+        .map_or(16 << 30, |kb| kb * 1024)
+}

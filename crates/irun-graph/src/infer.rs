@@ -81,8 +81,8 @@ impl Graph {
 
     /// The value of an outlet, when known at inference time: from the fact (ShapeOf of a static
     /// shape), or by decoding a small Const.
-    fn value_of(&self, o: Outlet) -> Option<Arc<Tensor>> {
-        if let Some(v) = self.facts[o.node].get(o.slot).and_then(|f| f.value.clone()) {
+    fn value_of(&self, facts: &[Vec<Fact>], o: Outlet) -> Option<Arc<Tensor>> {
+        if let Some(v) = facts[o.node].get(o.slot).and_then(|f| f.value.clone()) {
             return Some(v);
         }
         let c = self.layer(o.node).constant.as_ref()?;
@@ -92,10 +92,11 @@ impl Graph {
         self.model.weights.decode(c).ok().map(Arc::new)
     }
 
-    fn infer_node(&mut self, n: NodeId) {
-        let layer = &self.model.layers[n];
+    /// The input facts of node `n` given the facts of its producers, with the values of the
+    /// inputs its op reads.
+    fn input_facts(&self, facts: &[Vec<Fact>], n: NodeId) -> Vec<Fact> {
         let value_inputs = self.ops[n].as_ref().map_or(&[][..], |op| op.value_inputs());
-        let inputs: Vec<Fact> = self.nodes[n]
+        self.nodes[n]
             .inputs
             .iter()
             .enumerate()
@@ -103,18 +104,43 @@ impl Graph {
                 let Some(o) = *src else {
                     return Fact::unknown();
                 };
-                let mut f = self.facts[o.node]
+                let mut f = facts[o.node]
                     .get(o.slot)
                     .cloned()
                     .unwrap_or_else(Fact::unknown);
                 f.value = if value_inputs.contains(&slot) {
-                    self.value_of(o)
+                    self.value_of(facts, o)
                 } else {
                     None
                 };
                 f
             })
-            .collect();
+            .collect()
+    }
+
+    /// Inference again, at run time, with the concrete facts of some Parameters: the output
+    /// facts of every node in `order`, or the first op that rejects its inputs. Declared ports
+    /// are not compared again (they are hints, and `check` has reported them).
+    pub fn infer_with_inputs(&self, inputs: &[(NodeId, Fact)]) -> Result<Vec<Vec<Fact>>, Diagnostic> {
+        let mut facts = vec![Vec::new(); self.nodes.len()];
+        for &n in &self.order {
+            if let Some((_, f)) = inputs.iter().find(|(p, _)| *p == n) {
+                facts[n] = vec![f.clone()];
+                continue;
+            }
+            let input_facts = self.input_facts(&facts, n);
+            let layer = self.layer(n);
+            facts[n] = match &self.ops[n] {
+                None => vec![Fact::unknown(); layer.outputs.len()],
+                Some(op) => op.infer(&input_facts).map_err(|e| op_diagnostic(layer, &e))?,
+            };
+        }
+        Ok(facts)
+    }
+
+    fn infer_node(&mut self, n: NodeId) {
+        let inputs = self.input_facts(&self.facts, n);
+        let layer = &self.model.layers[n];
         let outputs = match &self.ops[n] {
             None => vec![Fact::unknown(); layer.outputs.len()],
             Some(op) => match op.infer(&inputs) {

@@ -1,0 +1,175 @@
+//! `irun bench`: latency of synchronous inferences, printed as OpenVINO's benchmark_app does.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use irun::tensor::{Storage, Tensor};
+use irun::{ElementType, Executable, Options};
+
+use super::run::{compile, read_inputs, Failure};
+use super::{EXIT_OK, EXIT_USAGE};
+
+pub struct BenchArgs {
+    pub model: PathBuf,
+    pub weights: Option<PathBuf>,
+    pub inputs: Option<PathBuf>,
+    pub singles: Vec<String>,
+    pub niter: Option<u64>,
+    pub seconds: Option<f64>,
+    pub threads: Option<usize>,
+    pub memory_limit: Option<u64>,
+}
+
+/// Without -niter or -t, benchmark for this long (benchmark_app's default is 60 s).
+const DEFAULT_SECONDS: f64 = 10.0;
+
+pub fn run(args: BenchArgs) -> u8 {
+    match try_run(args) {
+        Ok(()) => EXIT_OK,
+        Err(f) => {
+            eprintln!("error: {}", f.message);
+            f.code
+        }
+    }
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+fn try_run(args: BenchArgs) -> Result<(), Failure> {
+    if args.niter == Some(0) || args.seconds.is_some_and(|s| !(s > 0.0)) {
+        return Err(Failure {
+            code: EXIT_USAGE,
+            message: "-niter and -t must be positive".into(),
+        });
+    }
+    let options = Options {
+        threads: args.threads,
+        memory_limit: args.memory_limit,
+    };
+    let start = Instant::now();
+    let exe = compile(&args.model, args.weights.as_deref(), &options)?;
+    let load = start.elapsed();
+    let inputs: Vec<(String, Arc<Tensor>)> = if args.inputs.is_some() || !args.singles.is_empty() {
+        read_inputs(args.inputs.as_deref(), &args.singles)?
+            .into_iter()
+            .map(|(k, t)| (k, Arc::new(t)))
+            .collect()
+    } else {
+        random_inputs(&exe)?
+    };
+    let infer = || {
+        exe.run_values(inputs.clone()).map_err(|e| Failure::invalid(e.to_string()))
+    };
+    let t = Instant::now();
+    drop(infer()?);
+    let first = t.elapsed();
+    let mut latencies = Vec::new();
+    let limit = args
+        .seconds
+        .or(if args.niter.is_none() { Some(DEFAULT_SECONDS) } else { None })
+        .map(Duration::from_secs_f64);
+    let total = Instant::now();
+    loop {
+        if let Some(n) = args.niter {
+            if latencies.len() as u64 >= n {
+                break;
+            }
+        } else if limit.is_some_and(|l| total.elapsed() >= l) {
+            break;
+        }
+        let t = Instant::now();
+        drop(infer()?);
+        latencies.push(t.elapsed());
+    }
+    let duration = total.elapsed();
+    latencies.sort();
+    let count = latencies.len();
+    let median = if count % 2 == 1 {
+        latencies[count / 2]
+    } else {
+        (latencies[count / 2 - 1] + latencies[count / 2]) / 2
+    };
+    let average = latencies.iter().sum::<Duration>() / count as u32;
+    println!("[ INFO ] Load model took {:.2} ms", ms(load));
+    println!("[ INFO ] First inference took {:.2} ms", ms(first));
+    println!("[ INFO ] Count:            {count} iterations");
+    println!("[ INFO ] Duration:         {:.2} ms", ms(duration));
+    println!("[ INFO ] Latency:");
+    println!("[ INFO ]    Median:        {:.2} ms", ms(median));
+    println!("[ INFO ]    Average:       {:.2} ms", ms(average));
+    println!("[ INFO ]    Min:           {:.2} ms", ms(latencies[0]));
+    println!("[ INFO ]    Max:           {:.2} ms", ms(latencies[count - 1]));
+    println!(
+        "[ INFO ] Throughput:       {:.2} FPS",
+        count as f64 / duration.as_secs_f64()
+    );
+    Ok(())
+}
+
+/// Seeded random inputs of each input's declared (static) shape: floats in [0, 1), integers in
+/// [0, 10), booleans half true. Index inputs need meaningful values: pass --inputs for those.
+fn random_inputs(exe: &Executable) -> Result<Vec<(String, Arc<Tensor>)>, Failure> {
+    let mut rng = SplitMix(0x1234_5678_9abc_def0);
+    exe.inputs()
+        .iter()
+        .map(|info| {
+            let shape = info.shape.to_static().ok_or_else(|| {
+                Failure::usage(format!(
+                    "input `{}` has a dynamic shape {}; give its values with --inputs",
+                    info.layer_name, info.shape
+                ))
+            })?;
+            let n: usize = shape.iter().product();
+            let storage = random_storage(info.element_type, n, &mut rng).ok_or_else(|| {
+                Failure::usage(format!(
+                    "cannot make random {} values for input `{}`; give them with --inputs",
+                    info.element_type, info.layer_name
+                ))
+            })?;
+            let t = Tensor::new(info.element_type, shape, storage).map_err(|e| Failure::usage(e.to_string()))?;
+            Ok((info.layer_name.clone(), Arc::new(t)))
+        })
+        .collect()
+}
+
+fn random_storage(ty: ElementType, n: usize, rng: &mut SplitMix) -> Option<Storage> {
+    use irun::tensor::{bf16, f16};
+    let mut unit = || rng.unit();
+    Some(match ty {
+        ElementType::Boolean => Storage::Bool((0..n).map(|_| unit() < 0.5).collect()),
+        ElementType::F16 => Storage::F16((0..n).map(|_| f16::from_f64(unit())).collect()),
+        ElementType::Bf16 => Storage::Bf16((0..n).map(|_| bf16::from_f64(unit())).collect()),
+        ElementType::F32 => Storage::F32((0..n).map(|_| unit() as f32).collect()),
+        ElementType::F64 => Storage::F64((0..n).map(|_| unit()).collect()),
+        ElementType::I8 => Storage::I8((0..n).map(|_| (unit() * 10.0) as i8).collect()),
+        ElementType::I16 => Storage::I16((0..n).map(|_| (unit() * 10.0) as i16).collect()),
+        ElementType::I32 => Storage::I32((0..n).map(|_| (unit() * 10.0) as i32).collect()),
+        ElementType::I64 => Storage::I64((0..n).map(|_| (unit() * 10.0) as i64).collect()),
+        ElementType::U8 => Storage::U8((0..n).map(|_| (unit() * 10.0) as u8).collect()),
+        ElementType::U16 => Storage::U16((0..n).map(|_| (unit() * 10.0) as u16).collect()),
+        ElementType::U32 => Storage::U32((0..n).map(|_| (unit() * 10.0) as u32).collect()),
+        ElementType::U64 => Storage::U64((0..n).map(|_| (unit() * 10.0) as u64).collect()),
+        _ => return None,
+    })
+}
+
+/// SplitMix64: a small, well-known generator; enough for benchmark inputs.
+struct SplitMix(u64);
+
+impl SplitMix {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in [0, 1).
+    fn unit(&mut self) -> f64 {
+        (self.next() >> 11) as f64 / (1u64 << 53) as f64
+    }
+}

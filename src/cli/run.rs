@@ -1,0 +1,136 @@
+//! `irun run`: inputs from .npz/.npy, outputs to .npz or a printed summary.
+
+use std::path::{Path, PathBuf};
+
+use irun::{Error, Executable, Model, Options, RunErrorKind, Tensor};
+
+use super::{exit_code_for, print_diagnostics, EXIT_INVALID, EXIT_OK, EXIT_USAGE};
+
+/// A failure of a command, with the exit code it maps to. Printed once, by the caller.
+pub struct Failure {
+    pub code: u8,
+    pub message: String,
+}
+
+impl Failure {
+    pub fn usage(message: String) -> Failure {
+        Failure {
+            code: EXIT_USAGE,
+            message,
+        }
+    }
+
+    pub fn invalid(message: String) -> Failure {
+        Failure {
+            code: EXIT_INVALID,
+            message,
+        }
+    }
+}
+
+/// Reads and compiles a model; prints diagnostics of an invalid model.
+pub fn compile(model: &Path, weights: Option<&Path>, options: &Options) -> Result<Executable, Failure> {
+    let file = model.display().to_string();
+    let opened = match weights {
+        Some(w) => Model::open_with_weights(model, w),
+        None => Model::open(model),
+    };
+    let result = opened.and_then(|m| m.compile(options));
+    result.map_err(|e| match e {
+        Error::Unreadable(d) => {
+            print_diagnostics(&file, std::iter::once(&*d));
+            Failure {
+                code: exit_code_for(&d),
+                message: format!("{file}: cannot read the model"),
+            }
+        }
+        Error::Invalid(diags) => {
+            print_diagnostics(&file, diags.iter());
+            Failure::invalid(format!("{file}: invalid model: {} error(s)", diags.len()))
+        }
+        Error::Run(e) => Failure::invalid(format!("{file}: {e}")),
+    })
+}
+
+/// Reads `--inputs IN.npz` and every `-i NAME=FILE.npy`; a file that cannot be read is a usage
+/// error (exit 2). Later entries with the same key replace earlier ones.
+pub fn read_inputs(npz: Option<&Path>, singles: &[String]) -> Result<Vec<(String, Tensor)>, Failure> {
+    let mut inputs: Vec<(String, Tensor)> = Vec::new();
+    if let Some(p) = npz {
+        let f = std::fs::File::open(p)
+            .map_err(|e| Failure::usage(format!("cannot open inputs file {}: {e}", p.display())))?;
+        let entries = irun::tensor::read_npz(std::io::BufReader::new(f))
+            .map_err(|e| Failure::usage(format!("cannot read inputs file {}: {e}", p.display())))?;
+        inputs.extend(entries);
+    }
+    for spec in singles {
+        let (name, file) = spec
+            .split_once('=')
+            .ok_or_else(|| Failure::usage(format!("-i expects NAME=FILE.npy, got `{spec}`")))?;
+        let bytes = std::fs::read(file).map_err(|e| Failure::usage(format!("cannot read {file}: {e}")))?;
+        let t = irun::tensor::read_npy(&bytes)
+            .map_err(|e| Failure::usage(format!("cannot read {file} as .npy: {e}")))?;
+        inputs.retain(|(k, _)| k != name);
+        inputs.push((name.to_string(), t));
+    }
+    Ok(inputs)
+}
+
+pub struct RunArgs {
+    pub model: PathBuf,
+    pub weights: Option<PathBuf>,
+    pub inputs: Option<PathBuf>,
+    pub singles: Vec<String>,
+    pub outputs: Option<PathBuf>,
+    pub threads: Option<usize>,
+    pub memory_limit: Option<u64>,
+}
+
+pub fn run(args: RunArgs) -> u8 {
+    match try_run(args) {
+        Ok(()) => EXIT_OK,
+        Err(f) => {
+            eprintln!("error: {}", f.message);
+            f.code
+        }
+    }
+}
+
+fn try_run(args: RunArgs) -> Result<(), Failure> {
+    let options = Options {
+        threads: args.threads,
+        memory_limit: args.memory_limit,
+    };
+    let exe = compile(&args.model, args.weights.as_deref(), &options)?;
+    let inputs = read_inputs(args.inputs.as_deref(), &args.singles)?;
+    let outputs = exe.run(inputs).map_err(|e| Failure {
+        code: match e.kind {
+            RunErrorKind::Input | RunErrorKind::Op | RunErrorKind::InvalidModel | RunErrorKind::Resources => {
+                EXIT_INVALID
+            }
+        },
+        message: match e.code {
+            Some(c) => format!("[{c}] {}", e.message),
+            None => e.message,
+        },
+    })?;
+    match args.outputs {
+        Some(path) => {
+            let f = std::fs::File::create(&path)
+                .map_err(|e| Failure::usage(format!("cannot create {}: {e}", path.display())))?;
+            irun::tensor::write_npz(&outputs, std::io::BufWriter::new(f))
+                .map_err(|e| Failure::usage(format!("cannot write {}: {e}", path.display())))?;
+        }
+        None => {
+            for (key, t) in &outputs {
+                println!(
+                    "{key}: {} {} = [{}]",
+                    t.element_type(),
+                    irun::tensor::fmt_shape(t.shape()),
+                    t.preview(16)
+                );
+            }
+        }
+    }
+    Ok(())
+}
