@@ -69,20 +69,27 @@ pub struct Model {
 impl Model {
     /// Reads `xml` and the `.bin` beside it, and validates the whole model.
     pub fn open(xml: impl AsRef<Path>) -> Result<Model, Error> {
-        Model::from_graph(load_graph(xml.as_ref(), None).map_err(|d| Error::Unreadable(Box::new(d)))?)
+        Model::from_graph(
+            load_graph(xml.as_ref(), None).map_err(|d| Error::Unreadable(Box::new(d)))?,
+        )
     }
 
     /// As [`Model::open`], with the weights file given explicitly.
     pub fn open_with_weights(xml: impl AsRef<Path>, bin: impl AsRef<Path>) -> Result<Model, Error> {
         Model::from_graph(
-            load_graph(xml.as_ref(), Some(bin.as_ref())).map_err(|d| Error::Unreadable(Box::new(d)))?,
+            load_graph(xml.as_ref(), Some(bin.as_ref()))
+                .map_err(|d| Error::Unreadable(Box::new(d)))?,
         )
     }
 
     fn from_graph(graph: Graph) -> Result<Model, Error> {
         if graph.has_errors() {
             return Err(Error::Invalid(
-                graph.all_diagnostics().filter(|d| d.is_error()).cloned().collect(),
+                graph
+                    .all_diagnostics()
+                    .filter(|d| d.is_error())
+                    .cloned()
+                    .collect(),
             ));
         }
         Ok(Model { graph })

@@ -39,7 +39,7 @@ fn ms(d: Duration) -> f64 {
 }
 
 fn try_run(args: BenchArgs) -> Result<(), Failure> {
-    if args.niter == Some(0) || args.seconds.is_some_and(|s| !(s > 0.0)) {
+    if args.niter == Some(0) || args.seconds.is_some_and(|s| s.is_nan() || s <= 0.0) {
         return Err(Failure {
             code: EXIT_USAGE,
             message: "-niter and -t must be positive".into(),
@@ -61,7 +61,8 @@ fn try_run(args: BenchArgs) -> Result<(), Failure> {
         random_inputs(&exe)?
     };
     let infer = || {
-        exe.run_values(inputs.clone()).map_err(|e| Failure::invalid(e.to_string()))
+        exe.run_values(inputs.clone())
+            .map_err(|e| Failure::invalid(e.to_string()))
     };
     let t = Instant::now();
     drop(infer()?);
@@ -69,7 +70,11 @@ fn try_run(args: BenchArgs) -> Result<(), Failure> {
     let mut latencies = Vec::new();
     let limit = args
         .seconds
-        .or(if args.niter.is_none() { Some(DEFAULT_SECONDS) } else { None })
+        .or(if args.niter.is_none() {
+            Some(DEFAULT_SECONDS)
+        } else {
+            None
+        })
         .map(Duration::from_secs_f64);
     let total = Instant::now();
     loop {
@@ -101,7 +106,10 @@ fn try_run(args: BenchArgs) -> Result<(), Failure> {
     println!("[ INFO ]    Median:        {:.2} ms", ms(median));
     println!("[ INFO ]    Average:       {:.2} ms", ms(average));
     println!("[ INFO ]    Min:           {:.2} ms", ms(latencies[0]));
-    println!("[ INFO ]    Max:           {:.2} ms", ms(latencies[count - 1]));
+    println!(
+        "[ INFO ]    Max:           {:.2} ms",
+        ms(latencies[count - 1])
+    );
     println!(
         "[ INFO ] Throughput:       {:.2} FPS",
         count as f64 / duration.as_secs_f64()
@@ -129,7 +137,8 @@ fn random_inputs(exe: &Executable) -> Result<Vec<(String, Arc<Tensor>)>, Failure
                     info.element_type, info.layer_name
                 ))
             })?;
-            let t = Tensor::new(info.element_type, shape, storage).map_err(|e| Failure::usage(e.to_string()))?;
+            let t = Tensor::new(info.element_type, shape, storage)
+                .map_err(|e| Failure::usage(e.to_string()))?;
             Ok((info.layer_name.clone(), Arc::new(t)))
         })
         .collect()

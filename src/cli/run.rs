@@ -29,7 +29,11 @@ impl Failure {
 }
 
 /// Reads and compiles a model; prints diagnostics of an invalid model.
-pub fn compile(model: &Path, weights: Option<&Path>, options: &Options) -> Result<Executable, Failure> {
+pub fn compile(
+    model: &Path,
+    weights: Option<&Path>,
+    options: &Options,
+) -> Result<Executable, Failure> {
     let file = model.display().to_string();
     let opened = match weights {
         Some(w) => Model::open_with_weights(model, w),
@@ -54,7 +58,10 @@ pub fn compile(model: &Path, weights: Option<&Path>, options: &Options) -> Resul
 
 /// Reads `--inputs IN.npz` and every `-i NAME=FILE.npy`; a file that cannot be read is a usage
 /// error (exit 2). Later entries with the same key replace earlier ones.
-pub fn read_inputs(npz: Option<&Path>, singles: &[String]) -> Result<Vec<(String, Tensor)>, Failure> {
+pub fn read_inputs(
+    npz: Option<&Path>,
+    singles: &[String],
+) -> Result<Vec<(String, Tensor)>, Failure> {
     let mut inputs: Vec<(String, Tensor)> = Vec::new();
     if let Some(p) = npz {
         let f = std::fs::File::open(p)
@@ -67,7 +74,8 @@ pub fn read_inputs(npz: Option<&Path>, singles: &[String]) -> Result<Vec<(String
         let (name, file) = spec
             .split_once('=')
             .ok_or_else(|| Failure::usage(format!("-i expects NAME=FILE.npy, got `{spec}`")))?;
-        let bytes = std::fs::read(file).map_err(|e| Failure::usage(format!("cannot read {file}: {e}")))?;
+        let bytes =
+            std::fs::read(file).map_err(|e| Failure::usage(format!("cannot read {file}: {e}")))?;
         let t = irun::tensor::read_npy(&bytes)
             .map_err(|e| Failure::usage(format!("cannot read {file} as .npy: {e}")))?;
         inputs.retain(|(k, _)| k != name);
@@ -105,9 +113,10 @@ fn try_run(args: RunArgs) -> Result<(), Failure> {
     let inputs = read_inputs(args.inputs.as_deref(), &args.singles)?;
     let outputs = exe.run(inputs).map_err(|e| Failure {
         code: match e.kind {
-            RunErrorKind::Input | RunErrorKind::Op | RunErrorKind::InvalidModel | RunErrorKind::Resources => {
-                EXIT_INVALID
-            }
+            RunErrorKind::Input
+            | RunErrorKind::Op
+            | RunErrorKind::InvalidModel
+            | RunErrorKind::Resources => EXIT_INVALID,
         },
         message: match e.code {
             Some(c) => format!("[{c}] {}", e.message),

@@ -23,7 +23,7 @@ pub struct RunError {
     pub kind: RunErrorKind,
     pub code: Option<&'static str>,
     pub message: String,
-    pub layer: Option<LayerRef>,
+    pub layer: Option<Box<LayerRef>>,
 }
 
 impl RunError {
@@ -42,7 +42,7 @@ impl RunError {
     }
 
     pub fn on_layer(mut self, layer: Option<LayerRef>) -> RunError {
-        self.layer = layer;
+        self.layer = layer.map(Box::new);
         self
     }
 }

@@ -92,19 +92,27 @@ impl Executable {
             ));
         }
         let plan = Plan::build(&graph)?;
-        let threads = options.threads.unwrap_or_else(|| {
-            std::thread::available_parallelism().map_or(1, |n| n.get())
-        });
+        let threads = options
+            .threads
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(threads.max(1))
             .thread_name(|i| format!("irun-{i}"))
             .build()
-            .map_err(|e| RunError::new(RunErrorKind::Resources, format!("cannot start {threads} threads: {e}")))?;
+            .map_err(|e| {
+                RunError::new(
+                    RunErrorKind::Resources,
+                    format!("cannot start {threads} threads: {e}"),
+                )
+            })?;
         let inputs = graph
             .parameters
             .iter()
             .map(|&p| {
-                let f = graph.facts[p].first().cloned().unwrap_or_else(Fact::unknown);
+                let f = graph.facts[p]
+                    .first()
+                    .cloned()
+                    .unwrap_or_else(Fact::unknown);
                 InputInfo {
                     layer_name: graph.layer(p).name.clone(),
                     tensor_names: graph.input_names(p),
@@ -162,7 +170,10 @@ impl Executable {
 
     /// As [`Executable::run`], with inputs the caller keeps (a benchmark loop): an op that would
     /// update such an input in place works on a copy.
-    pub fn run_values(&self, inputs: Vec<(String, Value)>) -> Result<Vec<(String, Tensor)>, RunError> {
+    pub fn run_values(
+        &self,
+        inputs: Vec<(String, Value)>,
+    ) -> Result<Vec<(String, Tensor)>, RunError> {
         let bound = self.bind_inputs(inputs)?;
         let facts = self.concrete_facts(&bound)?;
         let outputs = self.pool.install(|| self.execute(bound, &facts))?;
@@ -198,11 +209,16 @@ impl Executable {
             if let Some((first, _)) = &bound[i] {
                 return Err(RunError::new(
                     RunErrorKind::Input,
-                    format!("`{key}` and `{first}` both name model input {i} ({})", self.inputs[i].layer_name),
+                    format!(
+                        "`{key}` and `{first}` both name model input {i} ({})",
+                        self.inputs[i].layer_name
+                    ),
                 ));
             }
             let info = &self.inputs[i];
-            if info.element_type != ElementType::Dynamic && value.element_type() != info.element_type {
+            if info.element_type != ElementType::Dynamic
+                && value.element_type() != info.element_type
+            {
                 return Err(RunError::new(
                     RunErrorKind::Input,
                     format!(
@@ -240,17 +256,23 @@ impl Executable {
     }
 
     fn describe_inputs(&self) -> String {
-        self.inputs.iter().map(input_label).collect::<Vec<_>>().join(", ")
+        self.inputs
+            .iter()
+            .map(input_label)
+            .collect::<Vec<_>>()
+            .join(", ")
     }
 
     /// The facts of every node for these inputs: the compiled ones when every input shape is
     /// as declared, else a new inference with the concrete shapes.
-    fn concrete_facts(&self, inputs: &[Value]) -> Result<std::borrow::Cow<'_, [Vec<Fact>]>, RunError> {
-        let as_declared = self
-            .inputs
-            .iter()
-            .zip(inputs)
-            .all(|(info, v)| info.shape.to_static().as_deref() == Some(v.shape()) && info.element_type == v.element_type());
+    fn concrete_facts(
+        &self,
+        inputs: &[Value],
+    ) -> Result<std::borrow::Cow<'_, [Vec<Fact>]>, RunError> {
+        let as_declared = self.inputs.iter().zip(inputs).all(|(info, v)| {
+            info.shape.to_static().as_deref() == Some(v.shape())
+                && info.element_type == v.element_type()
+        });
         if as_declared {
             return Ok(std::borrow::Cow::Borrowed(&self.graph.facts));
         }
@@ -314,9 +336,12 @@ impl Executable {
                             }
                         })
                         .collect();
-                    let op = self.graph.ops[n].as_ref().expect("plan has only resolved ops");
+                    let op = self.graph.ops[n]
+                        .as_ref()
+                        .expect("plan has only resolved ops");
                     op.eval(args).map_err(|e| {
-                        self.layer_error(n, RunErrorKind::Op, e.message).with_code(e.code)
+                        self.layer_error(n, RunErrorKind::Op, e.message)
+                            .with_code(e.code)
                     })?
                 }
             };
@@ -332,7 +357,10 @@ impl Executable {
                 }
             }
         }
-        Ok(outputs.into_iter().map(|o| o.expect("every Result runs")).collect())
+        Ok(outputs
+            .into_iter()
+            .map(|o| o.expect("every Result runs"))
+            .collect())
     }
 
     /// The decoded value of Const node `n`, decoded once.
@@ -342,7 +370,11 @@ impl Executable {
         }
         let layer = self.graph.layer(n);
         let info = layer.constant.as_ref().ok_or_else(|| {
-            self.layer_error(n, RunErrorKind::InvalidModel, "a Const without element_type, shape, offset and size".into())
+            self.layer_error(
+                n,
+                RunErrorKind::InvalidModel,
+                "a Const without element_type, shape, offset and size".into(),
+            )
         })?;
         let t = self
             .graph
@@ -367,7 +399,10 @@ impl Executable {
                     self.layer_error(
                         n,
                         RunErrorKind::Resources,
-                        format!("an output of shape {} has more elements than memory can address", f.shape),
+                        format!(
+                            "an output of shape {} has more elements than memory can address",
+                            f.shape
+                        ),
                     )
                     .with_code(irun_ops::codes::MEMORY)
                 })?;
@@ -378,9 +413,14 @@ impl Executable {
 
     fn layer_error(&self, n: NodeId, kind: RunErrorKind, message: String) -> RunError {
         let layer = self.graph.layer(n);
-        let op = self.graph.ops[n].as_ref().map_or(layer.type_name.as_str(), |op| op.name());
-        RunError::new(kind, format!("layer {} (\"{}\", {op}): {message}", layer.id, layer.name))
-            .on_layer(Some(layer.layer_ref()))
+        let op = self.graph.ops[n]
+            .as_ref()
+            .map_or(layer.type_name.as_str(), |op| op.name());
+        RunError::new(
+            kind,
+            format!("layer {} (\"{}\", {op}): {message}", layer.id, layer.name),
+        )
+        .on_layer(Some(layer.layer_ref()))
     }
 }
 

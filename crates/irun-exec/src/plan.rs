@@ -58,7 +58,10 @@ impl Plan {
             } else if g.ops[n].is_some() {
                 Source::Op
             } else {
-                unsupported.push(format!("{} ({}-{})", layer.id, layer.type_name, layer.version));
+                unsupported.push(format!(
+                    "{} ({}-{})",
+                    layer.id, layer.type_name, layer.version
+                ));
                 continue;
             };
             let inputs: Vec<usize> = g.nodes[n]

@@ -121,7 +121,10 @@ impl Graph {
     /// Inference again, at run time, with the concrete facts of some Parameters: the output
     /// facts of every node in `order`, or the first op that rejects its inputs. Declared ports
     /// are not compared again (they are hints, and `check` has reported them).
-    pub fn infer_with_inputs(&self, inputs: &[(NodeId, Fact)]) -> Result<Vec<Vec<Fact>>, Diagnostic> {
+    pub fn infer_with_inputs(
+        &self,
+        inputs: &[(NodeId, Fact)],
+    ) -> Result<Vec<Vec<Fact>>, Diagnostic> {
         let mut facts = vec![Vec::new(); self.nodes.len()];
         for &n in &self.order {
             if let Some((_, f)) = inputs.iter().find(|(p, _)| *p == n) {
@@ -132,7 +135,9 @@ impl Graph {
             let layer = self.layer(n);
             facts[n] = match &self.ops[n] {
                 None => vec![Fact::unknown(); layer.outputs.len()],
-                Some(op) => op.infer(&input_facts).map_err(|e| op_diagnostic(layer, &e))?,
+                Some(op) => op
+                    .infer(&input_facts)
+                    .map_err(|e| op_diagnostic(layer, &e))?,
             };
         }
         Ok(facts)

@@ -1,0 +1,236 @@
+//! The scatter golden suite (models/scatter, written by tools/gen_scatter_goldens.py from an
+//! independent numpy reference of DESIGN.md's semantics, cross-checked with OpenVINO CPU).
+//!
+//! Every case runs through the public API at 1 and 2 threads: outputs must be bit-identical
+//! between the two, and equal to expected.npz bit for bit (NaN matches NaN), or within the
+//! tolerance case.json states. Must-fail cases must fail with the stated code and message.
+//! A second test runs every case through the `irun run` binary.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use irun::tensor::{read_npz, Storage, Tensor};
+use irun::{Model, Options};
+
+fn cases() -> Vec<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("models/scatter");
+    let mut v: Vec<PathBuf> = std::fs::read_dir(&root)
+        .expect("models/scatter exists")
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.join("case.json").exists())
+        .collect();
+    v.sort();
+    v
+}
+
+struct Case {
+    dir: PathBuf,
+    meta: serde_json::Value,
+}
+
+impl Case {
+    fn load(dir: &Path) -> Case {
+        let meta =
+            serde_json::from_str(&std::fs::read_to_string(dir.join("case.json")).unwrap()).unwrap();
+        Case {
+            dir: dir.to_path_buf(),
+            meta,
+        }
+    }
+
+    fn name(&self) -> &str {
+        self.meta["name"].as_str().unwrap()
+    }
+
+    fn op(&self) -> &str {
+        self.meta["op"].as_str().unwrap()
+    }
+
+    fn expected_error(&self) -> Option<(&str, &str)> {
+        let e = self.meta.get("expect_error")?;
+        Some((e["code"].as_str().unwrap(), e["message"].as_str().unwrap()))
+    }
+
+    fn tolerance(&self) -> Option<f64> {
+        self.meta.get("tolerance").and_then(|t| t.as_f64())
+    }
+
+    fn npz(&self, file: &str) -> Vec<(String, Tensor)> {
+        read_npz(std::fs::File::open(self.dir.join(file)).unwrap()).unwrap()
+    }
+}
+
+/// Bit equality, NaN matching NaN (payloads may differ between numpy and Rust).
+fn same_bits(a: &Tensor, b: &Tensor) -> bool {
+    fn floats<T: Copy>(a: &[T], b: &[T], bits: impl Fn(T) -> u64, nan: impl Fn(T) -> bool) -> bool {
+        a.len() == b.len()
+            && a.iter()
+                .zip(b)
+                .all(|(&x, &y)| bits(x) == bits(y) || (nan(x) && nan(y)))
+    }
+    if a.element_type() != b.element_type() || a.shape() != b.shape() {
+        return false;
+    }
+    match (a.storage(), b.storage()) {
+        (Storage::F32(x), Storage::F32(y)) => floats(x, y, |v| v.to_bits() as u64, f32::is_nan),
+        (Storage::F64(x), Storage::F64(y)) => floats(x, y, f64::to_bits, f64::is_nan),
+        (Storage::F16(x), Storage::F16(y)) => floats(x, y, |v| v.to_bits() as u64, |v| v.is_nan()),
+        (Storage::Bf16(x), Storage::Bf16(y)) => {
+            floats(x, y, |v| v.to_bits() as u64, |v| v.is_nan())
+        }
+        (x, y) => x == y,
+    }
+}
+
+fn as_f64(t: &Tensor) -> Vec<f64> {
+    match t.storage() {
+        Storage::F32(v) => v.iter().map(|&x| x as f64).collect(),
+        Storage::F64(v) => v.clone(),
+        Storage::F16(v) => v.iter().map(|x| x.to_f64()).collect(),
+        Storage::Bf16(v) => v.iter().map(|x| x.to_f64()).collect(),
+        _ => unreachable!("tolerances are only stated for float cases"),
+    }
+}
+
+fn close(a: &Tensor, b: &Tensor, tol: f64) -> bool {
+    a.element_type() == b.element_type()
+        && a.shape() == b.shape()
+        && as_f64(a).iter().zip(as_f64(b)).all(|(&x, y)| {
+            x == y || (x.is_nan() && y.is_nan()) || (x - y).abs() <= tol * y.abs().max(1.0)
+        })
+}
+
+/// Checks `got` against the case's expected.npz; `Err` describes the first difference.
+fn check_output(case: &Case, got: &[(String, Tensor)]) -> Result<(), String> {
+    let expected = case.npz("expected.npz");
+    let want = &expected[0].1;
+    let (key, out) = got.first().ok_or("no output")?;
+    if key != "out" {
+        return Err(format!("output key {key}, expected `out`"));
+    }
+    let ok = match case.tolerance() {
+        Some(tol) => close(out, want, tol),
+        None => same_bits(out, want),
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "got {}\nwant {}",
+            out.preview(24),
+            want.preview(24)
+        ))
+    }
+}
+
+fn run_api(case: &Case, threads: usize) -> Result<Vec<(String, Tensor)>, irun::RunError> {
+    let exe = Model::open(case.dir.join("model.xml"))
+        .unwrap_or_else(|e| panic!("{}: {e}", case.name()))
+        .compile(&Options {
+            threads: Some(threads),
+            memory_limit: None,
+        })
+        .unwrap_or_else(|e| panic!("{}: {e}", case.name()));
+    exe.run(case.npz("inputs.npz"))
+}
+
+#[test]
+fn every_golden_case_matches_at_one_and_two_threads() {
+    let mut per_op: BTreeMap<String, (usize, usize)> = BTreeMap::new();
+    let mut failures = Vec::new();
+    let all = cases();
+    assert!(all.len() >= 200, "only {} cases", all.len());
+    for dir in &all {
+        let case = Case::load(dir);
+        let one = run_api(&case, 1);
+        let two = run_api(&case, 2);
+        let entry = per_op.entry(case.op().to_string()).or_default();
+        match (case.expected_error(), one, two) {
+            (Some((code, msg)), Err(e1), Err(e2)) => {
+                entry.1 += 1;
+                if e1.code != Some(code) || !e1.message.contains(msg) || e1.message != e2.message {
+                    failures.push(format!(
+                        "{}: error {:?} {}",
+                        case.name(),
+                        e1.code,
+                        e1.message
+                    ));
+                }
+            }
+            (None, Ok(o1), Ok(o2)) => {
+                entry.0 += 1;
+                let identical = o1.len() == o2.len()
+                    && o1
+                        .iter()
+                        .zip(&o2)
+                        .all(|(a, b)| a.0 == b.0 && same_bits(&a.1, &b.1));
+                if !identical {
+                    failures.push(format!("{}: threads 1 and 2 differ", case.name()));
+                }
+                if let Err(e) = check_output(&case, &o1) {
+                    failures.push(format!("{}: {e}", case.name()));
+                }
+            }
+            (_, r1, _) => failures.push(format!(
+                "{}: unexpected outcome {:?}",
+                case.name(),
+                r1.map(|_| "ok")
+            )),
+        }
+    }
+    println!("golden cases (ran, must-fail) per op: {per_op:?}");
+    assert!(
+        failures.is_empty(),
+        "{} of {} cases failed:\n{}",
+        failures.len(),
+        all.len(),
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn irun_run_reproduces_every_golden_case() {
+    let tmp = std::env::temp_dir().join(format!("irun-goldens-{}", std::process::id()));
+    std::fs::create_dir_all(&tmp).unwrap();
+    let mut failures = Vec::new();
+    for dir in cases() {
+        let case = Case::load(&dir);
+        let out_file = tmp.join(format!("{}.npz", case.name()));
+        let out = Command::new(env!("CARGO_BIN_EXE_irun"))
+            .arg("run")
+            .arg(dir.join("model.xml"))
+            .arg("--inputs")
+            .arg(dir.join("inputs.npz"))
+            .arg("--outputs")
+            .arg(&out_file)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let code = out.status.code();
+        match case.expected_error() {
+            Some((ecode, msg)) => {
+                if code != Some(1) || !stderr.contains(ecode) || !stderr.contains(msg) {
+                    failures.push(format!("{}: exit {code:?}, stderr {stderr}", case.name()));
+                }
+            }
+            None => {
+                if code != Some(0) {
+                    failures.push(format!("{}: exit {code:?}, stderr {stderr}", case.name()));
+                    continue;
+                }
+                let got = read_npz(std::fs::File::open(&out_file).unwrap()).unwrap();
+                if let Err(e) = check_output(&case, &got) {
+                    failures.push(format!("{}: {e}", case.name()));
+                }
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(&tmp);
+    assert!(
+        failures.is_empty(),
+        "{} cases failed:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
