@@ -170,6 +170,14 @@ impl<'a> IndexValues<'a> {
     ) -> Result<(), E> {
         let mut buf = [0i64; INDEX_BLOCK];
         let mut start = range.start;
+        if let IndexValues::I64(v) = self {
+            // Already i64: blocks are slices of the tensor, no copy.
+            for chunk in v[range].chunks(INDEX_BLOCK) {
+                f(start, chunk)?;
+                start += chunk.len();
+            }
+            return Ok(());
+        }
         while start < range.end {
             let end = (start + INDEX_BLOCK).min(range.end);
             let b = &mut buf[..end - start];

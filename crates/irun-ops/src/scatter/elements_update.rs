@@ -20,7 +20,7 @@ use crate::attrs::AttrReader;
 use crate::fact::Fact;
 use crate::kernel::{
     first_error, pieces, split_range, take_or_copy, try_zeroed, DisjointSlice, IndexValues,
-    PAR_MIN_ELEMENTS,
+    INDEX_BLOCK, PAR_MIN_ELEMENTS,
 };
 use crate::op::{codes, expect_inputs, Op, OpError, Value};
 
@@ -273,11 +273,10 @@ fn position_map(small: &[usize], big: &[usize]) -> Option<Vec<usize>> {
 }
 
 /// The part of the work one task does: outer and inner positions of the indices, and the axis
-/// targets it applies (a task that owns part of the axis skips updates aimed elsewhere).
+/// (each task owns the output elements of its rows and columns).
 struct Task {
     outer: Range<usize>,
     inner: Range<usize>,
-    targets: Range<usize>,
 }
 
 struct ElementsKernel<'a> {
@@ -293,14 +292,13 @@ struct ElementsKernel<'a> {
 impl ElementsKernel<'_> {
     /// Splits the work so that no two tasks can write the same output element, and each
     /// element sees its updates in row-major order: by outer rows of the output, else by
-    /// inner columns, else (1-D-like cases such as a histogram) by ranges of axis targets, each
-    /// task reading all indices and applying only its own targets.
+    /// inner columns; shapes that neither split serves run bucketed (`run_bucketed`) or, when
+    /// small, on one task.
     fn tasks(&self) -> Vec<Task> {
         let g = &self.geometry;
         let full = || Task {
             outer: 0..g.outer,
             inner: 0..g.inner,
-            targets: 0..g.data_along,
         };
         let n = self.indices.len();
         let threads = rayon::current_num_threads();
@@ -321,13 +319,124 @@ impl ElementsKernel<'_> {
                 .map(|inner| Task { inner, ..full() })
                 .collect();
         }
-        if g.data_along >= threads {
-            return split_range(g.data_along, threads)
-                .into_iter()
-                .map(|targets| Task { targets, ..full() })
-                .collect();
-        }
         vec![full()]
+    }
+
+    /// Whether to run bucketed ([`ElementsKernel::run_bucketed`]): large work that the row
+    /// and column splits cannot share out (1-D-like shapes: histograms, 1-D max), with an
+    /// output small enough for 32-bit offsets.
+    fn bucketed(&self, out_len: usize) -> bool {
+        let g = &self.geometry;
+        let threads = rayon::current_num_threads();
+        threads > 1
+            && self.indices.len() >= PAR_MIN_ELEMENTS
+            && g.outer < threads
+            && g.inner < 64 * threads
+            && out_len <= u32::MAX as usize
+    }
+
+    /// Two passes for 1-D-like shapes. Pass 1 (in parallel over contiguous chunks of
+    /// positions) validates every index and appends `(output offset, update)` to the list of
+    /// the target bucket, a range of axis positions whose output fits in L2. Pass 2 (in
+    /// parallel over buckets) applies, for each bucket, the lists of the chunks in chunk
+    /// order. Each output element thus sees its updates in row-major order, and the random
+    /// read-modify-writes stay in cache.
+    fn run_bucketed<T: Elem, C: Combine<T>, const TRACK: bool>(
+        &self,
+        out: &DisjointSlice<T>,
+        counts: &DisjointSlice<u32>,
+        updates: &[T],
+    ) -> Result<(), OpError> {
+        let g = &self.geometry;
+        let along = g.data_along as i64;
+        let data_outer = out.len() / (g.data_along * g.data_inner).max(1);
+        // About 4 MiB of output per bucket, so that it stays in L3 (a power of two of targets,
+        // so a bucket is a shift), and at most MAX_BUCKETS buckets: each is a write stream in pass 1.
+        let per_target = (g.data_inner * data_outer).max(1);
+        let mut shift = ((4 << 20) / std::mem::size_of::<T>() / per_target)
+            .max(1)
+            .ilog2();
+        while (g.data_along >> shift) + 1 > MAX_BUCKETS {
+            shift += 1;
+        }
+        let buckets = (g.data_along >> shift) + 1;
+        let chunks = split_range(self.indices.len(), rayon::current_num_threads() * 2);
+        let plane = (g.along * g.inner).max(1);
+        let inner_at = |i: usize| g.inner_map.as_ref().map_or(i, |m| m[i]);
+        let outer_base =
+            |o: usize| g.outer_map.as_ref().map_or(o, |m| m[o]) * g.data_along * g.data_inner;
+        // Pass 1: per chunk, validate and count per bucket, then fill each bucket's list
+        // (allocated once at its size).
+        type Lists<T> = Vec<Vec<(u32, T)>>;
+        let parts: Vec<Result<Lists<T>, (usize, OpError)>> = chunks
+            .par_iter()
+            .map(|chunk| {
+                let mut sizes = [0usize; MAX_BUCKETS];
+                self.indices.for_each_block(chunk.clone(), |start, vals| {
+                    for (k, &v) in vals.iter().enumerate() {
+                        let t = (v + ((v >> 63) & along)) as usize;
+                        if t >= g.data_along {
+                            return Err((start + k, self.out_of_range(start + k, v)));
+                        }
+                        sizes[t >> shift] += 1;
+                    }
+                    Ok(())
+                })?;
+                let mut lists: Lists<T> = sizes[..buckets]
+                    .iter()
+                    .map(|&n| Vec::with_capacity(n))
+                    .collect();
+                let (mut o, rem) = (chunk.start / plane, chunk.start % plane);
+                let (mut a, mut i) = (rem / g.inner.max(1), rem % g.inner.max(1));
+                let mut base = outer_base(o);
+                self.indices
+                    .for_each_block(chunk.clone(), |start, vals| {
+                        let ups = &updates[start..start + vals.len()];
+                        for (&v, &u) in vals.iter().zip(ups) {
+                            let t = (v + ((v >> 63) & along)) as usize;
+                            let off = base + t * g.data_inner + inner_at(i);
+                            lists[t >> shift].push((off as u32, u));
+                            i += 1;
+                            if i == g.inner {
+                                i = 0;
+                                a += 1;
+                                if a == g.along {
+                                    a = 0;
+                                    o += 1;
+                                    if o < g.outer {
+                                        base = outer_base(o);
+                                    }
+                                }
+                            }
+                        }
+                        Ok::<(), ()>(())
+                    })
+                    .expect("validated above");
+                Ok(lists)
+            })
+            .collect();
+        let mut all = Vec::with_capacity(parts.len());
+        let mut errors = Vec::new();
+        for p in parts {
+            match p {
+                Ok(p) => all.push(p),
+                Err(e) => errors.push(Err::<(), _>(e)),
+            }
+        }
+        first_error(errors)?;
+        // Pass 2: each bucket by one task, chunks in order.
+        let init = self.use_init_val;
+        (0..buckets).into_par_iter().for_each(|b| {
+            for lists in &all {
+                for &(off, u) in &lists[b] {
+                    // SAFETY: bucket `b` holds only offsets whose axis target is in bucket
+                    // `b`'s range, and each bucket is applied by one task, so no element is
+                    // touched by two tasks.
+                    unsafe { hit::<T, C, TRACK>(out, counts, init, off as usize, u) };
+                }
+            }
+        });
+        Ok(())
     }
 
     fn run_task<T: Elem, C: Combine<T>>(
@@ -337,69 +446,66 @@ impl ElementsKernel<'_> {
         counts: &DisjointSlice<u32>,
         updates: &[T],
     ) -> Result<(), (usize, OpError)> {
+        // Monomorphised on counting, so the common path has no per-element count test.
+        if self.track_counts {
+            self.run_task_with::<T, C, true>(task, out, counts, updates)
+        } else {
+            self.run_task_with::<T, C, false>(task, out, counts, updates)
+        }
+    }
+
+    fn run_task_with<T: Elem, C: Combine<T>, const TRACK: bool>(
+        &self,
+        task: &Task,
+        out: &DisjointSlice<T>,
+        counts: &DisjointSlice<u32>,
+        updates: &[T],
+    ) -> Result<(), (usize, OpError)> {
         let g = &self.geometry;
         let along = g.data_along as i64;
         let init = self.use_init_val;
-        let track = self.track_counts;
-        let inner_at = |i: usize| g.inner_map.as_ref().map_or(i, |m| m[i]);
-        let targets = task.targets.start as i64..task.targets.end as i64;
-        let apply = |pos: usize, v: i64, i: usize, base: usize| -> Result<(), (usize, OpError)> {
-            let t = if v < 0 { v + along } else { v };
-            if !(0..along).contains(&t) {
-                return Err((pos, self.out_of_range(pos, v)));
-            }
-            if !targets.contains(&t) {
-                return Ok(());
-            }
-            let off = base + t as usize * g.data_inner + inner_at(i);
-            // SAFETY: `tasks` gives each task a disjoint set of output elements (disjoint
-            // outer rows, inner columns or axis targets; the position maps are injective), and
-            // `off` is in this task's set: its outer row, column and target are the task's.
-            unsafe {
-                let mut acc = out.get(off);
-                if track {
-                    let k = counts.get(off);
-                    if k == 0 && !init {
-                        acc = C::NEUTRAL;
-                    }
-                    counts.set(off, k + 1);
-                }
-                out.set(off, C::apply(acc, updates[pos]));
-            }
-            Ok(())
-        };
+        let full_inner = task.inner == (0..g.inner);
         for o in task.outer.clone() {
             let base = g.outer_map.as_ref().map_or(o, |m| m[o]) * g.data_along * g.data_inner;
             let row = o * g.along * g.inner;
-            if task.inner == (0..g.inner) {
+            let lines: Vec<Range<usize>> = if full_inner {
                 // The whole [along, inner] plane of this outer row is contiguous.
-                let mut i = 0;
-                self.indices
-                    .for_each_block(row..row + g.along * g.inner, |start, vals| {
-                        for (k, &v) in vals.iter().enumerate() {
-                            apply(start + k, v, i, base)?;
-                            i += 1;
-                            if i == g.inner {
-                                i = 0;
-                            }
-                        }
-                        Ok(())
-                    })?;
+                std::iter::once(row..row + g.along * g.inner).collect()
             } else {
-                for a in 0..g.along {
-                    let p = row + a * g.inner;
-                    let mut i = task.inner.start;
-                    self.indices.for_each_block(
-                        p + task.inner.start..p + task.inner.end,
-                        |start, vals| {
-                            for (k, &v) in vals.iter().enumerate() {
-                                apply(start + k, v, i, base)?;
-                                i += 1;
-                            }
-                            Ok(())
-                        },
-                    )?;
-                }
+                (0..g.along)
+                    .map(|a| {
+                        row + a * g.inner + task.inner.start..row + a * g.inner + task.inner.end
+                    })
+                    .collect()
+            };
+            let (inner_lo, inner_len) = (task.inner.start, task.inner.len());
+            let inner_at = |i: usize| g.inner_map.as_ref().map_or(i, |m| m[i]);
+            for line in lines {
+                let line_start = line.start;
+                self.indices.for_each_block(line, |start, vals| {
+                    let upd = &updates[start..start + vals.len()];
+                    // The inner coordinate of the block's first element; then counted.
+                    let mut i = inner_lo + (start - line_start) % inner_len;
+                    // Negative indices count from the end; anything still outside [0, along)
+                    // (including below -along, which wraps to a huge usize) is an error.
+                    let normalise = |v: i64| (v + ((v >> 63) & along)) as usize;
+                    for (k, (&v, &u)) in vals.iter().zip(upd).enumerate() {
+                        let t = normalise(v);
+                        if t >= g.data_along {
+                            return Err((start + k, self.out_of_range(start + k, v)));
+                        }
+                        let off = base + t * g.data_inner + inner_at(i);
+                        // SAFETY: `tasks` gives each task a disjoint set of output elements
+                        // (disjoint outer rows or inner columns; the position maps are
+                        // injective), and `off` has this task's outer row and column.
+                        unsafe { hit::<T, C, TRACK>(out, counts, init, off, u) };
+                        i += 1;
+                        if i == inner_lo + inner_len {
+                            i = inner_lo;
+                        }
+                    }
+                    Ok(())
+                })?;
             }
         }
         Ok(())
@@ -417,6 +523,36 @@ impl ElementsKernel<'_> {
     }
 }
 
+/// The most target buckets of [`ElementsKernel::run_bucketed`].
+const MAX_BUCKETS: usize = 64;
+
+/// Applies update `u` to output element `off`; with `TRACK`, counts the hit and gives the first
+/// hit the neutral start value when `use_init_val` is false.
+///
+/// # Safety
+/// No other thread accesses element `off` of `out` or `counts` meanwhile.
+#[inline(always)]
+unsafe fn hit<T: Elem, C: Combine<T>, const TRACK: bool>(
+    out: &DisjointSlice<T>,
+    counts: &DisjointSlice<u32>,
+    init: bool,
+    off: usize,
+    u: T,
+) {
+    // SAFETY: the caller's contract.
+    unsafe {
+        let mut acc = out.get(off);
+        if TRACK {
+            let k = counts.get(off);
+            if k == 0 && !init {
+                acc = C::NEUTRAL;
+            }
+            counts.set(off, k + 1);
+        }
+        out.set(off, C::apply(acc, u));
+    }
+}
+
 impl ReduceKernel for ElementsKernel<'_> {
     fn run<T: Elem, C: Combine<T>>(&self, out: &mut [T], updates: &[T]) -> Result<(), OpError> {
         if self.track_counts && self.indices.len() > u32::MAX as usize {
@@ -431,11 +567,22 @@ impl ReduceKernel for ElementsKernel<'_> {
             Vec::new()
         };
         {
+            let bucketed = self.bucketed(out.len());
             let o = DisjointSlice::new(out);
             let c = DisjointSlice::new(&mut counts);
-            let tasks = self.tasks();
-            let results: Vec<_> = if tasks.len() == 1 {
-                vec![self.run_task::<T, C>(&tasks[0], &o, &c, updates)]
+            if bucketed {
+                if self.track_counts {
+                    self.run_bucketed::<T, C, true>(&o, &c, updates)?;
+                } else {
+                    self.run_bucketed::<T, C, false>(&o, &c, updates)?;
+                }
+            }
+            let tasks = if bucketed { Vec::new() } else { self.tasks() };
+            let results: Vec<_> = if tasks.len() <= 1 {
+                tasks
+                    .iter()
+                    .map(|t| self.run_task::<T, C>(t, &o, &c, updates))
+                    .collect()
             } else {
                 tasks
                     .par_iter()

@@ -1,0 +1,128 @@
+#!/usr/bin/env python3
+"""Times OpenVINO CPU and `irun bench` on the same IR files in the same run, and prints the
+README's table: medians, the ratio OpenVINO/irun, and the fraction of the machine's memory
+bandwidth irun reaches.
+
+OpenVINO: CPU plugin, INFERENCE_NUM_THREADS=2, PERFORMANCE_HINT=LATENCY,
+INFERENCE_PRECISION_HINT=f32; one synchronous infer() per iteration with the input tensor
+already set. irun: `irun bench MODEL -niter N --threads 2`. The two alternate for `--rounds`
+rounds and each reports the median of its per-round medians (the machine is noisy).
+
+    /tmp/venv/bin/python tools/bench_openvino.py tools/out/bench --irun target/release/irun
+"""
+
+import argparse
+import re
+import statistics
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import openvino as ov
+
+DESCRIPTIONS = {
+    "a": "ScatterUpdate-3 [1000,256,10,15], idx [125,20], axis 1",
+    "b": "SEU-12 none [1000,256,7,7], idx [125,20,7,6]",
+    "c": "SEU-12 sum [1M], 16M i64 idx (histogram)",
+    "d": "SEU-12 mean no-init [4096,512], idx [65536,512]",
+    "e": "SND-15 none [214272,64], 12000 rows",
+    "f": "ScatterUpdate-3 KV cache [1,32,4096,128], 16 pos",
+    "g": "SEU-12 max i32 [8M], 8M i32 idx",
+}
+
+
+def minimal_bytes(model_path):
+    """Bytes a kernel must at least move: read data, indices and updates, write the output."""
+    m = ov.Core().read_model(model_path)
+    total = 0
+    for op in m.get_ordered_ops():
+        if op.get_type_name().startswith("Scatter"):
+            for i in range(3):
+                t = op.input(i)
+                total += int(np.prod(list(t.get_shape()))) * t.get_element_type().size
+            o = op.output(0)
+            total += int(np.prod(list(o.get_shape()))) * o.get_element_type().size
+    return total
+
+
+def memory_bandwidth(threads=2, mb=512, reps=5):
+    """Copy bandwidth (bytes read + written per second) with `threads` threads of numpy copies."""
+    n = mb * (1 << 20) // 4
+    src = [np.ones(n, np.float32) for _ in range(threads)]
+    dst = [np.empty(n, np.float32) for _ in range(threads)]
+    best = 0.0
+    for _ in range(reps):
+        ts = [threading.Thread(target=np.copyto, args=(dst[i], src[i])) for i in range(threads)]
+        t0 = time.perf_counter()
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        dt = time.perf_counter() - t0
+        best = max(best, 2 * n * 4 * threads / dt)
+    return best
+
+
+def time_openvino(core, model_path, niter):
+    compiled = core.compile_model(model_path, "CPU", {
+        "INFERENCE_NUM_THREADS": 2, "PERFORMANCE_HINT": "LATENCY", "INFERENCE_PRECISION_HINT": "f32"})
+    req = compiled.create_infer_request()
+    for inp in compiled.inputs:
+        shape = list(inp.get_shape())
+        ty = inp.get_element_type()
+        rng = np.random.default_rng(1)
+        if ty == ov.Type.f32:
+            arr = rng.random(shape, dtype=np.float32)
+        else:
+            arr = rng.integers(0, 10, shape).astype(ty.to_dtype())
+        req.set_tensor(inp, ov.Tensor(arr))
+    req.infer()  # first inference, not counted
+    lat = []
+    for _ in range(niter):
+        t0 = time.perf_counter()
+        req.infer()
+        lat.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(lat)
+
+
+def time_irun(irun, model_path, niter):
+    out = subprocess.run([irun, "bench", str(model_path), "-niter", str(niter), "--threads", "2"],
+                         check=True, capture_output=True, text=True).stdout
+    return float(re.search(r"Median:\s+([\d.]+) ms", out).group(1))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("dir")
+    ap.add_argument("--irun", default="target/release/irun")
+    ap.add_argument("--niter", type=int, default=20)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--only", nargs="*", default=[])
+    args = ap.parse_args()
+    core = ov.Core()
+    bw = memory_bandwidth()
+    print(f"memory copy bandwidth (2 threads): {bw / 1e9:.1f} GB/s")
+    rows = []
+    for w in sorted(DESCRIPTIONS):
+        if args.only and w not in args.only:
+            continue
+        path = Path(args.dir) / w / "model.xml"
+        ov_ms, irun_ms = [], []
+        for _ in range(args.rounds):
+            ov_ms.append(time_openvino(core, str(path), args.niter))
+            irun_ms.append(time_irun(args.irun, path, args.niter))
+        o, r = statistics.median(ov_ms), statistics.median(irun_ms)
+        frac = minimal_bytes(str(path)) / (r / 1e3) / bw
+        rows.append((w, o, r, o / r, frac))
+        print(f"{w}: OpenVINO {ov_ms} irun {irun_ms}", flush=True)
+    print()
+    print("| workload | OpenVINO CPU median | irun median | OpenVINO / irun | irun bandwidth fraction |")
+    print("|---|---:|---:|---:|---:|")
+    for w, o, r, ratio, frac in rows:
+        print(f"| {w}. {DESCRIPTIONS[w]} | {o:.2f} ms | {r:.2f} ms | {ratio:.2f}x | {frac:.0%} |")
+
+
+if __name__ == "__main__":
+    main()

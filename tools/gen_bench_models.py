@@ -1,0 +1,76 @@
+#!/usr/bin/env python3
+"""Writes the scatter benchmark workloads a-g of issue 4 as IR (not committed: up to 1.5 GB).
+
+Each model has one Parameter, `data`; indices, updates and axis are Constants in the .bin, so
+`irun bench` (seeded random data) and OpenVINO time exactly the same graph.
+
+    /tmp/venv/bin/python tools/gen_bench_models.py tools/out/bench [a b ...]
+"""
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import openvino as ov
+import openvino.opset3 as ops3
+import openvino.opset15 as ops15
+
+
+def model(name, data_shape, data_type, build):
+    data = ops3.parameter(data_shape, data_type, name="data")
+    data.output(0).get_tensor().set_names({"data"})
+    node = build(data)
+    node.output(0).get_tensor().set_names({"out"})
+    return ov.Model([ops3.result(node)], [data], name)
+
+
+def workloads(rng):
+    f32, i32 = ov.Type.f32, ov.Type.i32
+    c = ops3.constant
+    return {
+        # a. The ScatterUpdate spec example.
+        "a": lambda: model("a", [1000, 256, 10, 15], f32, lambda d: ops3.scatter_update(
+            d, c(rng.integers(0, 256, (125, 20))),
+            c(rng.random((1000, 125, 20, 10, 15), dtype=np.float32)), c(np.int64(1)))),
+        # b. ScatterElementsUpdate-12 none, axis 0.
+        "b": lambda: model("b", [1000, 256, 7, 7], f32, lambda d: ops15.scatter_elements_update(
+            d, c(rng.integers(0, 1000, (125, 20, 7, 6))),
+            c(rng.random((125, 20, 7, 6), dtype=np.float32)), c(np.int64(0)), "none")),
+        # c. Histogram / scatter_add: 16M indices onto 1M elements.
+        "c": lambda: model("c", [1_000_000], f32, lambda d: ops15.scatter_elements_update(
+            d, c(rng.integers(0, 1_000_000, 16_000_000)),
+            c(rng.random(16_000_000, dtype=np.float32)), c(np.int64(0)), "sum")),
+        # d. GNN neighbour mean aggregation.
+        "d": lambda: model("d", [4096, 512], f32, lambda d: ops15.scatter_elements_update(
+            d, c(rng.integers(0, 4096, (65536, 512))),
+            c(rng.random((65536, 512), dtype=np.float32)), c(np.int64(0)), "mean", False)),
+        # e. PointPillars pseudo-image: 12000 unique rows.
+        "e": lambda: model("e", [214272, 64], f32, lambda d: ops15.scatter_nd_update(
+            d, c(rng.permutation(214272)[:12000].reshape(12000, 1).astype(np.int64)),
+            c(rng.random((12000, 64), dtype=np.float32)), "none")),
+        # f. KV-cache update: 16 positions along axis 2.
+        "f": lambda: model("f", [1, 32, 4096, 128], f32, lambda d: ops3.scatter_update(
+            d, c(np.arange(1000, 1016, dtype=np.int64)),
+            c(rng.random((1, 32, 16, 128), dtype=np.float32)), c(np.int64(2)))),
+        # g. Integer max over 8M random targets.
+        "g": lambda: model("g", [8_000_000], i32, lambda d: ops15.scatter_elements_update(
+            d, c(rng.integers(0, 8_000_000, 8_000_000).astype(np.int32)),
+            c(rng.integers(-(1 << 30), 1 << 30, 8_000_000).astype(np.int32)), c(np.int32(0)), "max")),
+    }
+
+
+def main():
+    out = Path(sys.argv[1] if len(sys.argv) > 1 else "tools/out/bench")
+    only = sys.argv[2:]
+    rng = np.random.default_rng(4)
+    for name, make in workloads(rng).items():
+        if only and name not in only:
+            continue
+        d = out / name
+        d.mkdir(parents=True, exist_ok=True)
+        ov.save_model(make(), str(d / "model.xml"), compress_to_fp16=False)
+        print(f"{name}: {d / 'model.xml'} ({(d / 'model.bin').stat().st_size / 1e6:.0f} MB)")
+
+
+if __name__ == "__main__":
+    main()
