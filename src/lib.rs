@@ -4,17 +4,22 @@
 //! `model.bin` (memory-mapped), [`Model::compile`] plans it for a number of threads and a
 //! memory limit, and [`Executable::run`] maps named input tensors to named output tensors.
 //!
-//! ```no_run
+//! ```
 //! use irun::{Model, Options, Tensor};
 //!
-//! let model = Model::open("models/scatter/seu12_sum_f32_i64/model.xml")?;
+//! let model = Model::open("models/scatter/seu12_mean_floor_negative/model.xml")?;
 //! let exe = model.compile(&Options { threads: Some(2), ..Options::default() })?;
-//! let data = Tensor::from_f32(vec![4], vec![1.0, 2.0, 3.0, 4.0])?;
-//! for (name, tensor) in exe.run(vec![("data".to_string(), data)])? {
-//!     println!("{name}: {:?} {}", tensor.shape(), tensor.preview(8));
-//! }
+//! let outputs = exe.run(vec![
+//!     ("data".to_string(), Tensor::from_i32(vec![4], vec![0, 0, 0, 10])?),
+//!     ("indices".to_string(), Tensor::from_i64(vec![7], vec![0, 0, 1, 1, 2, 2, 2])?),
+//!     ("updates".to_string(), Tensor::from_i32(vec![7], vec![-1, -2, 1, 2, -5, -5, -6])?),
+//! ])?;
+//! assert_eq!(outputs[0].0, "out");
+//! assert_eq!(outputs[0].1.values::<i32>().unwrap(), &[-2, 1, -6, 10]);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+//!
+//! A runnable version is `examples/scatter.rs` (`cargo run --release --example scatter`).
 //!
 //! The crate also holds the `irun` binary (`src/cli/`) and what `irun info` prints
 //! ([`info::ModelInfo`]); it re-exports the workspace crates as [`tensor`], [`ir`], [`graph`],

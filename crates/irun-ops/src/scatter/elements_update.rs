@@ -20,7 +20,7 @@ use crate::attrs::AttrReader;
 use crate::fact::Fact;
 use crate::kernel::{
     first_error, pieces, split_range, take_or_copy, try_zeroed, DisjointSlice, IndexValues,
-    INDEX_BLOCK, PAR_MIN_ELEMENTS,
+    PAR_MIN_ELEMENTS,
 };
 use crate::op::{codes, expect_inputs, Op, OpError, Value};
 
@@ -356,11 +356,16 @@ impl ElementsKernel<'_> {
         let mut shift = ((4 << 20) / std::mem::size_of::<T>() / per_target)
             .max(1)
             .ilog2();
+        // But at least four buckets per thread, so that pass 2 shares out evenly.
+        let threads = rayon::current_num_threads();
+        while shift > 0 && (g.data_along >> shift) + 1 < 4 * threads {
+            shift -= 1;
+        }
         while (g.data_along >> shift) + 1 > MAX_BUCKETS {
             shift += 1;
         }
         let buckets = (g.data_along >> shift) + 1;
-        let chunks = split_range(self.indices.len(), rayon::current_num_threads() * 2);
+        let chunks = split_range(self.indices.len(), threads * 2);
         let plane = (g.along * g.inner).max(1);
         let inner_at = |i: usize| g.inner_map.as_ref().map_or(i, |m| m[i]);
         let outer_base =

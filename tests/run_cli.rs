@@ -1,0 +1,235 @@
+//! `irun run` and `irun bench` as a user meets them: good runs, and every kind of bad input
+//! giving a clear message and exit code 1 (mismatch, run error) or 2 (unreadable), never a panic.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use irun::tensor::{read_npz, write_npy, write_npz, Tensor};
+
+const CASE: &str = "models/scatter/seu12_mean_floor_negative";
+
+struct Outcome {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+fn irun(args: &[&str]) -> Outcome {
+    let out = Command::new(env!("CARGO_BIN_EXE_irun"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args(args)
+        .output()
+        .unwrap();
+    let o = Outcome {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    };
+    assert!(
+        o.code != 101 && o.code != -1 && !o.stderr.contains("panicked"),
+        "irun crashed on {args:?}: {}",
+        o.stderr
+    );
+    o
+}
+
+fn scratch() -> PathBuf {
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let d = std::env::temp_dir().join(format!(
+        "irun-run-cli-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::SeqCst)
+    ));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn npz(dir: &Path, entries: Vec<(&str, Tensor)>) -> String {
+    let p = dir.join("in.npz");
+    let entries: Vec<(String, Tensor)> = entries
+        .into_iter()
+        .map(|(k, t)| (k.to_string(), t))
+        .collect();
+    write_npz(&entries, std::fs::File::create(&p).unwrap()).unwrap();
+    p.to_str().unwrap().to_string()
+}
+
+fn good_inputs() -> Vec<(&'static str, Tensor)> {
+    vec![
+        (
+            "data",
+            Tensor::from_i32(vec![4], vec![0, 0, 0, 10]).unwrap(),
+        ),
+        (
+            "indices",
+            Tensor::from_i64(vec![7], vec![0, 0, 1, 1, 2, 2, 2]).unwrap(),
+        ),
+        (
+            "updates",
+            Tensor::from_i32(vec![7], vec![-1, -2, 1, 2, -5, -5, -6]).unwrap(),
+        ),
+    ]
+}
+
+#[track_caller]
+fn expect(o: &Outcome, code: i32, needle: &str) {
+    assert_eq!(o.code, code, "stderr: {}", o.stderr);
+    assert!(
+        o.stderr.contains(needle),
+        "stderr lacks {needle:?}: {}",
+        o.stderr
+    );
+}
+
+#[test]
+fn the_readme_command_prints_the_output() {
+    let model = format!("{CASE}/model.xml");
+    let inputs = format!("{CASE}/inputs.npz");
+    let o = irun(&["run", &model, "--inputs", &inputs]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(o.stdout.starts_with("out: i32 [4] = ["), "{}", o.stdout);
+}
+
+#[test]
+fn outputs_file_and_single_npy_inputs() {
+    let d = scratch();
+    let mut inputs = good_inputs();
+    let (_, updates) = inputs.pop().unwrap();
+    let upd = d.join("updates.npy");
+    write_npy(&updates, std::fs::File::create(&upd).unwrap()).unwrap();
+    let f = npz(&d, inputs);
+    let out = d.join("out.npz");
+    let o = irun(&[
+        "run",
+        &format!("{CASE}/model.xml"),
+        "--inputs",
+        &f,
+        "-i",
+        &format!("updates={}", upd.display()),
+        "--outputs",
+        out.to_str().unwrap(),
+        "--threads",
+        "1",
+    ]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let got = read_npz(std::fs::File::open(&out).unwrap()).unwrap();
+    assert_eq!(got[0].0, "out");
+    assert_eq!(got[0].1.values::<i32>().unwrap(), &[-2, 1, -6, 10]);
+}
+
+#[test]
+fn input_mismatches_are_exit_1_with_the_reason() {
+    let d = scratch();
+    let model = format!("{CASE}/model.xml");
+    let run = |entries: Vec<(&str, Tensor)>| irun(&["run", &model, "--inputs", &npz(&d, entries)]);
+
+    let mut missing = good_inputs();
+    missing.remove(0);
+    expect(&run(missing), 1, "missing model input(s): `data`");
+
+    let mut unknown = good_inputs();
+    unknown.push(("bogus", Tensor::from_i32(vec![1], vec![0]).unwrap()));
+    expect(
+        &run(unknown),
+        1,
+        "input `bogus` is not an input of the model",
+    );
+
+    let mut wrong_type = good_inputs();
+    wrong_type[0] = ("data", Tensor::from_f32(vec![4], vec![0.0; 4]).unwrap());
+    expect(
+        &run(wrong_type),
+        1,
+        "input `data` has element type f32, the model expects i32",
+    );
+
+    let mut wrong_shape = good_inputs();
+    wrong_shape[0] = ("data", Tensor::from_i32(vec![5], vec![0; 5]).unwrap());
+    expect(
+        &run(wrong_shape),
+        1,
+        "input `data` has shape [5], the model expects [4]",
+    );
+}
+
+#[test]
+fn an_out_of_range_index_is_exit_1_naming_layer_input_position_and_value() {
+    let d = scratch();
+    let mut inputs = good_inputs();
+    inputs[1] = (
+        "indices",
+        Tensor::from_i64(vec![7], vec![0, 0, 1, 1, 2, 9, 2]).unwrap(),
+    );
+    let o = irun(&[
+        "run",
+        &format!("{CASE}/model.xml"),
+        "--inputs",
+        &npz(&d, inputs),
+    ]);
+    expect(&o, 1, "[E0601]");
+    expect(&o, 1, "ScatterElementsUpdate-12): index 9 at position [5] of input 1 (indices) is out of range [-4, 3] for axis 0 of size 4");
+}
+
+#[test]
+fn unreadable_inputs_are_exit_2() {
+    let d = scratch();
+    let model = format!("{CASE}/model.xml");
+    let o = irun(&["run", &model, "--inputs", "/nonexistent/in.npz"]);
+    expect(&o, 2, "cannot open inputs file");
+    let junk = d.join("junk.npz");
+    std::fs::write(&junk, b"not a zip").unwrap();
+    let o = irun(&["run", &model, "--inputs", junk.to_str().unwrap()]);
+    expect(&o, 2, "not a valid .npz archive");
+    let o = irun(&["run", &model, "-i", "data"]);
+    expect(&o, 2, "-i expects NAME=FILE.npy");
+}
+
+#[test]
+fn a_memory_limit_is_a_clean_error() {
+    let model = format!("{CASE}/model.xml");
+    let inputs = format!("{CASE}/inputs.npz");
+    let o = irun(&["run", &model, "--inputs", &inputs, "--memory-limit", "64"]);
+    expect(&o, 1, "over the memory limit of 64 bytes");
+}
+
+#[test]
+fn bench_prints_the_benchmark_app_block() {
+    let model = format!("{CASE}/model.xml");
+    let inputs = format!("{CASE}/inputs.npz");
+    let o = irun(&[
+        "bench",
+        &model,
+        "--inputs",
+        &inputs,
+        "-niter",
+        "7",
+        "--threads",
+        "2",
+    ]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let labels = [
+        "[ INFO ] Load model took ",
+        "[ INFO ] First inference took ",
+        "[ INFO ] Count:            7 iterations",
+        "[ INFO ] Duration:         ",
+        "[ INFO ] Latency:",
+        "[ INFO ]    Median:        ",
+        "[ INFO ]    Average:       ",
+        "[ INFO ]    Min:           ",
+        "[ INFO ]    Max:           ",
+        "[ INFO ] Throughput:       ",
+    ];
+    let lines: Vec<&str> = o.stdout.lines().collect();
+    assert_eq!(lines.len(), labels.len(), "{}", o.stdout);
+    for (line, label) in lines.iter().zip(labels) {
+        assert!(
+            line.starts_with(label),
+            "{line:?} should start with {label:?}"
+        );
+    }
+    // Random inputs for this model hit the index check (values in [0, 10) on an axis of 4):
+    // a clear run error, not a crash.
+    let o = irun(&["bench", &model, "-niter", "1"]);
+    expect(&o, 1, "out of range");
+}
