@@ -1,50 +1,16 @@
 //! Malformed models through the `irun` binary: each gets a clear error naming the problem and
 //! its place, exit code 1 (bad model) or 2 (unreadable file), and never a panic.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::sync::atomic::{AtomicUsize, Ordering};
+mod common;
+
+use common::{irun, scratch_dir, Outcome};
+use std::path::Path;
 
 use irun::graph::testing::{edge, ir, layer, parameter, port, result};
 
-struct Outcome {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-fn scratch_dir() -> PathBuf {
-    static N: AtomicUsize = AtomicUsize::new(0);
-    let d = std::env::temp_dir().join(format!(
-        "irun-malformed-{}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::SeqCst)
-    ));
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-fn irun(args: &[&str]) -> Outcome {
-    let out = Command::new(env!("CARGO_BIN_EXE_irun"))
-        .args(args)
-        .output()
-        .unwrap();
-    let o = Outcome {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    };
-    assert!(
-        o.code != 101 && o.code != -1 && !o.stderr.contains("panicked"),
-        "irun crashed on {args:?}: {}",
-        o.stderr
-    );
-    o
-}
-
 /// Writes model.xml (+ model.bin when given) and runs `irun info` on it.
 fn info(xml: &[u8], bin: Option<&[u8]>) -> Outcome {
-    let d = scratch_dir();
+    let d = scratch_dir("malformed");
     std::fs::write(d.join("model.xml"), xml).unwrap();
     if let Some(b) = bin {
         std::fs::write(d.join("model.bin"), b).unwrap();
@@ -86,7 +52,7 @@ fn const_model(data: &str, dims: &[i64]) -> String {
 fn missing_file_and_directory_are_usage_errors() {
     let o = irun(&["info", "/nonexistent/model.xml"]);
     expect_error(&o, 2, &["E0101", "cannot open /nonexistent/model.xml"]);
-    let d = scratch_dir();
+    let d = scratch_dir("malformed");
     let o = irun(&["info", d.to_str().unwrap()]);
     expect_error(&o, 2, &["is a directory"]);
 }
@@ -453,7 +419,7 @@ fn missing_or_special_weights_files() {
             "the Const needs 4 bytes of weights but cannot open",
         ],
     );
-    let d = scratch_dir();
+    let d = scratch_dir("malformed");
     std::fs::write(
         d.join("m.xml"),
         const_model(

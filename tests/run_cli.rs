@@ -1,49 +1,14 @@
 //! `irun run` and `irun bench` as a user meets them: good runs, and every kind of bad input
 //! giving a clear message and exit code 1 (mismatch, run error) or 2 (unreadable), never a panic.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::sync::atomic::{AtomicUsize, Ordering};
+mod common;
+
+use common::{irun, scratch_dir, Outcome};
+use std::path::Path;
 
 use irun::tensor::{read_npz, write_npy, write_npz, Tensor};
 
 const CASE: &str = "models/scatter/seu12_mean_floor_negative";
-
-struct Outcome {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-fn irun(args: &[&str]) -> Outcome {
-    let out = Command::new(env!("CARGO_BIN_EXE_irun"))
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .args(args)
-        .output()
-        .unwrap();
-    let o = Outcome {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    };
-    assert!(
-        o.code != 101 && o.code != -1 && !o.stderr.contains("panicked"),
-        "irun crashed on {args:?}: {}",
-        o.stderr
-    );
-    o
-}
-
-fn scratch() -> PathBuf {
-    static N: AtomicUsize = AtomicUsize::new(0);
-    let d = std::env::temp_dir().join(format!(
-        "irun-run-cli-{}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::SeqCst)
-    ));
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
 
 fn npz(dir: &Path, entries: Vec<(&str, Tensor)>) -> String {
     let p = dir.join("in.npz");
@@ -93,7 +58,7 @@ fn the_readme_command_prints_the_output() {
 
 #[test]
 fn outputs_file_and_single_npy_inputs() {
-    let d = scratch();
+    let d = scratch_dir("run-cli");
     let mut inputs = good_inputs();
     let (_, updates) = inputs.pop().unwrap();
     let upd = d.join("updates.npy");
@@ -120,7 +85,7 @@ fn outputs_file_and_single_npy_inputs() {
 
 #[test]
 fn input_mismatches_are_exit_1_with_the_reason() {
-    let d = scratch();
+    let d = scratch_dir("run-cli");
     let model = format!("{CASE}/model.xml");
     let run = |entries: Vec<(&str, Tensor)>| irun(&["run", &model, "--inputs", &npz(&d, entries)]);
 
@@ -155,7 +120,7 @@ fn input_mismatches_are_exit_1_with_the_reason() {
 
 #[test]
 fn an_out_of_range_index_is_exit_1_naming_layer_input_position_and_value() {
-    let d = scratch();
+    let d = scratch_dir("run-cli");
     let mut inputs = good_inputs();
     inputs[1] = (
         "indices",
@@ -173,7 +138,7 @@ fn an_out_of_range_index_is_exit_1_naming_layer_input_position_and_value() {
 
 #[test]
 fn unreadable_inputs_are_exit_2() {
-    let d = scratch();
+    let d = scratch_dir("run-cli");
     let model = format!("{CASE}/model.xml");
     let o = irun(&["run", &model, "--inputs", "/nonexistent/in.npz"]);
     expect(&o, 2, "cannot open inputs file");

@@ -1,59 +1,37 @@
 //! `irun bench`: latency of synchronous inferences, printed as OpenVINO's benchmark_app does.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use irun::tensor::{Storage, Tensor};
-use irun::{ElementType, Executable, Options};
+use irun::{ElementType, Executable};
 
-use super::run::{compile, read_inputs, Failure};
-use super::{EXIT_OK, EXIT_USAGE};
-
-pub struct BenchArgs {
-    pub model: PathBuf,
-    pub weights: Option<PathBuf>,
-    pub inputs: Option<PathBuf>,
-    pub singles: Vec<String>,
-    pub niter: Option<u64>,
-    pub seconds: Option<f64>,
-    pub threads: Option<usize>,
-    pub memory_limit: Option<u64>,
-}
+use super::run::{report, ExecArgs, Failure};
+use super::EXIT_USAGE;
 
 /// Without -niter or -t, benchmark for this long (benchmark_app's default is 60 s).
 const DEFAULT_SECONDS: f64 = 10.0;
 
-pub fn run(args: BenchArgs) -> u8 {
-    match try_run(args) {
-        Ok(()) => EXIT_OK,
-        Err(f) => {
-            eprintln!("error: {}", f.message);
-            f.code
-        }
-    }
+pub fn run(exec: &ExecArgs, niter: Option<u64>, seconds: Option<f64>) -> u8 {
+    report(try_run(exec, niter, seconds))
 }
 
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
 
-fn try_run(args: BenchArgs) -> Result<(), Failure> {
-    if args.niter == Some(0) || args.seconds.is_some_and(|s| s.is_nan() || s <= 0.0) {
+fn try_run(exec: &ExecArgs, niter: Option<u64>, seconds: Option<f64>) -> Result<(), Failure> {
+    if niter == Some(0) || seconds.is_some_and(|s| s.is_nan() || s <= 0.0) {
         return Err(Failure {
             code: EXIT_USAGE,
             message: "-niter and -t must be positive".into(),
         });
     }
-    let options = Options {
-        threads: args.threads,
-        memory_limit: args.memory_limit,
-    };
     let start = Instant::now();
-    let exe = compile(&args.model, args.weights.as_deref(), &options)?;
+    let exe = exec.compile()?;
     let load = start.elapsed();
-    let inputs: Vec<(String, Arc<Tensor>)> = if args.inputs.is_some() || !args.singles.is_empty() {
-        read_inputs(args.inputs.as_deref(), &args.singles)?
+    let inputs: Vec<(String, Arc<Tensor>)> = if exec.has_inputs() {
+        exec.read_inputs()?
             .into_iter()
             .map(|(k, t)| (k, Arc::new(t)))
             .collect()
@@ -68,9 +46,8 @@ fn try_run(args: BenchArgs) -> Result<(), Failure> {
     drop(infer()?);
     let first = t.elapsed();
     let mut latencies = Vec::new();
-    let limit = args
-        .seconds
-        .or(if args.niter.is_none() {
+    let limit = seconds
+        .or(if niter.is_none() {
             Some(DEFAULT_SECONDS)
         } else {
             None
@@ -78,7 +55,7 @@ fn try_run(args: BenchArgs) -> Result<(), Failure> {
         .map(Duration::from_secs_f64);
     let total = Instant::now();
     loop {
-        if let Some(n) = args.niter {
+        if let Some(n) = niter {
             if latencies.len() as u64 >= n {
                 break;
             }

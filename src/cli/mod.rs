@@ -52,54 +52,23 @@ enum Command {
     },
     /// Run the model on inputs from .npz/.npy files; write or print its outputs.
     Run {
-        /// The model's .xml file.
-        model: PathBuf,
-        /// The weights file, if it is not the .xml path with the extension .bin.
-        #[arg(long)]
-        weights: Option<PathBuf>,
-        /// An .npz file with one array per model input (key: a tensor name of the input or the
-        /// Parameter layer's name).
-        #[arg(long)]
-        inputs: Option<PathBuf>,
-        /// One input from an .npy file, as NAME=FILE.npy (repeatable; overrides --inputs).
-        #[arg(short = 'i', value_name = "NAME=FILE.npy")]
-        input: Vec<String>,
+        #[command(flatten)]
+        exec: run::ExecArgs,
         /// Write the outputs to this .npz (one entry per model output, in model order);
         /// without it, a short summary of each output is printed.
         #[arg(long)]
         outputs: Option<PathBuf>,
-        /// Worker threads (default: all cores).
-        #[arg(long, value_parser = clap::value_parser!(u16).range(1..))]
-        threads: Option<u16>,
-        /// The most bytes of tensors alive at once (default: physical memory).
-        #[arg(long, value_name = "BYTES")]
-        memory_limit: Option<u64>,
     },
     /// Time synchronous inferences; prints a benchmark_app-style block.
     Bench {
-        /// The model's .xml file.
-        model: PathBuf,
-        /// The weights file, if it is not the .xml path with the extension .bin.
-        #[arg(long)]
-        weights: Option<PathBuf>,
-        /// Input values (.npz); without it, seeded random values of the declared shapes.
-        #[arg(long)]
-        inputs: Option<PathBuf>,
-        /// One input from an .npy file, as NAME=FILE.npy (repeatable).
-        #[arg(short = 'i', value_name = "NAME=FILE.npy")]
-        input: Vec<String>,
+        #[command(flatten)]
+        exec: run::ExecArgs,
         /// Number of timed iterations (written `-niter` as in benchmark_app).
         #[arg(long = "niter", value_name = "N", conflicts_with = "time")]
         niter: Option<u64>,
         /// Benchmark for this many seconds (default 10 when -niter is not given).
         #[arg(short = 't', long = "time", value_name = "SECONDS")]
         time: Option<f64>,
-        /// Worker threads (default: all cores).
-        #[arg(long, value_parser = clap::value_parser!(u16).range(1..))]
-        threads: Option<u16>,
-        /// The most bytes of tensors alive at once (default: physical memory).
-        #[arg(long, value_name = "BYTES")]
-        memory_limit: Option<u64>,
     },
     /// The supported (type, opset) pairs.
     Ops,
@@ -128,42 +97,8 @@ pub fn run(cli: Cli) -> u8 {
             weights,
             json,
         } => check::run(&model, weights.as_deref(), json),
-        Command::Run {
-            model,
-            weights,
-            inputs,
-            input,
-            outputs,
-            threads,
-            memory_limit,
-        } => run::run(run::RunArgs {
-            model,
-            weights,
-            inputs,
-            singles: input,
-            outputs,
-            threads: threads.map(usize::from),
-            memory_limit,
-        }),
-        Command::Bench {
-            model,
-            weights,
-            inputs,
-            input,
-            niter,
-            time,
-            threads,
-            memory_limit,
-        } => bench::run(bench::BenchArgs {
-            model,
-            weights,
-            inputs,
-            singles: input,
-            niter,
-            seconds: time,
-            threads: threads.map(usize::from),
-            memory_limit,
-        }),
+        Command::Run { exec, outputs } => run::run(&exec, outputs.as_deref()),
+        Command::Bench { exec, niter, time } => bench::run(&exec, niter, time),
         Command::Ops => {
             for (ty, first, last, version) in irun_ops::registry::supported() {
                 let range = if first == last {

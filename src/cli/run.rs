@@ -84,18 +84,52 @@ pub fn read_inputs(
     Ok(inputs)
 }
 
-pub struct RunArgs {
+/// What `run` and `bench` share: the model, its inputs, threads and the memory limit.
+#[derive(clap::Args, Debug)]
+pub struct ExecArgs {
+    /// The model's .xml file.
     pub model: PathBuf,
+    /// The weights file, if it is not the .xml path with the extension .bin.
+    #[arg(long)]
     pub weights: Option<PathBuf>,
+    /// An .npz file with one array per model input (key: a tensor name of the input or the
+    /// Parameter layer's name). `bench` without it uses seeded random values.
+    #[arg(long)]
     pub inputs: Option<PathBuf>,
-    pub singles: Vec<String>,
-    pub outputs: Option<PathBuf>,
-    pub threads: Option<usize>,
+    /// One input from an .npy file, as NAME=FILE.npy (repeatable; overrides --inputs).
+    #[arg(short = 'i', value_name = "NAME=FILE.npy")]
+    pub input: Vec<String>,
+    /// Worker threads (default: all cores).
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..))]
+    pub threads: Option<u16>,
+    /// The most bytes of tensors alive at once (default: physical memory).
+    #[arg(long, value_name = "BYTES")]
     pub memory_limit: Option<u64>,
 }
 
-pub fn run(args: RunArgs) -> u8 {
-    match try_run(args) {
+impl ExecArgs {
+    /// Reads and compiles the model for these options.
+    pub fn compile(&self) -> Result<Executable, Failure> {
+        let options = Options {
+            threads: self.threads.map(usize::from),
+            memory_limit: self.memory_limit,
+        };
+        compile(&self.model, self.weights.as_deref(), &options)
+    }
+
+    /// Whether input files were given.
+    pub fn has_inputs(&self) -> bool {
+        self.inputs.is_some() || !self.input.is_empty()
+    }
+
+    pub fn read_inputs(&self) -> Result<Vec<(String, Tensor)>, Failure> {
+        read_inputs(self.inputs.as_deref(), &self.input)
+    }
+}
+
+/// Prints a failure and maps it to its exit code.
+pub fn report(result: Result<(), Failure>) -> u8 {
+    match result {
         Ok(()) => EXIT_OK,
         Err(f) => {
             eprintln!("error: {}", f.message);
@@ -104,13 +138,13 @@ pub fn run(args: RunArgs) -> u8 {
     }
 }
 
-fn try_run(args: RunArgs) -> Result<(), Failure> {
-    let options = Options {
-        threads: args.threads,
-        memory_limit: args.memory_limit,
-    };
-    let exe = compile(&args.model, args.weights.as_deref(), &options)?;
-    let inputs = read_inputs(args.inputs.as_deref(), &args.singles)?;
+pub fn run(exec: &ExecArgs, outputs: Option<&Path>) -> u8 {
+    report(try_run(exec, outputs))
+}
+
+fn try_run(exec: &ExecArgs, outputs_file: Option<&Path>) -> Result<(), Failure> {
+    let exe = exec.compile()?;
+    let inputs = exec.read_inputs()?;
     let outputs = exe.run(inputs).map_err(|e| Failure {
         code: match e.kind {
             RunErrorKind::Input
@@ -123,9 +157,9 @@ fn try_run(args: RunArgs) -> Result<(), Failure> {
             None => e.message,
         },
     })?;
-    match args.outputs {
+    match outputs_file {
         Some(path) => {
-            let f = std::fs::File::create(&path)
+            let f = std::fs::File::create(path)
                 .map_err(|e| Failure::usage(format!("cannot create {}: {e}", path.display())))?;
             irun::tensor::write_npz(&outputs, std::io::BufWriter::new(f))
                 .map_err(|e| Failure::usage(format!("cannot write {}: {e}", path.display())))?;

@@ -136,3 +136,13 @@ pub fn expect_inputs(inputs: &[Fact], n: usize, op: &str) -> Result<(), OpError>
     }
     Ok(())
 }
+
+/// The inputs of `eval` as an array of exactly `N` values.
+pub fn take_inputs<const N: usize>(inputs: Vec<Value>, op: &str) -> Result<[Value; N], OpError> {
+    inputs.try_into().map_err(|v: Vec<Value>| {
+        OpError::new(
+            codes::ARITY,
+            format!("{op} takes {N} inputs, got {}", v.len()),
+        )
+    })
+}

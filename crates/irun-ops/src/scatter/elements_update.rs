@@ -22,7 +22,7 @@ use crate::kernel::{
     first_error, pieces, split_range, take_or_copy, try_zeroed, DisjointSlice, IndexValues,
     PAR_MIN_ELEMENTS,
 };
-use crate::op::{codes, expect_inputs, Op, OpError, Value};
+use crate::op::{codes, expect_inputs, take_inputs, Op, OpError, Value};
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct ScatterElementsUpdate {
@@ -72,13 +72,7 @@ impl Op for ScatterElementsUpdate {
     }
 
     fn eval(&self, inputs: Vec<Value>) -> Result<Vec<Value>, OpError> {
-        let [data, indices, updates, axis]: [Value; 4] =
-            inputs.try_into().map_err(|v: Vec<_>| {
-                OpError::new(
-                    codes::ARITY,
-                    format!("{} takes 4 inputs, got {}", self.name(), v.len()),
-                )
-            })?;
+        let [data, indices, updates, axis] = take_inputs::<4>(inputs, self.name())?;
         check_same_type(&data, &updates)?;
         let axis = runtime_axis(&axis, data.shape().len(), 3)?;
         let geometry = Geometry::new(data.shape(), indices.shape(), updates.shape(), axis)?;

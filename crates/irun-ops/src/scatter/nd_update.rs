@@ -17,7 +17,7 @@ use super::{
 use crate::attrs::AttrReader;
 use crate::fact::Fact;
 use crate::kernel::{first_error, pieces, split_range, take_or_copy, PAR_MIN_ELEMENTS};
-use crate::op::{codes, expect_inputs, Op, OpError, Value};
+use crate::op::{codes, expect_inputs, take_inputs, Op, OpError, Value};
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct ScatterNDUpdate {
@@ -59,12 +59,7 @@ impl Op for ScatterNDUpdate {
     }
 
     fn eval(&self, inputs: Vec<Value>) -> Result<Vec<Value>, OpError> {
-        let [data, indices, updates]: [Value; 3] = inputs.try_into().map_err(|v: Vec<_>| {
-            OpError::new(
-                codes::ARITY,
-                format!("{} takes 3 inputs, got {}", self.name(), v.len()),
-            )
-        })?;
+        let [data, indices, updates] = take_inputs::<3>(inputs, self.name())?;
         check_same_type(&data, &updates)?;
         let (d, q) = (data.shape(), indices.shape());
         let k = *q.last().ok_or_else(|| {

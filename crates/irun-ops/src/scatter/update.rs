@@ -17,7 +17,7 @@ use super::{
 use crate::attrs::AttrReader;
 use crate::fact::Fact;
 use crate::kernel::{take_or_copy, PAR_MIN_ELEMENTS};
-use crate::op::{codes, expect_inputs, Op, OpError, Value};
+use crate::op::{codes, expect_inputs, take_inputs, Op, OpError, Value};
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct ScatterUpdate;
@@ -40,13 +40,7 @@ impl Op for ScatterUpdate {
     }
 
     fn eval(&self, inputs: Vec<Value>) -> Result<Vec<Value>, OpError> {
-        let [data, indices, updates, axis]: [Value; 4] =
-            inputs.try_into().map_err(|v: Vec<_>| {
-                OpError::new(
-                    codes::ARITY,
-                    format!("{} takes 4 inputs, got {}", self.name(), v.len()),
-                )
-            })?;
+        let [data, indices, updates, axis] = take_inputs::<4>(inputs, self.name())?;
         check_same_type(&data, &updates)?;
         if axis.len() != 1 {
             return Err(OpError::input(
