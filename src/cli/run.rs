@@ -146,6 +146,7 @@ fn try_run(exec: &ExecArgs, outputs_file: Option<&Path>) -> Result<(), Failure> 
     let exe = exec.compile()?;
     let inputs = exec.read_inputs()?;
     let outputs = exe.run(inputs).map_err(|e| Failure {
+        // Every run failure is exit 1 (DESIGN.md); the match makes a new kind choose its code.
         code: match e.kind {
             RunErrorKind::Input
             | RunErrorKind::Op

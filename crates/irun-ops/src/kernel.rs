@@ -269,20 +269,24 @@ impl<'a, T: Copy> DisjointSlice<'a, T> {
     }
 }
 
-/// Keeps the error at the smallest position, so that a parallel run reports the same error as
-/// a sequential one whichever task finds it first.
+/// The values of parallel tasks' results, or the error at the smallest position, so that a
+/// parallel run reports the same error as a sequential one whichever task finds it first.
 pub fn first_error<T>(
     results: impl IntoIterator<Item = Result<T, (usize, OpError)>>,
-) -> Result<(), OpError> {
+) -> Result<Vec<T>, OpError> {
+    let mut values = Vec::new();
     let mut first: Option<(usize, OpError)> = None;
     for r in results {
-        if let Err((pos, e)) = r {
-            if first.as_ref().is_none_or(|(p, _)| pos < *p) {
-                first = Some((pos, e));
+        match r {
+            Ok(v) => values.push(v),
+            Err((pos, e)) => {
+                if first.as_ref().is_none_or(|(p, _)| pos < *p) {
+                    first = Some((pos, e));
+                }
             }
         }
     }
-    first.map_or(Ok(()), |(_, e)| Err(e))
+    first.map_or(Ok(values), |(_, e)| Err(e))
 }
 
 #[cfg(test)]
@@ -349,5 +353,9 @@ mod tests {
         let e = |p: usize| Err::<(), _>((p, OpError::new("E", p.to_string())));
         let r = first_error([e(9), Ok(()), e(3), e(5)]);
         assert_eq!(r.unwrap_err().message, "3");
+        assert_eq!(
+            first_error([Ok::<_, (usize, OpError)>(1), Ok(2)]).unwrap(),
+            vec![1, 2]
+        );
     }
 }

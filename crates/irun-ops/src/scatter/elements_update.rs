@@ -417,15 +417,7 @@ impl ElementsKernel<'_> {
                 Ok(lists)
             })
             .collect();
-        let mut all = Vec::with_capacity(parts.len());
-        let mut errors = Vec::new();
-        for p in parts {
-            match p {
-                Ok(p) => all.push(p),
-                Err(e) => errors.push(Err::<(), _>(e)),
-            }
-        }
-        first_error(errors)?;
+        let all = first_error(parts)?;
         // Pass 2: each bucket by one task, chunks in order.
         let init = self.use_init_val;
         (0..buckets).into_par_iter().for_each(|b| {
@@ -614,20 +606,14 @@ impl ReduceKernel for ElementsKernel<'_> {
                 } else {
                     self.run_bucketed::<T, C, false>(&o, &c, updates)?;
                 }
-            }
-            let tasks = if bucketed { Vec::new() } else { self.tasks() };
-            let results: Vec<_> = if tasks.len() <= 1 {
-                tasks
-                    .iter()
-                    .map(|t| self.run_task::<T, C>(t, &o, &c, updates))
-                    .collect()
             } else {
-                tasks
+                let results: Vec<_> = self
+                    .tasks()
                     .par_iter()
                     .map(|t| self.run_task::<T, C>(t, &o, &c, updates))
-                    .collect()
-            };
-            first_error(results)?;
+                    .collect();
+                first_error(results)?;
+            }
         }
         if self.mean {
             let extra = u64::from(self.use_init_val);
