@@ -317,27 +317,26 @@ impl ElementsKernel<'_> {
     }
 
     /// Whether to run bucketed ([`ElementsKernel::run_bucketed`]): large work that the row
-    /// and column splits cannot share out (1-D-like shapes: histograms, 1-D max), on an
-    /// output too large to stay in cache (measured on a 2-core EPYC with 2 MiB L2 and 32 MiB
-    /// L3: a 4 MiB histogram runs faster in one lean pass than bucketed, a 32 MiB one 2.3x
-    /// slower) and small enough for 32-bit offsets.
-    fn bucketed(&self, out_len: usize, elem_size: usize) -> bool {
+    /// and column splits cannot share out (1-D-like shapes: histograms, 1-D max), with an
+    /// output small enough for 32-bit offsets and not empty (every index of an empty axis is
+    /// out of range, which the other paths report).
+    fn bucketed(&self, out_len: usize) -> bool {
         let g = &self.geometry;
         let threads = rayon::current_num_threads();
         threads > 1
-            && self.indices.len() >= PAR_MIN_ELEMENTS
+            && self.indices.len() >= BUCKETED_MIN_INDICES
+            && g.data_along > 0
             && g.outer < threads
             && g.inner < 64 * threads
-            && out_len.saturating_mul(elem_size) >= BUCKETED_MIN_BYTES
             && out_len <= u32::MAX as usize
     }
 
-    /// Two passes for 1-D-like shapes. Pass 1 (in parallel over contiguous chunks of
-    /// positions) validates every index and appends `(output offset, update)` to the list of
-    /// the target bucket, a range of axis positions whose output fits in L2. Pass 2 (in
-    /// parallel over buckets) applies, for each bucket, the lists of the chunks in chunk
-    /// order. Each output element thus sees its updates in row-major order, and the random
-    /// read-modify-writes stay in cache.
+    /// For 1-D-like shapes, in rounds of [`ROUND_POSITIONS`] positions, in order. Pass 1 (in
+    /// parallel over one contiguous part of the round per thread) validates every index and
+    /// appends `(output offset, update)` to the part's list for the target bucket, a range of
+    /// axis positions. Pass 2 (in parallel over buckets) applies each bucket's lists in part
+    /// order. So each output element sees its updates in row-major order. The lists are
+    /// reused from round to round: they stay in cache and are faulted in once.
     fn run_bucketed<T: Elem, C: Combine<T>, const TRACK: bool>(
         &self,
         out: &DisjointSlice<T>,
@@ -345,92 +344,113 @@ impl ElementsKernel<'_> {
         updates: &[T],
     ) -> Result<(), OpError> {
         let g = &self.geometry;
-        let along = g.data_along as i64;
-        let data_outer = out.len() / (g.data_along * g.data_inner).max(1);
-        // About 4 MiB of output per bucket, so that it stays in L3 (a power of two of targets,
-        // so a bucket is a shift), and at most MAX_BUCKETS buckets: each is a write stream in pass 1.
-        let per_target = (g.data_inner * data_outer).max(1);
-        let mut shift = ((4 << 20) / std::mem::size_of::<T>() / per_target)
-            .max(1)
-            .ilog2();
-        // But at least four buckets per thread, so that pass 2 shares out evenly.
         let threads = rayon::current_num_threads();
-        while shift > 0 && (g.data_along >> shift) + 1 < 4 * threads {
-            shift -= 1;
+        let out_bytes = out.len().saturating_mul(std::mem::size_of::<T>());
+        let shift = bucket_shift(g.data_along, out_bytes, threads);
+        let buckets = ((g.data_along - 1) >> shift) + 1;
+        let mut parts: Vec<PartLists<T>> = (0..threads).map(|_| PartLists::new(buckets)).collect();
+        let n = self.indices.len();
+        let init = self.use_init_val;
+        // Rounds keep the lists in cache when the output stays there too; a larger output
+        // would be streamed in again by every round, so it runs in one.
+        let round_len = if out_bytes <= ROUNDS_MAX_OUTPUT_BYTES {
+            ROUND_POSITIONS
+        } else {
+            n
+        };
+        for round in (0..n).step_by(round_len) {
+            let len = round_len.min(n - round);
+            let ranges = split_range(len, threads);
+            let results: Vec<_> = parts
+                .par_iter_mut()
+                .zip(&ranges)
+                .map(|(lists, r)| {
+                    self.partition(round + r.start..round + r.end, shift, lists, updates)
+                })
+                .collect();
+            first_error(results)?;
+            let parts = &parts;
+            (0..buckets).into_par_iter().for_each(|b| {
+                for part in parts {
+                    for &(off, u) in part.bucket(b) {
+                        // SAFETY: bucket `b` of every part holds only offsets whose axis target
+                        // is in bucket `b`'s range, and each bucket is applied by one task, so
+                        // no element is touched by two tasks.
+                        unsafe { hit::<T, C, TRACK>(out, counts, init, off as usize, u) };
+                    }
+                }
+            });
         }
-        while (g.data_along >> shift) + 1 > MAX_BUCKETS {
-            shift += 1;
-        }
-        let buckets = (g.data_along >> shift) + 1;
-        let chunks = split_range(self.indices.len(), threads * 2);
-        let plane = (g.along * g.inner).max(1);
+        Ok(())
+    }
+
+    /// Pass 1 of [`ElementsKernel::run_bucketed`] over positions `part`: validates each
+    /// index and refills `lists` with the `(offset, update)` of each position, in bucket
+    /// `t >> shift` of its axis target `t`, in row-major order.
+    fn partition<T: Elem>(
+        &self,
+        part: Range<usize>,
+        shift: u32,
+        lists: &mut PartLists<T>,
+        updates: &[T],
+    ) -> Result<(), (usize, OpError)> {
+        let g = &self.geometry;
+        let along = g.data_along as i64;
         let inner_at = |i: usize| g.inner_map.as_ref().map_or(i, |m| m[i]);
         let outer_base =
             |o: usize| g.outer_map.as_ref().map_or(o, |m| m[o]) * g.data_along * g.data_inner;
-        // Pass 1: per chunk, validate and count per bucket, then fill each bucket's list
-        // (allocated once at its size).
-        type Lists<T> = Vec<Vec<(u32, T)>>;
-        let parts: Vec<Result<Lists<T>, (usize, OpError)>> = chunks
-            .par_iter()
-            .map(|chunk| {
-                let mut sizes = [0usize; MAX_BUCKETS];
-                self.indices.for_each_block(chunk.clone(), |start, vals| {
-                    for (k, &v) in vals.iter().enumerate() {
-                        let t = (v + ((v >> 63) & along)) as usize;
-                        if t >= g.data_along {
-                            return Err((start + k, self.out_of_range(start + k, v)));
+        let plane = (g.along * g.inner).max(1);
+        let (o, rem) = (part.start / plane, part.start % plane);
+        // The outer, axis and inner coordinates of the next position, and the outer row's
+        // first output offset: kept in locals inside the loop so that they live in registers.
+        let mut next = (o, rem / g.inner.max(1), rem % g.inner.max(1), outer_base(o));
+        lists.used.fill(0);
+        if g.outer == 1 && g.inner == 1 && g.outer_map.is_none() && g.inner_map.is_none() {
+            // The output offset is the axis target: the histogram loop, kept lean.
+            return self.indices.for_each_block(part, |start, vals| {
+                let ups = &updates[start..start + vals.len()];
+                let bad = lists
+                    .put_targets(vals, ups, g.data_along, shift)
+                    .map_err(|e| (start, e))?;
+                match bad {
+                    Some(k) => Err((start + k, self.out_of_range(start + k, vals[k]))),
+                    None => Ok(()),
+                }
+            });
+        }
+        let two = lists.lists.len() == 2;
+        self.indices.for_each_block(part, |start, vals| {
+            let ups = &updates[start..start + vals.len()];
+            let mut sink = lists.sink(vals.len()).map_err(|e| (start, e))?;
+            let (mut o, mut a, mut i, mut base) = next;
+            for (k, (&v, &u)) in vals.iter().zip(ups).enumerate() {
+                let t = (v + ((v >> 63) & along)) as usize;
+                if t >= g.data_along {
+                    return Err((start + k, self.out_of_range(start + k, v)));
+                }
+                let off = (base + t * g.data_inner + inner_at(i)) as u32;
+                if two {
+                    sink.put_of_two(t >> shift, off, u);
+                } else {
+                    sink.put(t >> shift, off, u);
+                }
+                i += 1;
+                if i == g.inner {
+                    i = 0;
+                    a += 1;
+                    if a == g.along {
+                        a = 0;
+                        o += 1;
+                        if o < g.outer {
+                            base = outer_base(o);
                         }
-                        sizes[t >> shift] += 1;
                     }
-                    Ok(())
-                })?;
-                let mut lists: Lists<T> = sizes[..buckets]
-                    .iter()
-                    .map(|&n| Vec::with_capacity(n))
-                    .collect();
-                let (mut o, rem) = (chunk.start / plane, chunk.start % plane);
-                let (mut a, mut i) = (rem / g.inner.max(1), rem % g.inner.max(1));
-                let mut base = outer_base(o);
-                self.indices
-                    .for_each_block(chunk.clone(), |start, vals| {
-                        let ups = &updates[start..start + vals.len()];
-                        for (&v, &u) in vals.iter().zip(ups) {
-                            let t = (v + ((v >> 63) & along)) as usize;
-                            let off = base + t * g.data_inner + inner_at(i);
-                            lists[t >> shift].push((off as u32, u));
-                            i += 1;
-                            if i == g.inner {
-                                i = 0;
-                                a += 1;
-                                if a == g.along {
-                                    a = 0;
-                                    o += 1;
-                                    if o < g.outer {
-                                        base = outer_base(o);
-                                    }
-                                }
-                            }
-                        }
-                        Ok::<(), ()>(())
-                    })
-                    .expect("validated above");
-                Ok(lists)
-            })
-            .collect();
-        let all = first_error(parts)?;
-        // Pass 2: each bucket by one task, chunks in order.
-        let init = self.use_init_val;
-        (0..buckets).into_par_iter().for_each(|b| {
-            for lists in &all {
-                for &(off, u) in &lists[b] {
-                    // SAFETY: bucket `b` holds only offsets whose axis target is in bucket
-                    // `b`'s range, and each bucket is applied by one task, so no element is
-                    // touched by two tasks.
-                    unsafe { hit::<T, C, TRACK>(out, counts, init, off as usize, u) };
                 }
             }
-        });
-        Ok(())
+            next = (o, a, i, base);
+            sink.finish();
+            Ok(())
+        })
     }
 
     /// One task, one element per index along the axis (`inner == 1`), no counts: the
@@ -545,11 +565,173 @@ impl ElementsKernel<'_> {
     }
 }
 
-/// Outputs smaller than this run in one lean pass rather than bucketed.
-const BUCKETED_MIN_BYTES: usize = 16 << 20;
+/// The work lists one part of a round of [`ElementsKernel::run_bucketed`] fills: per bucket,
+/// the `(output offset, update)` pairs of the part's positions that target the bucket, in
+/// row-major order. The vectors only grow, and `used` says how much of each is this round's,
+/// so refilling them costs no allocation and no initialisation after the first rounds.
+struct PartLists<T> {
+    lists: Vec<Vec<(u32, T)>>,
+    used: Vec<usize>,
+}
+
+impl<T: Elem> PartLists<T> {
+    fn new(buckets: usize) -> PartLists<T> {
+        PartLists {
+            lists: (0..buckets).map(|_| Vec::new()).collect(),
+            used: vec![0; buckets],
+        }
+    }
+
+    fn bucket(&self, b: usize) -> &[(u32, T)] {
+        &self.lists[b][..self.used[b]]
+    }
+
+    /// Puts `(t, updates[k])` in bucket `t >> shift` for the axis target `t` of each index
+    /// `indices[k]` (negative ones normalised); stops at the first index out of range for an
+    /// axis of `along` targets and returns its position.
+    fn put_targets(
+        &mut self,
+        indices: &[i64],
+        updates: &[T],
+        along: usize,
+        shift: u32,
+    ) -> Result<Option<usize>, OpError> {
+        self.make_room(indices.len())?;
+        let wrap = along as i64;
+        let target = |v: i64| (v + ((v >> 63) & wrap)) as usize;
+        if let ([low, high], [nl, nh]) = (&mut self.lists[..], &mut self.used[..]) {
+            // As in `Sink::put_of_two`, with the cursors in registers.
+            let (low, high) = (low.as_mut_slice(), high.as_mut_slice());
+            let (mut l, mut h) = (*nl, *nh);
+            let mut bad = None;
+            for (k, (&v, &u)) in indices.iter().zip(updates).enumerate() {
+                let t = target(v);
+                if t >= along {
+                    bad = Some(k);
+                    break;
+                }
+                let b = t >> shift;
+                low[l] = (t as u32, u);
+                high[h] = (t as u32, u);
+                l += 1 - b;
+                h += b;
+            }
+            (*nl, *nh) = (l, h);
+            return Ok(bad);
+        }
+        let mut sink = self.sink(0)?;
+        for (k, (&v, &u)) in indices.iter().zip(updates).enumerate() {
+            let t = target(v);
+            if t >= along {
+                sink.finish();
+                return Ok(Some(k));
+            }
+            sink.put(t >> shift, t as u32, u);
+        }
+        sink.finish();
+        Ok(None)
+    }
+
+    /// Room for `n` more pairs in every bucket, plus the one slot past the end that
+    /// [`Sink::put_of_two`] writes in the bucket it does not fill.
+    fn make_room(&mut self, n: usize) -> Result<(), OpError> {
+        for (list, &used) in self.lists.iter_mut().zip(&self.used) {
+            if list.len() < used + n + 1 {
+                let len = (used + n + 1).max(2 * list.len());
+                list.try_reserve(len - list.len()).map_err(|_| {
+                    OpError::new(codes::MEMORY, "cannot allocate scatter work lists")
+                })?;
+                list.resize(len, (0, T::ZERO));
+            }
+        }
+        Ok(())
+    }
+
+    /// [`PartLists::make_room`] for `n` pairs, and a writer for them.
+    fn sink(&mut self, n: usize) -> Result<Sink<'_, T>, OpError> {
+        self.make_room(n)?;
+        let PartLists {
+            lists: vecs,
+            used: counts,
+        } = self;
+        let mut lists: [&mut [(u32, T)]; MAX_BUCKETS] = std::array::from_fn(|_| &mut [][..]);
+        for (slot, list) in lists.iter_mut().zip(vecs) {
+            *slot = list.as_mut_slice();
+        }
+        let mut used = [0; MAX_BUCKETS];
+        used[..counts.len()].copy_from_slice(counts);
+        Ok(Sink {
+            lists,
+            used,
+            counts,
+        })
+    }
+}
+
+/// Appends pairs to the lists of [`PartLists::sink`], with the cursors in locals.
+struct Sink<'a, T> {
+    lists: [&'a mut [(u32, T)]; MAX_BUCKETS],
+    used: [usize; MAX_BUCKETS],
+    /// Where [`Sink::finish`] leaves the cursors.
+    counts: &'a mut [usize],
+}
+
+impl<T: Copy> Sink<'_, T> {
+    #[inline(always)]
+    fn put(&mut self, bucket: usize, off: u32, u: T) {
+        self.lists[bucket][self.used[bucket]] = (off, u);
+        self.used[bucket] += 1;
+    }
+
+    /// [`Sink::put`] when there are two buckets: writes the pair to both and advances one
+    /// cursor, which leaves no branch to mispredict on random targets.
+    #[inline(always)]
+    fn put_of_two(&mut self, bucket: usize, off: u32, u: T) {
+        let [low, high, ..] = &mut self.lists;
+        low[self.used[0]] = (off, u);
+        high[self.used[1]] = (off, u);
+        self.used[0] += 1 - bucket;
+        self.used[1] += bucket;
+    }
+
+    fn finish(self) {
+        let n = self.counts.len();
+        self.counts.copy_from_slice(&self.used[..n]);
+    }
+}
+
+/// Fewer indices than this run in one lean pass rather than bucketed.
+const BUCKETED_MIN_INDICES: usize = 1 << 18;
+
+/// Positions per round of [`ElementsKernel::run_bucketed`]: its lists (8 MiB for 4-byte
+/// updates) and the round's indices and updates stay in a 32 MiB L3. (Measured on a 2-core
+/// EPYC: 2^20 is best for a 4 MiB histogram; 2^19 is 2.5x slower.)
+const ROUND_POSITIONS: usize = 1 << 20;
+
+/// Outputs larger than this run [`ElementsKernel::run_bucketed`] in one round (measured:
+/// a 32 MiB i32 max runs in 31 ms in one round, 43 ms in rounds of 2^20).
+const ROUNDS_MAX_OUTPUT_BYTES: usize = 16 << 20;
 
 /// The most target buckets of [`ElementsKernel::run_bucketed`].
 const MAX_BUCKETS: usize = 64;
+
+/// Output bytes per bucket that keep pass 2's read-modify-writes in cache.
+const BUCKET_BYTES: usize = 4 << 20;
+
+/// Buckets of `1 << shift` axis targets: one per thread at least, more when the output is
+/// larger than [`BUCKET_BYTES`] per bucket (measured on a 2-core EPYC, 1 MiB L2 per core and
+/// 32 MiB L3: a 4 MiB f32 histogram runs fastest in two buckets, a 32 MiB one in eight), and
+/// at most [`MAX_BUCKETS`].
+fn bucket_shift(targets: usize, out_bytes: usize, threads: usize) -> u32 {
+    let wanted = threads
+        .max(out_bytes.div_ceil(BUCKET_BYTES))
+        .min(MAX_BUCKETS);
+    let mut shift = targets.div_ceil(wanted).next_power_of_two().ilog2();
+    while ((targets.max(1) - 1) >> shift) + 1 > MAX_BUCKETS {
+        shift += 1;
+    }
+    shift
+}
 
 /// Applies update `u` to output element `off`; with `TRACK`, counts the hit and gives the first
 /// hit the neutral start value when `use_init_val` is false.
@@ -593,7 +775,7 @@ impl ReduceKernel for ElementsKernel<'_> {
         };
         let g = &self.geometry;
         let flat = g.inner == 1 && g.data_inner == 1 && g.outer_map.is_none() && !self.track_counts;
-        let bucketed = self.bucketed(out.len(), std::mem::size_of::<T>());
+        let bucketed = self.bucketed(out.len());
         if flat && !bucketed {
             return self.run_flat::<T, C>(out, updates);
         }
@@ -1050,41 +1232,80 @@ mod tests {
             );
         }
 
-        /// An output over BUCKETED_MIN_BYTES takes the bucketed path at two threads and the
-        /// single-task paths at one: two independent implementations that must agree bit for
-        /// bit, and with a plain sequential loop.
+        /// Over BUCKETED_MIN_INDICES indices, 1-D-like scatters take the bucketed path at two
+        /// threads and the lean or single-task paths at one: independent implementations that
+        /// must agree bit for bit, and with a plain sequential loop. The shapes cover its
+        /// branches: a flat histogram in two buckets and two rounds (the second partial), a
+        /// flat one in six buckets and one round (output over ROUNDS_MAX_OUTPUT_BYTES), and
+        /// a [targets, 3] one, whose offsets are not the targets.
         #[test]
         fn bucketed_path_agrees_with_sequential() {
-            let (n, dim) = (1usize << 17, 1usize << 22);
-            let idx: Vec<i64> = (0..n as i64)
-                .map(|i| (i * 2_654_435_761) % dim as i64 - (dim / 2) as i64)
-                .collect();
-            let upd: Vec<f32> = (0..n).map(|i| (i % 7) as f32 * 0.25 - 0.5).collect();
-            for red in [Reduction::Sum, Reduction::Max, Reduction::Mean] {
-                let out = eval1(
-                    &seu12(red, false),
-                    vec![
-                        f32s(&[dim], &vec![1.0; dim]),
-                        i64s(&[n], &idx),
-                        f32s(&[n], &upd),
-                        i64s(&[], &[0]),
-                    ],
-                )
-                .unwrap();
-                if red == Reduction::Sum {
-                    let mut want = vec![1.0f32; dim];
-                    let mut seen = vec![false; dim];
-                    for (&v, &u) in idx.iter().zip(&upd) {
-                        let t = if v < 0 { v + dim as i64 } else { v } as usize;
-                        if !seen[t] {
-                            want[t] = 0.0;
-                            seen[t] = true;
+            let n = ROUND_POSITIONS + 4097;
+            for (targets, inner) in [(3usize << 16, 1usize), (6 << 20, 1), (3 << 16, 3)] {
+                let len = n / inner * inner;
+                let idx: Vec<i64> = (0..len as i64)
+                    .map(|i| (i * 2_654_435_761) % targets as i64 - (targets / 2) as i64)
+                    .collect();
+                let upd: Vec<f32> = (0..len).map(|i| (i % 7) as f32 * 0.25 - 0.5).collect();
+                let (ishape, dshape) = if inner == 1 {
+                    (vec![len], vec![targets])
+                } else {
+                    (vec![len / inner, inner], vec![targets, inner])
+                };
+                for red in [Reduction::Sum, Reduction::Max, Reduction::Mean] {
+                    let out = eval1(
+                        &seu12(red, false),
+                        vec![
+                            f32s(&dshape, &vec![1.0; targets * inner]),
+                            i64s(&ishape, &idx),
+                            f32s(&ishape, &upd),
+                            i64s(&[], &[0]),
+                        ],
+                    )
+                    .unwrap();
+                    if red == Reduction::Sum {
+                        let mut want = vec![1.0f32; targets * inner];
+                        let mut seen = vec![false; targets * inner];
+                        for (p, (&v, &u)) in idx.iter().zip(&upd).enumerate() {
+                            let t = if v < 0 { v + targets as i64 } else { v } as usize;
+                            let off = t * inner + p % inner;
+                            if !seen[off] {
+                                want[off] = 0.0;
+                                seen[off] = true;
+                            }
+                            want[off] += u;
                         }
-                        want[t] += u;
+                        assert!(out.values::<f32>().unwrap() == want.as_slice());
                     }
-                    assert!(out.values::<f32>().unwrap() == want.as_slice());
                 }
             }
+        }
+
+        /// Out-of-range indices in both parts of the second round: the error names the first.
+        #[test]
+        fn bucketed_path_reports_the_first_bad_index() {
+            let n = ROUND_POSITIONS + BUCKETED_MIN_INDICES;
+            let mut idx: Vec<i64> = (0..n as i64).map(|i| i % 1000).collect();
+            idx[n - 7] = 5000;
+            idx[ROUND_POSITIONS + 3] = -1001;
+            let e = eval1(
+                &seu12(Reduction::Sum, true),
+                vec![
+                    f32s(&[1000], &[0.0; 1000]),
+                    i64s(&[n], &idx),
+                    f32s(&[n], &vec![1.0; n]),
+                    i64s(&[], &[0]),
+                ],
+            )
+            .unwrap_err();
+            assert_eq!(e.code, codes::INDEX_OUT_OF_RANGE);
+            assert_eq!(
+                e.message,
+                format!(
+                    "index -1001 at position [{}] of input 1 (indices) is out of range [-1000, 999] for axis 0 of size 1000",
+                    ROUND_POSITIONS + 3
+                )
+            );
         }
 
         /// Large enough for the parallel paths (outer rows, inner columns, target ranges);
