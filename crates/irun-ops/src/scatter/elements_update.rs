@@ -395,62 +395,115 @@ impl ElementsKernel<'_> {
         updates: &[T],
     ) -> Result<(), (usize, OpError)> {
         let g = &self.geometry;
-        let along = g.data_along as i64;
-        let inner_at = |i: usize| g.inner_map.as_ref().map_or(i, |m| m[i]);
-        let outer_base =
-            |o: usize| g.outer_map.as_ref().map_or(o, |m| m[o]) * g.data_along * g.data_inner;
         let plane = (g.along * g.inner).max(1);
         let (o, rem) = (part.start / plane, part.start % plane);
-        // The outer, axis and inner coordinates of the next position, and the outer row's
-        // first output offset: kept in locals inside the loop so that they live in registers.
-        let mut next = (o, rem / g.inner.max(1), rem % g.inner.max(1), outer_base(o));
+        let base = g.outer_map.as_ref().map_or(o, |m| m[o]) * g.data_along * g.data_inner;
+        let mut next = Coords {
+            outer: o,
+            along: rem / g.inner.max(1),
+            inner: rem % g.inner.max(1),
+            base,
+        };
+        // When the output offset is the axis target (histograms), the loop skips the
+        // coordinate bookkeeping.
+        let flat = g.outer == 1 && g.inner == 1 && g.outer_map.is_none() && g.inner_map.is_none();
         lists.used.fill(0);
-        if g.outer == 1 && g.inner == 1 && g.outer_map.is_none() && g.inner_map.is_none() {
-            // The output offset is the axis target: the histogram loop, kept lean.
-            return self.indices.for_each_block(part, |start, vals| {
-                let ups = &updates[start..start + vals.len()];
-                let bad = lists
-                    .put_targets(vals, ups, g.data_along, shift)
-                    .map_err(|e| (start, e))?;
-                match bad {
-                    Some(k) => Err((start + k, self.out_of_range(start + k, vals[k]))),
-                    None => Ok(()),
-                }
-            });
-        }
-        let two = lists.lists.len() == 2;
         self.indices.for_each_block(part, |start, vals| {
             let ups = &updates[start..start + vals.len()];
-            let mut sink = lists.sink(vals.len()).map_err(|e| (start, e))?;
-            let (mut o, mut a, mut i, mut base) = next;
-            for (k, (&v, &u)) in vals.iter().zip(ups).enumerate() {
-                let t = (v + ((v >> 63) & along)) as usize;
-                if t >= g.data_along {
-                    return Err((start + k, self.out_of_range(start + k, v)));
-                }
-                let off = (base + t * g.data_inner + inner_at(i)) as u32;
-                if two {
-                    sink.put_of_two(t >> shift, off, u);
-                } else {
-                    sink.put(t >> shift, off, u);
-                }
-                i += 1;
-                if i == g.inner {
-                    i = 0;
-                    a += 1;
-                    if a == g.along {
-                        a = 0;
-                        o += 1;
-                        if o < g.outer {
-                            base = outer_base(o);
-                        }
+            lists.make_room(vals.len()).map_err(|e| (start, e))?;
+            let (vecs, used) = (&mut lists.lists, &mut lists.used);
+            let fill = if let ([low, high], [l, h]) = (&mut vecs[..], &mut used[..]) {
+                let mut two = TwoLists {
+                    low,
+                    high,
+                    cursors: (*l, *h),
+                };
+                let r = self.fill(flat, &mut two, shift, vals, ups, &mut next);
+                (*l, *h) = two.cursors;
+                r
+            } else {
+                let mut many = ManyLists::new(vecs, used);
+                let r = self.fill(flat, &mut many, shift, vals, ups, &mut next);
+                many.finish();
+                r
+            };
+            fill.map_err(|k| (start + k, self.out_of_range(start + k, vals[k])))
+        })
+    }
+
+    /// The loop of [`ElementsKernel::partition`] over one block of indices (the first
+    /// one's coordinates are `next`): puts each position's pair; stops at the first index out
+    /// of range and returns its place in the block. `flat`: the output offset is the axis
+    /// target.
+    #[inline(always)]
+    fn fill<T: Elem, W: Put<T>>(
+        &self,
+        flat: bool,
+        lists: &mut W,
+        shift: u32,
+        vals: &[i64],
+        ups: &[T],
+        next: &mut Coords,
+    ) -> Result<(), usize> {
+        // Monomorphised on `flat`, so that the histogram loop carries no coordinates.
+        if flat {
+            self.fill_with::<T, W, true>(lists, shift, vals, ups, next)
+        } else {
+            self.fill_with::<T, W, false>(lists, shift, vals, ups, next)
+        }
+    }
+
+    #[inline(always)]
+    fn fill_with<T: Elem, W: Put<T>, const FLAT: bool>(
+        &self,
+        lists: &mut W,
+        shift: u32,
+        vals: &[i64],
+        ups: &[T],
+        next: &mut Coords,
+    ) -> Result<(), usize> {
+        let g = &self.geometry;
+        let along = g.data_along as i64;
+        let inner_map = g.inner_map.as_deref();
+        // Copied into locals so that they live in registers inside the loop.
+        let Coords {
+            outer: mut o,
+            along: mut a,
+            inner: mut i,
+            mut base,
+        } = *next;
+        for (k, (&v, &u)) in vals.iter().zip(ups).enumerate() {
+            let t = (v + ((v >> 63) & along)) as usize;
+            if t >= g.data_along {
+                return Err(k);
+            }
+            if FLAT {
+                lists.put(t >> shift, t as u32, u);
+                continue;
+            }
+            let off = base + t * g.data_inner + inner_map.map_or(i, |m| m[i]);
+            lists.put(t >> shift, off as u32, u);
+            i += 1;
+            if i == g.inner {
+                i = 0;
+                a += 1;
+                if a == g.along {
+                    a = 0;
+                    o += 1;
+                    if o < g.outer {
+                        base =
+                            g.outer_map.as_ref().map_or(o, |m| m[o]) * g.data_along * g.data_inner;
                     }
                 }
             }
-            next = (o, a, i, base);
-            sink.finish();
-            Ok(())
-        })
+        }
+        *next = Coords {
+            outer: o,
+            along: a,
+            inner: i,
+            base,
+        };
+        Ok(())
     }
 
     /// One task, one element per index along the axis (`inner == 1`), no counts: the
@@ -586,54 +639,8 @@ impl<T: Elem> PartLists<T> {
         &self.lists[b][..self.used[b]]
     }
 
-    /// Puts `(t, updates[k])` in bucket `t >> shift` for the axis target `t` of each index
-    /// `indices[k]` (negative ones normalised); stops at the first index out of range for an
-    /// axis of `along` targets and returns its position.
-    fn put_targets(
-        &mut self,
-        indices: &[i64],
-        updates: &[T],
-        along: usize,
-        shift: u32,
-    ) -> Result<Option<usize>, OpError> {
-        self.make_room(indices.len())?;
-        let wrap = along as i64;
-        let target = |v: i64| (v + ((v >> 63) & wrap)) as usize;
-        if let ([low, high], [nl, nh]) = (&mut self.lists[..], &mut self.used[..]) {
-            // As in `Sink::put_of_two`, with the cursors in registers.
-            let (low, high) = (low.as_mut_slice(), high.as_mut_slice());
-            let (mut l, mut h) = (*nl, *nh);
-            let mut bad = None;
-            for (k, (&v, &u)) in indices.iter().zip(updates).enumerate() {
-                let t = target(v);
-                if t >= along {
-                    bad = Some(k);
-                    break;
-                }
-                let b = t >> shift;
-                low[l] = (t as u32, u);
-                high[h] = (t as u32, u);
-                l += 1 - b;
-                h += b;
-            }
-            (*nl, *nh) = (l, h);
-            return Ok(bad);
-        }
-        let mut sink = self.sink(0)?;
-        for (k, (&v, &u)) in indices.iter().zip(updates).enumerate() {
-            let t = target(v);
-            if t >= along {
-                sink.finish();
-                return Ok(Some(k));
-            }
-            sink.put(t >> shift, t as u32, u);
-        }
-        sink.finish();
-        Ok(None)
-    }
-
     /// Room for `n` more pairs in every bucket, plus the one slot past the end that
-    /// [`Sink::put_of_two`] writes in the bucket it does not fill.
+    /// [`TwoLists`] writes in the bucket it does not fill.
     fn make_room(&mut self, n: usize) -> Result<(), OpError> {
         for (list, &used) in self.lists.iter_mut().zip(&self.used) {
             if list.len() < used + n + 1 {
@@ -646,57 +653,76 @@ impl<T: Elem> PartLists<T> {
         }
         Ok(())
     }
+}
 
-    /// [`PartLists::make_room`] for `n` pairs, and a writer for them.
-    fn sink(&mut self, n: usize) -> Result<Sink<'_, T>, OpError> {
-        self.make_room(n)?;
-        let PartLists {
-            lists: vecs,
-            used: counts,
-        } = self;
+/// The next position's outer, axis and inner coordinates in [`ElementsKernel::partition`],
+/// and the first output offset of its outer row.
+#[derive(Clone, Copy)]
+struct Coords {
+    outer: usize,
+    along: usize,
+    inner: usize,
+    base: usize,
+}
+
+/// Appends `(offset, update)` to a bucket's list, within the room [`PartLists::make_room`] made.
+trait Put<T> {
+    fn put(&mut self, bucket: usize, off: u32, u: T);
+}
+
+/// The writer for two buckets: writes each pair to both lists and advances one cursor, which
+/// leaves no branch to mispredict on random targets. Small enough for its cursors to live in
+/// registers.
+struct TwoLists<'a, T> {
+    low: &'a mut [(u32, T)],
+    high: &'a mut [(u32, T)],
+    cursors: (usize, usize),
+}
+
+impl<T: Copy> Put<T> for TwoLists<'_, T> {
+    #[inline(always)]
+    fn put(&mut self, bucket: usize, off: u32, u: T) {
+        let (l, h) = self.cursors;
+        self.low[l] = (off, u);
+        self.high[h] = (off, u);
+        self.cursors = (l + 1 - bucket, h + bucket);
+    }
+}
+
+/// The writer for any number of buckets, with the cursors in a local array.
+struct ManyLists<'a, T> {
+    lists: [&'a mut [(u32, T)]; MAX_BUCKETS],
+    used: [usize; MAX_BUCKETS],
+    /// Where [`ManyLists::finish`] leaves the cursors.
+    counts: &'a mut [usize],
+}
+
+impl<'a, T> ManyLists<'a, T> {
+    fn new(vecs: &'a mut [Vec<(u32, T)>], counts: &'a mut [usize]) -> ManyLists<'a, T> {
         let mut lists: [&mut [(u32, T)]; MAX_BUCKETS] = std::array::from_fn(|_| &mut [][..]);
         for (slot, list) in lists.iter_mut().zip(vecs) {
             *slot = list.as_mut_slice();
         }
         let mut used = [0; MAX_BUCKETS];
         used[..counts.len()].copy_from_slice(counts);
-        Ok(Sink {
+        ManyLists {
             lists,
             used,
             counts,
-        })
-    }
-}
-
-/// Appends pairs to the lists of [`PartLists::sink`], with the cursors in locals.
-struct Sink<'a, T> {
-    lists: [&'a mut [(u32, T)]; MAX_BUCKETS],
-    used: [usize; MAX_BUCKETS],
-    /// Where [`Sink::finish`] leaves the cursors.
-    counts: &'a mut [usize],
-}
-
-impl<T: Copy> Sink<'_, T> {
-    #[inline(always)]
-    fn put(&mut self, bucket: usize, off: u32, u: T) {
-        self.lists[bucket][self.used[bucket]] = (off, u);
-        self.used[bucket] += 1;
-    }
-
-    /// [`Sink::put`] when there are two buckets: writes the pair to both and advances one
-    /// cursor, which leaves no branch to mispredict on random targets.
-    #[inline(always)]
-    fn put_of_two(&mut self, bucket: usize, off: u32, u: T) {
-        let [low, high, ..] = &mut self.lists;
-        low[self.used[0]] = (off, u);
-        high[self.used[1]] = (off, u);
-        self.used[0] += 1 - bucket;
-        self.used[1] += bucket;
+        }
     }
 
     fn finish(self) {
         let n = self.counts.len();
         self.counts.copy_from_slice(&self.used[..n]);
+    }
+}
+
+impl<T: Copy> Put<T> for ManyLists<'_, T> {
+    #[inline(always)]
+    fn put(&mut self, bucket: usize, off: u32, u: T) {
+        self.lists[bucket][self.used[bucket]] = (off, u);
+        self.used[bucket] += 1;
     }
 }
 
@@ -1237,11 +1263,16 @@ mod tests {
         /// must agree bit for bit, and with a plain sequential loop. The shapes cover its
         /// branches: a flat histogram in two buckets and two rounds (the second partial), a
         /// flat one in six buckets and one round (output over ROUNDS_MAX_OUTPUT_BYTES), and
-        /// a [targets, 3] one, whose offsets are not the targets.
+        /// [targets, 3] ones, whose offsets are not the targets, in two and in four buckets.
         #[test]
         fn bucketed_path_agrees_with_sequential() {
             let n = ROUND_POSITIONS + 4097;
-            for (targets, inner) in [(3usize << 16, 1usize), (6 << 20, 1), (3 << 16, 3)] {
+            for (targets, inner) in [
+                (3usize << 16, 1usize),
+                (6 << 20, 1),
+                (3 << 16, 3),
+                (2 << 20, 3),
+            ] {
                 let len = n / inner * inner;
                 let idx: Vec<i64> = (0..len as i64)
                     .map(|i| (i * 2_654_435_761) % targets as i64 - (targets / 2) as i64)
