@@ -17,7 +17,7 @@ mod plan;
 use std::sync::{Arc, OnceLock};
 
 use irun_graph::{Graph, NodeId};
-use irun_ops::{Fact, Value};
+use irun_ops::{Fact, Prepared, Value};
 use irun_tensor::{ElementType, PartialShape, Tensor};
 
 pub use error::{RunError, RunErrorKind};
@@ -61,6 +61,10 @@ pub struct Executable {
     outputs: Vec<OutputInfo>,
     /// Decoded Consts, filled on first use and shared by every run.
     consts: Vec<OnceLock<Value>>,
+    /// Kernels that ops prepared for their constant inputs ([`irun_ops::Op::prepare`]).
+    prepared: Vec<Option<Box<dyn Prepared>>>,
+    /// Bytes held by `prepared`; counted as in use by every run.
+    prepared_bytes: u64,
 }
 
 impl std::fmt::Debug for Executable {
@@ -134,15 +138,75 @@ impl Executable {
                 }
             })
             .collect();
-        Ok(Executable {
+        let mut exe = Executable {
             consts: (0..graph.nodes.len()).map(|_| OnceLock::new()).collect(),
+            prepared: (0..graph.nodes.len()).map(|_| None).collect(),
+            prepared_bytes: 0,
             memory_limit: options.memory_limit.unwrap_or_else(physical_memory),
             plan,
             pool,
             inputs,
             outputs,
             graph,
-        })
+        };
+        exe.prepare()?;
+        Ok(exe)
+    }
+
+    /// Offers every op the values of its constant inputs ([`irun_ops::Op::prepare`]), in the
+    /// pool so that preparation runs on `threads` workers. Preparations are kept while they
+    /// hold at most half the memory limit together: they are an optimisation, never a reason
+    /// to fail.
+    fn prepare(&mut self) -> Result<(), RunError> {
+        let mut prepared = Vec::with_capacity(self.graph.nodes.len());
+        let mut total: u64 = 0;
+        for step in &self.plan.steps {
+            if !matches!(step.source, Source::Op) {
+                continue;
+            }
+            let n = step.node;
+            let op = self.graph.ops[n]
+                .as_ref()
+                .expect("plan has only resolved ops");
+            let mut facts = Vec::new();
+            let mut constants = Vec::new();
+            for o in self.graph.nodes[n].inputs.iter().flatten() {
+                facts.push(
+                    self.graph.facts[o.node]
+                        .get(o.slot)
+                        .cloned()
+                        .unwrap_or_else(Fact::unknown),
+                );
+                let is_const = self.graph.layer(o.node).type_name == "Const";
+                constants.push(if is_const {
+                    Some(self.constant(o.node)?)
+                } else {
+                    None
+                });
+            }
+            if constants.iter().all(Option::is_none) {
+                continue;
+            }
+            let Some(kernel) = self.pool.install(|| op.prepare(&facts, &constants)) else {
+                continue;
+            };
+            let bytes = kernel.byte_size() as u64;
+            if total.saturating_add(bytes) <= self.memory_limit / 2 {
+                total += bytes;
+                prepared.push((n, kernel));
+            }
+        }
+        for (n, kernel) in prepared {
+            self.prepared[n] = Some(kernel);
+        }
+        self.prepared_bytes = total;
+        Ok(())
+    }
+
+    /// How many layers run a kernel prepared for their constant inputs, and the bytes those
+    /// preparations hold.
+    pub fn prepared(&self) -> (usize, u64) {
+        (self.prepared.iter().flatten().count(), self.prepared_bytes)
     }
 
     pub fn inputs(&self) -> &[InputInfo] {
@@ -302,7 +366,12 @@ impl Executable {
         let mut values: Vec<Option<Value>> = vec![None; self.plan.outlet_count];
         let mut remaining = self.plan.readers.clone();
         let mut outputs: Vec<Option<Value>> = vec![None; self.outputs.len()];
-        let mut live_bytes: u64 = inputs.iter().flatten().map(|v| v.byte_size() as u64).sum();
+        let mut live_bytes: u64 = self.prepared_bytes
+            + inputs
+                .iter()
+                .flatten()
+                .map(|v| v.byte_size() as u64)
+                .sum::<u64>();
         for step in &self.plan.steps {
             let n = step.node;
             let produced: Vec<Value> = match &step.source {
@@ -339,7 +408,11 @@ impl Executable {
                     let op = self.graph.ops[n]
                         .as_ref()
                         .expect("plan has only resolved ops");
-                    op.eval(args).map_err(|e| {
+                    let result = match &self.prepared[n] {
+                        Some(kernel) => kernel.eval(args),
+                        None => op.eval(args),
+                    };
+                    result.map_err(|e| {
                         self.layer_error(n, RunErrorKind::Op, e.message)
                             .with_code(e.code)
                     })?

@@ -15,5 +15,5 @@ pub mod scatter;
 pub(crate) mod testing;
 
 pub use fact::Fact;
-pub use op::{codes, Op, OpError, Value};
+pub use op::{codes, Op, OpError, Prepared, Value};
 pub use registry::{resolve, Resolution};

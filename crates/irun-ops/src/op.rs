@@ -48,6 +48,27 @@ pub trait Op: Debug + Send + Sync {
     fn inplace_input(&self) -> Option<usize> {
         None
     }
+
+    /// Compile-time work on constant inputs. The executor calls this once per node with the
+    /// facts of its inputs (as inferred for the declared model inputs) and the value of every
+    /// input that a Const feeds (`None` for the others). An op may return a [`Prepared`]
+    /// kernel that did part of the work once (validated indices grouped by output region, say);
+    /// the executor then runs that instead of `eval` on every run. `None`, the default, when
+    /// there is nothing to gain or the constants are not valid (so that the run reports them).
+    fn prepare(&self, _inputs: &[Fact], _constants: &[Option<Value>]) -> Option<Box<dyn Prepared>> {
+        None
+    }
+}
+
+/// An op's kernel specialised by [`Op::prepare`] for its constant inputs. `eval` gets the same
+/// inputs as [`Op::eval`] (the constants included) and must return the same outputs or the same
+/// error for every input, so inputs the preparation does not cover (a data shape other than the
+/// compiled one, after re-inference) go to the op's own kernel.
+pub trait Prepared: Debug + Send + Sync {
+    fn eval(&self, inputs: Vec<Value>) -> Result<Vec<Value>, OpError>;
+
+    /// Bytes the preparation holds, for `irun bench`'s report and the memory accounting.
+    fn byte_size(&self) -> usize;
 }
 
 /// Diagnostic codes of ops (E04xx: resolution and attributes; E05xx: types and shapes).

@@ -126,6 +126,21 @@ impl Storage {
         self.len() == 0
     }
 
+    /// The values at `positions`, in that order: a gather on the flat layout. Panics if a
+    /// position is not below `len()`.
+    pub fn take(&self, positions: &[u32]) -> Storage {
+        macro_rules! take {
+            ($($variant:ident),*) => {
+                match self {
+                    $(Storage::$variant(v) => {
+                        Storage::$variant(positions.iter().map(|&p| v[p as usize].clone()).collect())
+                    })*
+                }
+            };
+        }
+        take!(Bool, F16, Bf16, F32, F64, I8, I16, I32, I64, U8, U16, U32, U64, String)
+    }
+
     fn same_variant(&self, other: &Storage) -> bool {
         std::mem::discriminant(self) == std::mem::discriminant(other)
     }
@@ -345,5 +360,18 @@ mod tests {
             Tensor::zeros(ElementType::F32, vec![usize::MAX, 2]),
             Err(TensorError::ShapeOverflow { .. })
         ));
+    }
+
+    #[test]
+    fn take_gathers_in_the_given_order() {
+        assert_eq!(
+            Storage::I16(vec![10, 11, 12]).take(&[2, 0, 2]),
+            Storage::I16(vec![12, 10, 12])
+        );
+        assert_eq!(
+            Storage::String(vec!["a".into(), "b".into()]).take(&[1]),
+            Storage::String(vec!["b".into()])
+        );
+        assert_eq!(Storage::Bool(vec![true]).take(&[]), Storage::Bool(vec![]));
     }
 }
