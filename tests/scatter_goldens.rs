@@ -124,7 +124,8 @@ fn check_output(case: &Case, got: &[(String, Tensor)]) -> Result<(), String> {
     }
 }
 
-fn run_api(case: &Case, threads: usize) -> Result<Vec<(String, Tensor)>, irun::RunError> {
+/// The outputs, and how many layers ran a kernel prepared for constant inputs.
+fn run_api(case: &Case, threads: usize) -> (Result<Vec<(String, Tensor)>, irun::RunError>, usize) {
     let exe = Model::open(case.dir.join("model.xml"))
         .unwrap_or_else(|e| panic!("{}: {e}", case.name()))
         .compile(&Options {
@@ -132,19 +133,23 @@ fn run_api(case: &Case, threads: usize) -> Result<Vec<(String, Tensor)>, irun::R
             memory_limit: None,
         })
         .unwrap_or_else(|e| panic!("{}: {e}", case.name()));
-    exe.run(case.npz("inputs.npz"))
+    (exe.run(case.npz("inputs.npz")), exe.prepared().0)
 }
 
 #[test]
 fn every_golden_case_matches_at_one_and_two_threads() {
     let mut per_op: BTreeMap<String, (usize, usize)> = BTreeMap::new();
     let mut failures = Vec::new();
+    let mut prepared = Vec::new();
     let all = cases();
     assert!(all.len() >= 200, "only {} cases", all.len());
     for dir in &all {
         let case = Case::load(dir);
-        let one = run_api(&case, 1);
-        let two = run_api(&case, 2);
+        let (one, prepared_one) = run_api(&case, 1);
+        let (two, prepared_two) = run_api(&case, 2);
+        if prepared_one + prepared_two > 0 {
+            prepared.push(case.name().to_string());
+        }
         let entry = per_op.entry(case.op().to_string()).or_default();
         match (case.expected_error(), one, two) {
             (Some((code, msg)), Err(e1), Err(e2)) => {
@@ -180,6 +185,14 @@ fn every_golden_case_matches_at_one_and_two_threads() {
         }
     }
     println!("golden cases (ran, must-fail) per op: {per_op:?}");
+    println!("ran with constant indices prepared: {prepared:?}");
+    // The cases that exist for the prepared path must take it (out-of-range constants never do).
+    let want_prepared = [
+        "big_seu12_max_axis1_const",
+        "big_seu12_mean_const_indices",
+        "big_seu12_sum_1d_const",
+    ];
+    assert_eq!(prepared, want_prepared);
     assert!(
         failures.is_empty(),
         "{} of {} cases failed:\n{}",

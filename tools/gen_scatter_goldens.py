@@ -604,6 +604,22 @@ def make_cases():
         inputs={"data": np.zeros((8192, 128), np.float32), "indices": rng.permutation(8192)[:4096].astype(np.int64),
                 "updates": rng.integers(0, 9, (4096, 128)).astype(np.float32)})
 
+    # Constant indices of 2^18 or more: irun prepares them when it compiles (elements_plan.rs).
+    plan = 1 << 18
+    add(name="big_seu12_sum_1d_const", op="seu12", type="f32", axis=0, reduction="sum", use_init_val=True,
+        index_type="i32", const_indices=True, const_updates=True,
+        inputs={"data": rng.integers(-8, 8, 1 << 16).astype(np.float32),
+                "indices": rng.integers(-(1 << 16), 1 << 16, plan).astype(np.int32),
+                "updates": rng.integers(0, 4, plan).astype(np.float32)})
+    add(name="big_seu12_mean_const_indices", op="seu12", type="f32", axis=0, reduction="mean", use_init_val=False,
+        index_type="i32", const_indices=True,
+        inputs={"data": np.zeros((64, 512), np.float32), "indices": rng.integers(-64, 64, (512, 512)).astype(np.int32),
+                "updates": rng.integers(-4, 5, (512, 512)).astype(np.float32)})
+    add(name="big_seu12_max_axis1_const", op="seu12", type="i32", axis=1, reduction="max", use_init_val=True,
+        const_indices=True, const_updates=True,
+        inputs={"data": rng.integers(-50, 50, (256, 300)).astype(np.int32), "indices": rng.integers(-300, 300, (256, 1024)),
+                "updates": rng.integers(-100, 100, (256, 1024)).astype(np.int32)})
+
     # Must fail at run time: out-of-range indices.
     fails = [
         ("fail_su3_negative_index", dict(op="su3", type="f32", axis=0, inputs={
@@ -625,6 +641,12 @@ def make_cases():
             "data": np.zeros((4,), np.int32), "indices": np.array([[1], [-5]], np.int32),
             "updates": np.zeros((2,), np.int32)}, index_type="i32"), "index -5 at position [1,0]"),
     ]
+    bad = (np.arange(plan) % 1000).astype(np.int16)
+    bad[200_000] = 1000
+    fails.append(("fail_seu12_const_indices", dict(op="seu12", type="f32", axis=0, reduction="sum", use_init_val=True,
+                  index_type="i16", const_indices=True, inputs={
+                      "data": np.zeros(1000, np.float32), "indices": bad, "updates": np.ones(plan, np.float32)}),
+                  "index 1000 at position [200000] of input 1 (indices) is out of range [-1000, 999]"))
     for name, c, msg in fails:
         add(name=name, expect_error={"code": "E0601", "message": msg}, **c)
     return cases

@@ -3,7 +3,7 @@
 use irun_tensor::{ElementType, PartialShape, Tensor};
 
 use crate::fact::Fact;
-use crate::op::{Op, OpError};
+use crate::op::{Op, OpError, Value};
 
 /// A fact of type `ty` and partial shape `shape` (OpenVINO syntax: `2,?,1..4`, `...`, ``).
 pub fn fact(ty: ElementType, shape: &str) -> Fact {
@@ -45,6 +45,36 @@ pub fn eval1(op: &dyn Op, inputs: Vec<Tensor>) -> Result<Tensor, OpError> {
     let two = eval_with(op, inputs, 2);
     assert_eq!(format!("{one:?}"), format!("{two:?}"), "threads 1 vs 2");
     one
+}
+
+/// Prepares `op` on a pool of `threads` workers with the inputs marked in `constant` as
+/// constants, then runs the prepared kernel on `inputs` (the constants as the same values);
+/// `None` when the op declines to prepare.
+pub fn eval_prepared(
+    op: &dyn Op,
+    inputs: Vec<Tensor>,
+    constant: &[bool],
+    threads: usize,
+) -> Option<Result<Tensor, OpError>> {
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .expect("pool");
+    let values: Vec<Value> = inputs.into_iter().map(std::sync::Arc::new).collect();
+    let facts: Vec<Fact> = values
+        .iter()
+        .map(|v| Fact::of_static(v.element_type(), v.shape()))
+        .collect();
+    let constants: Vec<Option<Value>> = values
+        .iter()
+        .zip(constant)
+        .map(|(v, &c)| c.then(|| v.clone()))
+        .collect();
+    let kernel = pool.install(|| op.prepare(&facts, &constants))?;
+    Some(
+        pool.install(|| kernel.eval(values))
+            .map(|mut v| std::sync::Arc::unwrap_or_clone(v.remove(0))),
+    )
 }
 
 pub fn i32s(shape: &[usize], v: &[i32]) -> Tensor {

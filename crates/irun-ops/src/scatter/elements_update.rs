@@ -11,6 +11,7 @@ use std::sync::Arc;
 use irun_tensor::{fmt_shape, ElementType};
 use rayon::prelude::*;
 
+use super::elements_plan::{ElementsPlan, PreparedElementsUpdate, PLAN_MIN_INDICES};
 use super::reduce::{dispatch, Combine, Elem, MinMaxRule, ReduceKernel};
 use super::{
     axis_value, check_same_type, index_out_of_range, is_index_type, merge_data_updates,
@@ -22,7 +23,7 @@ use crate::kernel::{
     first_error, pieces, split_range, take_or_copy, try_zeroed, DisjointSlice, IndexValues,
     PAR_MIN_ELEMENTS,
 };
-use crate::op::{codes, expect_inputs, take_inputs, Op, OpError, Value};
+use crate::op::{codes, expect_inputs, take_inputs, Op, OpError, Prepared, Value};
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct ScatterElementsUpdate {
@@ -72,30 +73,47 @@ impl Op for ScatterElementsUpdate {
     }
 
     fn eval(&self, inputs: Vec<Value>) -> Result<Vec<Value>, OpError> {
-        let [data, indices, updates, axis] = take_inputs::<4>(inputs, self.name())?;
-        check_same_type(&data, &updates)?;
-        let axis = runtime_axis(&axis, data.shape().len(), 3)?;
-        let geometry = Geometry::new(data.shape(), indices.shape(), updates.shape(), axis)?;
-        let kernel = ElementsKernel {
-            indices: runtime_indices(&indices)?,
-            indices_shape: indices.shape(),
-            geometry,
-            mean: self.reduction == Reduction::Mean,
-            use_init_val: self.use_init_val,
-            track_counts: self.reduction == Reduction::Mean
-                || (!self.use_init_val && self.reduction != Reduction::None),
+        self.eval_with(inputs, None)
+    }
+
+    /// With constant indices (and axis), the indices' offsets are computed and grouped by
+    /// output bucket once ([`ElementsPlan`]); with constant updates too, the updates are stored
+    /// in that order. Only for static data and enough indices to be worth the memory.
+    fn prepare(&self, inputs: &[Fact], constants: &[Option<Value>]) -> Option<Box<dyn Prepared>> {
+        let ([data_fact, indices_fact, updates_fact, _], [_, Some(indices), updates, Some(axis)]) =
+            (inputs, constants)
+        else {
+            return None;
         };
-        let mut out = take_or_copy(data);
-        if !kernel.indices.is_empty() {
-            dispatch(
-                &kernel,
-                &mut out,
-                &updates,
-                self.reduction,
-                MinMaxRule::Elements,
-            )?;
+        let (indices, axis, updates) = (indices.clone(), axis.clone(), updates.clone());
+        let data_shape = data_fact.shape.to_static()?;
+        if indices.len() < PLAN_MIN_INDICES
+            || indices_fact.shape.to_static().as_deref() != Some(indices.shape())
+            || updates_fact.shape.to_static().as_deref() != Some(indices.shape())
+            || updates_fact.ty != data_fact.ty
+        {
+            return None;
         }
-        Ok(vec![Arc::new(out)])
+        let axis_index = runtime_axis(&axis, data_shape.len(), 3).ok()?;
+        let g = Geometry::new(&data_shape, indices.shape(), indices.shape(), axis_index).ok()?;
+        let elem_bytes = data_fact.ty.bit_width().div_ceil(8).max(1) as usize;
+        let plan = ElementsPlan::build(
+            &g,
+            &indices,
+            updates.as_deref(),
+            product(&data_shape),
+            elem_bytes,
+            rayon::current_num_threads(),
+        )?;
+        let updates = plan.sorted_updates.is_some().then_some(updates).flatten();
+        Some(Box::new(PreparedElementsUpdate {
+            op: self.clone(),
+            plan,
+            data_shape,
+            indices,
+            axis,
+            updates,
+        }))
     }
 
     fn infer(&self, inputs: &[Fact]) -> Result<Vec<Fact>, OpError> {
@@ -190,24 +208,64 @@ impl Op for ScatterElementsUpdate {
     }
 }
 
+impl ScatterElementsUpdate {
+    /// The op's kernel; with `plan`, the indices' work done at compile time (the caller has
+    /// checked that the plan was made for these indices, axis and data shape, and that
+    /// `sorted_updates`, if any, are these updates in plan order).
+    pub(super) fn eval_with(
+        &self,
+        inputs: Vec<Value>,
+        plan: Option<&ElementsPlan>,
+    ) -> Result<Vec<Value>, OpError> {
+        let [data, indices, updates, axis] = take_inputs::<4>(inputs, self.name())?;
+        check_same_type(&data, &updates)?;
+        let axis = runtime_axis(&axis, data.shape().len(), 3)?;
+        let geometry = Geometry::new(data.shape(), indices.shape(), updates.shape(), axis)?;
+        let kernel = ElementsKernel {
+            indices: runtime_indices(&indices)?,
+            indices_shape: indices.shape(),
+            geometry,
+            mean: self.reduction == Reduction::Mean,
+            use_init_val: self.use_init_val,
+            plan,
+            track_counts: self.reduction == Reduction::Mean
+                || (!self.use_init_val && self.reduction != Reduction::None),
+        };
+        let mut out = take_or_copy(data);
+        if !kernel.indices.is_empty() {
+            let updates = plan
+                .and_then(|p| p.sorted_updates.as_ref())
+                .unwrap_or(&updates);
+            dispatch(
+                &kernel,
+                &mut out,
+                updates,
+                self.reduction,
+                MinMaxRule::Elements,
+            )?;
+        }
+        Ok(vec![Arc::new(out)])
+    }
+}
+
 /// Data and indices viewed as `[outer, axis, inner]`. Indices may be smaller than data off the
 /// axis (never larger: checked), so their outer and inner positions map into data's through
 /// `outer_map`/`inner_map` (`None` when the dims are equal and the map is the identity).
-struct Geometry {
+pub(super) struct Geometry {
     axis: usize,
     /// Outer (dims before the axis), axis and inner (dims after) sizes of the indices.
-    outer: usize,
-    along: usize,
-    inner: usize,
+    pub(super) outer: usize,
+    pub(super) along: usize,
+    pub(super) inner: usize,
     /// Axis and inner sizes of the data.
-    data_along: usize,
-    data_inner: usize,
-    outer_map: Option<Vec<usize>>,
-    inner_map: Option<Vec<usize>>,
+    pub(super) data_along: usize,
+    pub(super) data_inner: usize,
+    pub(super) outer_map: Option<Vec<usize>>,
+    pub(super) inner_map: Option<Vec<usize>>,
 }
 
 impl Geometry {
-    fn new(
+    pub(super) fn new(
         data: &[usize],
         indices: &[usize],
         updates: &[usize],
@@ -281,6 +339,8 @@ struct ElementsKernel<'a> {
     use_init_val: bool,
     /// Per-element hit counts are needed for mean and for `use_init_val=false`.
     track_counts: bool,
+    /// The indices' work done at compile time, if they are constant.
+    plan: Option<&'a ElementsPlan>,
 }
 
 impl ElementsKernel<'_> {
@@ -765,7 +825,7 @@ fn bucket_shift(targets: usize, out_bytes: usize, threads: usize) -> u32 {
 /// # Safety
 /// No other thread accesses element `off` of `out` or `counts` meanwhile.
 #[inline(always)]
-unsafe fn hit<T: Elem, C: Combine<T>, const TRACK: bool>(
+pub(super) unsafe fn hit<T: Elem, C: Combine<T>, const TRACK: bool>(
     out: &DisjointSlice<T>,
     counts: &DisjointSlice<u32>,
     init: bool,
@@ -802,13 +862,20 @@ impl ReduceKernel for ElementsKernel<'_> {
         let g = &self.geometry;
         let flat = g.inner == 1 && g.data_inner == 1 && g.outer_map.is_none() && !self.track_counts;
         let bucketed = self.bucketed(out.len());
-        if flat && !bucketed {
+        if flat && !bucketed && self.plan.is_none() {
             return self.run_flat::<T, C>(out, updates);
         }
         {
             let o = DisjointSlice::new(out);
             let c = DisjointSlice::new(&mut counts);
-            if bucketed {
+            let init = self.use_init_val;
+            if let Some(plan) = self.plan {
+                if self.track_counts {
+                    plan.apply::<T, C, true>(&o, &c, init, updates);
+                } else {
+                    plan.apply::<T, C, false>(&o, &c, init, updates);
+                }
+            } else if bucketed {
                 if self.track_counts {
                     self.run_bucketed::<T, C, true>(&o, &c, updates)?;
                 } else {

@@ -2,6 +2,7 @@
 //! Validation follows reference doc section 2 (OpenVINO's rules and messages) plus the stricter
 //! rules of DESIGN.md, each marked "stricter than OpenVINO" where it is checked.
 
+mod elements_plan;
 pub mod elements_update;
 pub mod nd_update;
 pub mod reduce;
