@@ -131,6 +131,7 @@ fn run_api(case: &Case, threads: usize) -> (Result<Vec<(String, Tensor)>, irun::
         .compile(&Options {
             threads: Some(threads),
             memory_limit: None,
+            prepare_constants: true,
         })
         .unwrap_or_else(|e| panic!("{}: {e}", case.name()));
     (exe.run(case.npz("inputs.npz")), exe.prepared().0)
@@ -246,4 +247,32 @@ fn irun_run_reproduces_every_golden_case() {
         failures.len(),
         failures.join("\n")
     );
+}
+
+/// Preparations are an optimisation: under a memory limit they would take more than half of,
+/// or with `prepare_constants` off, the model runs unprepared, with the same outputs.
+#[test]
+fn preparation_yields_to_the_memory_limit_and_the_option() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("models/scatter/big_seu12_sum_1d_const");
+    let case = Case::load(&dir);
+    // The plan holds 2^18 offsets and updates (2 MiB); the run needs about 2.5 MiB.
+    for (memory_limit, prepare_constants, prepared) in
+        [(None, true, 1), (Some(3 << 20), true, 0), (None, false, 0)]
+    {
+        let exe = Model::open(dir.join("model.xml"))
+            .unwrap()
+            .compile(&Options {
+                threads: Some(2),
+                memory_limit,
+                prepare_constants,
+            })
+            .unwrap();
+        assert_eq!(
+            exe.prepared().0,
+            prepared,
+            "{memory_limit:?} {prepare_constants}"
+        );
+        let out = exe.run(case.npz("inputs.npz")).unwrap();
+        check_output(&case, &out).unwrap();
+    }
 }

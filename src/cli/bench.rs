@@ -28,7 +28,7 @@ fn try_run(exec: &ExecArgs, niter: Option<u64>, seconds: Option<f64>) -> Result<
         });
     }
     let start = Instant::now();
-    let exe = exec.compile()?;
+    let exe = exec.compile(false)?;
     let load = start.elapsed();
     let inputs: Vec<(String, Arc<Tensor>)> = if exec.has_inputs() {
         exec.read_inputs()?

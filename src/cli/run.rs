@@ -108,11 +108,13 @@ pub struct ExecArgs {
 }
 
 impl ExecArgs {
-    /// Reads and compiles the model for these options.
-    pub fn compile(&self) -> Result<Executable, Failure> {
+    /// Reads and compiles the model for these options; `runs_once`: skip the compile-time
+    /// work on constants, which only pays off over several runs.
+    pub fn compile(&self, runs_once: bool) -> Result<Executable, Failure> {
         let options = Options {
             threads: self.threads.map(usize::from),
             memory_limit: self.memory_limit,
+            prepare_constants: !runs_once,
         };
         compile(&self.model, self.weights.as_deref(), &options)
     }
@@ -143,7 +145,7 @@ pub fn run(exec: &ExecArgs, outputs: Option<&Path>) -> u8 {
 }
 
 fn try_run(exec: &ExecArgs, outputs_file: Option<&Path>) -> Result<(), Failure> {
-    let exe = exec.compile()?;
+    let exe = exec.compile(true)?;
     let inputs = exec.read_inputs()?;
     let outputs = exe.run(inputs).map_err(|e| Failure {
         // Every run failure is exit 1 (DESIGN.md); the match makes a new kind choose its code.

@@ -24,12 +24,26 @@ pub use error::{RunError, RunErrorKind};
 use plan::{Plan, Source};
 
 /// How to compile a model.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct Options {
     /// Worker threads; `None` uses every core.
     pub threads: Option<usize>,
     /// The most bytes of tensors alive at once; `None` uses the machine's physical memory.
     pub memory_limit: Option<u64>,
+    /// Let ops do compile-time work on their constant inputs ([`irun_ops::Op::prepare`]):
+    /// a slower compile for faster runs, so worth it when the model runs more than once.
+    /// Outputs are the same either way. Default: true.
+    pub prepare_constants: bool,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            threads: None,
+            memory_limit: None,
+            prepare_constants: true,
+        }
+    }
 }
 
 /// A model input as the caller sees it.
@@ -149,7 +163,9 @@ impl Executable {
             outputs,
             graph,
         };
-        exe.prepare()?;
+        if options.prepare_constants {
+            exe.prepare()?;
+        }
         Ok(exe)
     }
 
