@@ -5,10 +5,12 @@ bandwidth irun reaches.
 
 OpenVINO: CPU plugin, INFERENCE_NUM_THREADS=2, PERFORMANCE_HINT=LATENCY,
 INFERENCE_PRECISION_HINT=f32; one synchronous infer() per iteration with the input tensor
-already set. irun: `irun bench MODEL -niter N --threads 2`. The two alternate for `--rounds`
-rounds and each reports the median of its per-round medians (the machine is noisy).
+already set (from the inputs.npz next to the model when the generator wrote one, as for
+c_input; else random). irun: `irun bench MODEL -niter N --threads 2 [--inputs inputs.npz]`.
+The two alternate for `--rounds` rounds and each reports the median of its per-round medians
+(the machine is noisy).
 
-    /tmp/venv/bin/python tools/bench_openvino.py tools/out/bench --irun target/release/irun
+    /work/venv/bin/python tools/bench_openvino.py tools/out/bench --irun target/release/irun
 """
 
 import argparse
@@ -30,6 +32,7 @@ DESCRIPTIONS = {
     "e": "SND-15 none [214272,64], 12000 rows",
     "f": "ScatterUpdate-3 KV cache [1,32,4096,128], 16 pos",
     "g": "SEU-12 max i32 [8M], 8M i32 idx",
+    "c_input": "c with indices/updates as inputs (nothing prepared)",
 }
 
 
@@ -67,11 +70,21 @@ def memory_bandwidth(threads=2, mb=512, reps=5):
     return best
 
 
+def inputs_file(model_path):
+    """The inputs.npz next to a model, if the generator wrote one (else random inputs)."""
+    f = Path(model_path).parent / "inputs.npz"
+    return f if f.exists() else None
+
+
 def time_openvino(core, model_path, niter):
     compiled = core.compile_model(model_path, "CPU", {
         "INFERENCE_NUM_THREADS": 2, "PERFORMANCE_HINT": "LATENCY", "INFERENCE_PRECISION_HINT": "f32"})
     req = compiled.create_infer_request()
+    given = np.load(inputs_file(model_path)) if inputs_file(model_path) else {}
     for inp in compiled.inputs:
+        if inp.get_any_name() in given:
+            req.set_tensor(inp, ov.Tensor(np.ascontiguousarray(given[inp.get_any_name()])))
+            continue
         shape = list(inp.get_shape())
         ty = inp.get_element_type()
         rng = np.random.default_rng(1)
@@ -90,7 +103,9 @@ def time_openvino(core, model_path, niter):
 
 
 def time_irun(irun, model_path, niter):
-    out = subprocess.run([irun, "bench", str(model_path), "-niter", str(niter), "--threads", "2"],
+    given = inputs_file(model_path)
+    extra = ["--inputs", str(given)] if given else []
+    out = subprocess.run([irun, "bench", str(model_path), "-niter", str(niter), "--threads", "2", *extra],
                          check=True, capture_output=True, text=True).stdout
     return float(re.search(r"Median:\s+([\d.]+) ms", out).group(1))
 
@@ -107,7 +122,7 @@ def main():
     bw = memory_bandwidth()
     print(f"memory copy bandwidth (2 threads): {bw / 1e9:.1f} GB/s")
     rows = []
-    for w in sorted(DESCRIPTIONS):
+    for w in DESCRIPTIONS:
         if args.only and w not in args.only:
             continue
         path = Path(args.dir) / w / "model.xml"

@@ -2,7 +2,10 @@
 """Writes the scatter benchmark workloads a-g of issue 4 as IR (not committed: up to 1.5 GB).
 
 Each model has one Parameter, `data`; indices, updates and axis are Constants in the .bin, so
-`irun bench` (seeded random data) and OpenVINO time exactly the same graph.
+`irun bench` (seeded random data) and OpenVINO time exactly the same graph. irun prepares
+constant indices when it compiles (Op::prepare); `c_input` is workload c with indices and
+updates as model inputs instead (written with an inputs.npz both tools read), which times the
+run-time path.
 
     /tmp/venv/bin/python tools/gen_bench_models.py tools/out/bench [a b ...]
 """
@@ -22,6 +25,20 @@ def model(name, data_shape, data_type, build):
     node = build(data)
     node.output(0).get_tensor().set_names({"out"})
     return ov.Model([ops3.result(node)], [data], name)
+
+
+def model_with_inputs(name, data_shape, arrays, build):
+    """A model whose indices and updates are Parameters; returns (model, inputs for npz)."""
+    data = ops3.parameter(data_shape, ov.Type.f32, name="data")
+    data.output(0).get_tensor().set_names({"data"})
+    params = [data]
+    for key, arr in arrays.items():
+        p = ops3.parameter(list(arr.shape), ov.Type(arr.dtype), name=key)
+        p.output(0).get_tensor().set_names({key})
+        params.append(p)
+    node = build(*params)
+    node.output(0).get_tensor().set_names({"out"})
+    return ov.Model([ops3.result(node)], params, name), arrays
 
 
 def workloads(rng):
@@ -56,6 +73,12 @@ def workloads(rng):
         "g": lambda: model("g", [8_000_000], i32, lambda d: ops15.scatter_elements_update(
             d, c(rng.integers(0, 8_000_000, 8_000_000).astype(np.int32)),
             c(rng.integers(-(1 << 30), 1 << 30, 8_000_000).astype(np.int32)), c(np.int32(0)), "max")),
+        # c with indices and updates as model inputs: the run-time path, nothing prepared. Its
+        # own generator, so that a-g stay as they were.
+        "c_input": lambda: model_with_inputs("c_input", [1_000_000], {
+            "indices": np.random.default_rng(5).integers(0, 1_000_000, 16_000_000),
+            "updates": np.random.default_rng(6).random(16_000_000, dtype=np.float32)},
+            lambda d, i, u: ops15.scatter_elements_update(d, i, u, c(np.int64(0)), "sum")),
     }
 
 
@@ -68,7 +91,16 @@ def main():
             continue
         d = out / name
         d.mkdir(parents=True, exist_ok=True)
-        ov.save_model(make(), str(d / "model.xml"), compress_to_fp16=False)
+        m = make()
+        if isinstance(m, tuple):
+            m, inputs = m
+        else:
+            inputs = None
+        ov.save_model(m, str(d / "model.xml"), compress_to_fp16=False)
+        if inputs is not None:
+            rng_data = np.random.default_rng(1)
+            shape = list(m.inputs[0].get_shape())
+            np.savez(d / "inputs.npz", data=rng_data.random(shape, dtype=np.float32), **inputs)
         print(f"{name}: {d / 'model.xml'} ({(d / 'model.bin').stat().st_size / 1e6:.0f} MB)")
 
 
