@@ -196,5 +196,6 @@ fn bench_prints_the_benchmark_app_block() {
     // Random inputs for this model hit the index check (values in [0, 10) on an axis of 4):
     // a clear run error, not a crash.
     let o = irun(&["bench", &model, "-niter", "1"]);
+    expect(&o, 1, "error: [E0601] layer");
     expect(&o, 1, "out of range");
 }

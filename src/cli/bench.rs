@@ -38,10 +38,7 @@ fn try_run(exec: &ExecArgs, niter: Option<u64>, seconds: Option<f64>) -> Result<
     } else {
         random_inputs(&exe)?
     };
-    let infer = || {
-        exe.run_values(inputs.clone())
-            .map_err(|e| Failure::invalid(e.to_string()))
-    };
+    let infer = || exe.run_values(inputs.clone()).map_err(Failure::of_run);
     let t = Instant::now();
     drop(infer()?);
     let first = t.elapsed();

@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use irun::{Error, Executable, Model, Options, RunErrorKind, Tensor};
+use irun::{Error, Executable, Model, Options, RunError, RunErrorKind, Tensor};
 
 use super::{exit_code_for, print_diagnostics, EXIT_INVALID, EXIT_OK, EXIT_USAGE};
 
@@ -140,6 +140,25 @@ pub fn report(result: Result<(), Failure>) -> u8 {
     }
 }
 
+impl Failure {
+    /// A failed run: exit 1, the message with its code (`[E0601] layer 4 ...`).
+    pub fn of_run(e: RunError) -> Failure {
+        Failure {
+            // Every run failure is exit 1 (DESIGN.md); the match makes a new kind choose its code.
+            code: match e.kind {
+                RunErrorKind::Input
+                | RunErrorKind::Op
+                | RunErrorKind::InvalidModel
+                | RunErrorKind::Resources => EXIT_INVALID,
+            },
+            message: match e.code {
+                Some(c) => format!("[{c}] {}", e.message),
+                None => e.message,
+            },
+        }
+    }
+}
+
 pub fn run(exec: &ExecArgs, outputs: Option<&Path>) -> u8 {
     report(try_run(exec, outputs))
 }
@@ -147,19 +166,7 @@ pub fn run(exec: &ExecArgs, outputs: Option<&Path>) -> u8 {
 fn try_run(exec: &ExecArgs, outputs_file: Option<&Path>) -> Result<(), Failure> {
     let exe = exec.compile(true)?;
     let inputs = exec.read_inputs()?;
-    let outputs = exe.run(inputs).map_err(|e| Failure {
-        // Every run failure is exit 1 (DESIGN.md); the match makes a new kind choose its code.
-        code: match e.kind {
-            RunErrorKind::Input
-            | RunErrorKind::Op
-            | RunErrorKind::InvalidModel
-            | RunErrorKind::Resources => EXIT_INVALID,
-        },
-        message: match e.code {
-            Some(c) => format!("[{c}] {}", e.message),
-            None => e.message,
-        },
-    })?;
+    let outputs = exe.run(inputs).map_err(Failure::of_run)?;
     match outputs_file {
         Some(path) => {
             let f = std::fs::File::create(path)
