@@ -28,12 +28,16 @@ pub fn err(r: Result<Fact, OpError>) -> OpError {
     }
 }
 
-/// Runs `op` on `inputs` on a pool of `threads` workers; the single output.
-pub fn eval_with(op: &dyn Op, inputs: Vec<Tensor>, threads: usize) -> Result<Tensor, OpError> {
-    let pool = rayon::ThreadPoolBuilder::new()
+fn pool(threads: usize) -> rayon::ThreadPool {
+    rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
         .build()
-        .expect("pool");
+        .expect("pool")
+}
+
+/// Runs `op` on `inputs` on a pool of `threads` workers; the single output.
+pub fn eval_with(op: &dyn Op, inputs: Vec<Tensor>, threads: usize) -> Result<Tensor, OpError> {
+    let pool = pool(threads);
     let values = inputs.into_iter().map(std::sync::Arc::new).collect();
     pool.install(|| op.eval(values))
         .map(|mut v| std::sync::Arc::unwrap_or_clone(v.remove(0)))
@@ -56,10 +60,7 @@ pub fn eval_prepared(
     constant: &[bool],
     threads: usize,
 ) -> Option<Result<Tensor, OpError>> {
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(threads)
-        .build()
-        .expect("pool");
+    let pool = pool(threads);
     let values: Vec<Value> = inputs.into_iter().map(std::sync::Arc::new).collect();
     let facts: Vec<Fact> = values
         .iter()

@@ -15,9 +15,9 @@ use std::sync::Arc;
 use irun_tensor::Tensor;
 use rayon::prelude::*;
 
-use super::elements_update::{hit, Geometry, ScatterElementsUpdate};
+use super::elements_update::{hit, Coords, Geometry, ScatterElementsUpdate};
 use super::reduce::{Combine, Elem};
-use crate::kernel::{DisjointSlice, IndexValues};
+use crate::kernel::{try_zeroed, DisjointSlice, IndexValues};
 use crate::op::{OpError, Prepared, Value};
 
 /// The indices of one ScatterElementsUpdate, validated and grouped by output bucket.
@@ -90,8 +90,8 @@ impl ElementsPlan {
             bounds[b + 1] += bounds[b];
         }
         let mut next = bounds.clone();
-        let mut offsets = zeroed(n)?;
-        let mut positions = zeroed(n)?;
+        let mut offsets = try_zeroed::<u32>(n).ok()?;
+        let mut positions = try_zeroed::<u32>(n).ok()?;
         for (p, &off) in by_position.iter().enumerate() {
             let slot = &mut next[(off >> shift) as usize];
             offsets[*slot] = off;
@@ -156,44 +156,21 @@ fn offsets_in_position_order(g: &Geometry, values: &IndexValues) -> Option<Vec<u
     let n = values.len();
     let mut offsets: Vec<u32> = Vec::new();
     offsets.try_reserve_exact(n).ok()?;
-    let along = g.data_along as i64;
-    let (mut o, mut a, mut i) = (0usize, 0usize, 0usize);
-    let row_base =
-        |o: usize| g.outer_map.as_ref().map_or(o, |m| m[o]) * g.data_along * g.data_inner;
-    let mut base = row_base(0);
+    let mut at = Coords::at(g, 0);
     values
         .for_each_block(0..n, |_, vals| {
             for &v in vals {
-                let t = (v + ((v >> 63) & along)) as usize;
+                let t = g.target(v);
                 if t >= g.data_along {
                     return Err(());
                 }
-                let inner = g.inner_map.as_ref().map_or(i, |m| m[i]);
-                offsets.push((base + t * g.data_inner + inner) as u32);
-                i += 1;
-                if i == g.inner {
-                    i = 0;
-                    a += 1;
-                    if a == g.along {
-                        a = 0;
-                        o += 1;
-                        if o < g.outer {
-                            base = row_base(o);
-                        }
-                    }
-                }
+                offsets.push(at.offset(g, t) as u32);
+                at.advance(g);
             }
             Ok(())
         })
         .ok()?;
     Some(offsets)
-}
-
-fn zeroed(n: usize) -> Option<Vec<u32>> {
-    let mut v = Vec::new();
-    v.try_reserve_exact(n).ok()?;
-    v.resize(n, 0);
-    Some(v)
 }
 
 /// A ScatterElementsUpdate prepared for its constant indices (and updates): runs on the plan

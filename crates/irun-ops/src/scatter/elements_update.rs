@@ -306,6 +306,18 @@ impl Geometry {
             inner_map: position_map(&indices[axis + 1..], &data[axis + 1..]),
         })
     }
+
+    /// The first output offset of outer row `o` of the indices.
+    fn row_base(&self, o: usize) -> usize {
+        self.outer_map.as_ref().map_or(o, |m| m[o]) * self.data_along * self.data_inner
+    }
+
+    /// Index value `v` with a negative value counted from the end of the axis; anything still
+    /// outside `[0, data_along)` (below `-data_along` wraps to a huge value) is out of range.
+    #[inline(always)]
+    pub(super) fn target(&self, v: i64) -> usize {
+        (v + ((v >> 63) & self.data_along as i64)) as usize
+    }
 }
 
 /// For each row-major position in `small`, the row-major position of the same coordinates in
@@ -455,15 +467,7 @@ impl ElementsKernel<'_> {
         updates: &[T],
     ) -> Result<(), (usize, OpError)> {
         let g = &self.geometry;
-        let plane = (g.along * g.inner).max(1);
-        let (o, rem) = (part.start / plane, part.start % plane);
-        let base = g.outer_map.as_ref().map_or(o, |m| m[o]) * g.data_along * g.data_inner;
-        let mut next = Coords {
-            outer: o,
-            along: rem / g.inner.max(1),
-            inner: rem % g.inner.max(1),
-            base,
-        };
+        let mut next = Coords::at(g, part.start);
         // When the output offset is the axis target (histograms), the loop skips the
         // coordinate bookkeeping.
         let flat = g.outer == 1 && g.inner == 1 && g.outer_map.is_none() && g.inner_map.is_none();
@@ -523,17 +527,10 @@ impl ElementsKernel<'_> {
         next: &mut Coords,
     ) -> Result<(), usize> {
         let g = &self.geometry;
-        let along = g.data_along as i64;
-        let inner_map = g.inner_map.as_deref();
-        // Copied into locals so that they live in registers inside the loop.
-        let Coords {
-            outer: mut o,
-            along: mut a,
-            inner: mut i,
-            mut base,
-        } = *next;
+        // A local copy, so that the coordinates live in registers inside the loop.
+        let mut at = *next;
         for (k, (&v, &u)) in vals.iter().zip(ups).enumerate() {
-            let t = (v + ((v >> 63) & along)) as usize;
+            let t = g.target(v);
             if t >= g.data_along {
                 return Err(k);
             }
@@ -541,28 +538,10 @@ impl ElementsKernel<'_> {
                 lists.put(t >> shift, t as u32, u);
                 continue;
             }
-            let off = base + t * g.data_inner + inner_map.map_or(i, |m| m[i]);
-            lists.put(t >> shift, off as u32, u);
-            i += 1;
-            if i == g.inner {
-                i = 0;
-                a += 1;
-                if a == g.along {
-                    a = 0;
-                    o += 1;
-                    if o < g.outer {
-                        base =
-                            g.outer_map.as_ref().map_or(o, |m| m[o]) * g.data_along * g.data_inner;
-                    }
-                }
-            }
+            lists.put(t >> shift, at.offset(g, t) as u32, u);
+            at.advance(g);
         }
-        *next = Coords {
-            outer: o,
-            along: a,
-            inner: i,
-            base,
-        };
+        *next = at;
         Ok(())
     }
 
@@ -574,7 +553,6 @@ impl ElementsKernel<'_> {
         updates: &[T],
     ) -> Result<(), OpError> {
         let g = &self.geometry;
-        let along = g.data_along as i64;
         for o in 0..g.outer {
             let dst = &mut out[o * g.data_along..(o + 1) * g.data_along];
             let row = o * g.along;
@@ -582,8 +560,7 @@ impl ElementsKernel<'_> {
                 .for_each_block(row..row + g.along, |start, vals| {
                     let ups = &updates[start..start + vals.len()];
                     for (k, (&v, &u)) in vals.iter().zip(ups).enumerate() {
-                        let t = (v + ((v >> 63) & along)) as usize;
-                        let Some(d) = dst.get_mut(t) else {
+                        let Some(d) = dst.get_mut(g.target(v)) else {
                             return Err(self.out_of_range(start + k, v));
                         };
                         *d = C::apply(*d, u);
@@ -617,11 +594,10 @@ impl ElementsKernel<'_> {
         updates: &[T],
     ) -> Result<(), (usize, OpError)> {
         let g = &self.geometry;
-        let along = g.data_along as i64;
         let init = self.use_init_val;
         let full_inner = task.inner == (0..g.inner);
         for o in task.outer.clone() {
-            let base = g.outer_map.as_ref().map_or(o, |m| m[o]) * g.data_along * g.data_inner;
+            let base = g.row_base(o);
             let row = o * g.along * g.inner;
             let lines: Vec<Range<usize>> = if full_inner {
                 // The whole [along, inner] plane of this outer row is contiguous.
@@ -641,11 +617,8 @@ impl ElementsKernel<'_> {
                     let upd = &updates[start..start + vals.len()];
                     // The inner coordinate of the block's first element; then counted.
                     let mut i = inner_lo + (start - line_start) % inner_len;
-                    // Negative indices count from the end; anything still outside [0, along)
-                    // (including below -along, which wraps to a huge usize) is an error.
-                    let normalise = |v: i64| (v + ((v >> 63) & along)) as usize;
                     for (k, (&v, &u)) in vals.iter().zip(upd).enumerate() {
-                        let t = normalise(v);
+                        let t = g.target(v);
                         if t >= g.data_along {
                             return Err((start + k, self.out_of_range(start + k, v)));
                         }
@@ -715,14 +688,52 @@ impl<T: Elem> PartLists<T> {
     }
 }
 
-/// The next position's outer, axis and inner coordinates in [`ElementsKernel::partition`],
-/// and the first output offset of its outer row.
+/// A position's outer, axis and inner coordinates in the indices, and the first output
+/// offset of its outer row: what the loops that walk the indices in row-major order
+/// ([`ElementsKernel::partition`], the plan's build) step from one position to the next.
 #[derive(Clone, Copy)]
-struct Coords {
+pub(super) struct Coords {
     outer: usize,
     along: usize,
     inner: usize,
     base: usize,
+}
+
+impl Coords {
+    /// The coordinates of row-major position `p` of the indices.
+    pub(super) fn at(g: &Geometry, p: usize) -> Coords {
+        let plane = (g.along * g.inner).max(1);
+        let (outer, rem) = (p / plane, p % plane);
+        Coords {
+            outer,
+            along: rem / g.inner.max(1),
+            inner: rem % g.inner.max(1),
+            base: g.row_base(outer),
+        }
+    }
+
+    /// The output offset of axis target `t` (in range) at these coordinates.
+    #[inline(always)]
+    pub(super) fn offset(&self, g: &Geometry, t: usize) -> usize {
+        self.base + t * g.data_inner + g.inner_map.as_ref().map_or(self.inner, |m| m[self.inner])
+    }
+
+    /// Steps to the next row-major position.
+    #[inline(always)]
+    pub(super) fn advance(&mut self, g: &Geometry) {
+        self.inner += 1;
+        if self.inner == g.inner {
+            self.inner = 0;
+            self.along += 1;
+            if self.along == g.along {
+                self.along = 0;
+                self.outer += 1;
+                if self.outer < g.outer {
+                    self.base = g.row_base(self.outer);
+                }
+            }
+        }
+    }
 }
 
 /// Appends `(offset, update)` to a bucket's list, within the room [`PartLists::make_room`] made.
