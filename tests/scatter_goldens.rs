@@ -86,7 +86,7 @@ fn same_bits(a: &Tensor, b: &Tensor) -> bool {
 fn as_f64(t: &Tensor) -> Vec<f64> {
     match t.storage() {
         Storage::F32(v) => v.iter().map(|&x| x as f64).collect(),
-        Storage::F64(v) => v.clone(),
+        Storage::F64(v) => v.to_vec(),
         Storage::F16(v) => v.iter().map(|x| x.to_f64()).collect(),
         Storage::Bf16(v) => v.iter().map(|x| x.to_f64()).collect(),
         _ => unreachable!("tolerances are only stated for float cases"),

@@ -4,7 +4,7 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use irun_tensor::{element_count, fmt_shape, ElementType, Tensor};
+use irun_tensor::{element_count, fmt_shape, Buf, ByteSource, ElementType, Storage, Tensor};
 use memmap2::Mmap;
 
 use crate::decode;
@@ -12,6 +12,17 @@ use crate::decode;
 enum Bytes {
     Mapped(Mmap),
     Owned(Vec<u8>),
+}
+
+/// Both forms are immutable and never move once behind the `Arc`: the map is read-only and
+/// lives until the last tensor borrowing it is dropped; the `Vec` is never touched again.
+impl ByteSource for Bytes {
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Bytes::Mapped(m) => m,
+            Bytes::Owned(v) => v,
+        }
+    }
 }
 
 /// The weights blob. Cloning is cheap (shared).
@@ -138,7 +149,9 @@ impl Weights {
         Some(&all[offset as usize..end as usize])
     }
 
-    /// Decodes a checked constant.
+    /// A checked constant as a tensor: borrowed from the weights without a copy when its
+    /// bytes already are the values in memory (a little-endian host, a byte-aligned numeric
+    /// type other than boolean, an offset aligned for the type); otherwise a decoded copy.
     pub fn decode(&self, c: &ConstInfo) -> Result<Tensor, String> {
         let bytes = self.slice(c.offset, c.size).ok_or_else(|| {
             format!(
@@ -147,7 +160,46 @@ impl Weights {
                 c.offset.saturating_add(c.size)
             )
         })?;
+        if let Some(t) = self.borrow(c) {
+            return Ok(t);
+        }
         decode::decode(c.element_type, c.shape.clone(), bytes)
+    }
+
+    /// The constant as a view of the weights, when its layout allows one.
+    fn borrow(&self, c: &ConstInfo) -> Option<Tensor> {
+        if cfg!(target_endian = "big") {
+            return None;
+        }
+        let source: Arc<dyn ByteSource> = self.bytes.clone()?;
+        let start = usize::try_from(c.offset).ok()?;
+        let n = element_count(&c.shape)?;
+        fn view<T: bytemuck::Pod>(
+            s: Arc<dyn ByteSource>,
+            start: usize,
+            n: usize,
+        ) -> Option<Buf<T>> {
+            Buf::borrow(s, start, n)
+        }
+        use ElementType as E;
+        let storage = match c.element_type {
+            E::F16 => Storage::F16(view(source, start, n)?),
+            E::Bf16 => Storage::Bf16(view(source, start, n)?),
+            E::F32 => Storage::F32(view(source, start, n)?),
+            E::F64 => Storage::F64(view(source, start, n)?),
+            E::I8 => Storage::I8(view(source, start, n)?),
+            E::I16 => Storage::I16(view(source, start, n)?),
+            E::I32 => Storage::I32(view(source, start, n)?),
+            E::I64 => Storage::I64(view(source, start, n)?),
+            E::U8 => Storage::U8(view(source, start, n)?),
+            E::U16 => Storage::U16(view(source, start, n)?),
+            E::U32 => Storage::U32(view(source, start, n)?),
+            E::U64 => Storage::U64(view(source, start, n)?),
+            // Boolean bytes other than 0/1 must be normalised; packed and narrow types and
+            // strings are decoded.
+            _ => return None,
+        };
+        Tensor::new(c.element_type, c.shape.clone(), storage).ok()
     }
 }
 
@@ -249,6 +301,52 @@ mod tests {
 
     fn w(n: usize) -> Weights {
         Weights::from_vec(Path::new("m.bin"), vec![0; n])
+    }
+
+    #[test]
+    fn aligned_constants_are_views_of_the_weights_others_are_decoded() {
+        let mut bytes: Vec<u8> = [1.0f32, 2.0, 3.0]
+            .iter()
+            .flat_map(|x| x.to_le_bytes())
+            .collect();
+        bytes.extend([1, 0, 2]);
+        let w = Weights::from_vec(Path::new("m.bin"), bytes);
+        let info = |ty, shape: Vec<usize>, offset: u64, size| ConstInfo {
+            element_type: ty,
+            shape,
+            offset,
+            size,
+        };
+        let aligned = w.decode(&info(ElementType::F32, vec![2], 4, 8)).unwrap();
+        assert!(aligned.is_borrowed());
+        assert_eq!(aligned.values::<f32>().unwrap(), &[2.0, 3.0]);
+        let again = w.decode(&info(ElementType::F32, vec![2], 4, 8)).unwrap();
+        assert!(
+            aligned.shares_storage_with(&again),
+            "both views read the same bytes"
+        );
+        let unaligned = w.decode(&info(ElementType::I16, vec![1], 3, 2)).unwrap();
+        assert!(!unaligned.is_borrowed());
+        assert_eq!(
+            unaligned.values::<i16>().unwrap(),
+            &[i16::from_le_bytes([0x3f, 0])]
+        );
+        // Booleans are normalised to 0/1, so they are always decoded.
+        let b = w
+            .decode(&info(ElementType::Boolean, vec![3], 12, 3))
+            .unwrap();
+        assert!(!b.is_borrowed());
+        assert_eq!(b.values::<bool>().unwrap(), &[true, false, true]);
+        let mut written = aligned.clone();
+        written.values_mut::<f32>().unwrap()[0] = 9.0;
+        assert!(!written.is_borrowed());
+        assert_eq!(
+            w.decode(&info(ElementType::F32, vec![1], 4, 4))
+                .unwrap()
+                .values::<f32>()
+                .unwrap(),
+            &[2.0]
+        );
     }
 
     #[test]

@@ -10,7 +10,7 @@ use std::marker::PhantomData;
 use std::ops::Range;
 use std::sync::Arc;
 
-use irun_tensor::{Scalar, Storage, Tensor};
+use irun_tensor::{with_words, Scalar, Storage, Tensor, Word, WordVec};
 use rayon::prelude::*;
 
 use crate::op::{codes, OpError, Value};
@@ -34,46 +34,35 @@ pub fn split_range(n: usize, k: usize) -> Vec<Range<usize>> {
     (0..k).map(|i| (i * n / k)..((i + 1) * n / k)).collect()
 }
 
-/// The tensor behind `v`, without a copy when `v` is the only reference (the executor hands an
-/// op the only reference to an input nothing else reads); otherwise a parallel copy.
+/// The tensor behind `v`, without a copy when `v` is the only reference to values it owns
+/// (the executor hands an op the only reference to an input nothing else reads); otherwise a
+/// parallel copy (the values are shared with another tensor, or borrowed from the weights).
 pub fn take_or_copy(v: Value) -> Tensor {
     match Arc::try_unwrap(v) {
-        Ok(t) => t,
+        Ok(t) if t.is_exclusive() => t,
+        Ok(t) => par_clone(&t),
         Err(shared) => par_clone(&shared),
     }
 }
 
-/// A copy of `t`, made by all threads for large numeric tensors.
+/// A copy of `t` with values of its own, made by all threads for large tensors. Copy-like, so
+/// it dispatches on the element width: four instantiations serve every type.
 pub fn par_clone(t: &Tensor) -> Tensor {
-    fn copy<T: Scalar>(v: &[T]) -> Vec<T> {
+    fn copy<W: Word>(v: &[W]) -> WordVec {
         let mut out = Vec::new();
         v.par_iter()
             .with_min_len(PAR_MIN_ELEMENTS)
             .copied()
             .collect_into_vec(&mut out);
-        out
+        W::into_word_vec(out)
     }
-    if t.len() < PAR_MIN_ELEMENTS {
-        return t.clone();
-    }
-    let storage = match t.storage() {
-        Storage::Bool(v) => Storage::Bool(copy(v)),
-        Storage::F16(v) => Storage::F16(copy(v)),
-        Storage::Bf16(v) => Storage::Bf16(copy(v)),
-        Storage::F32(v) => Storage::F32(copy(v)),
-        Storage::F64(v) => Storage::F64(copy(v)),
-        Storage::I8(v) => Storage::I8(copy(v)),
-        Storage::I16(v) => Storage::I16(copy(v)),
-        Storage::I32(v) => Storage::I32(copy(v)),
-        Storage::I64(v) => Storage::I64(copy(v)),
-        Storage::U8(v) => Storage::U8(copy(v)),
-        Storage::U16(v) => Storage::U16(copy(v)),
-        Storage::U32(v) => Storage::U32(copy(v)),
-        Storage::U64(v) => Storage::U64(copy(v)),
-        Storage::String(_) => return t.clone(),
+    let words = match t.words() {
+        Some(w) if t.len() >= PAR_MIN_ELEMENTS => w,
+        _ => return t.deep_clone(),
     };
-    Tensor::new(t.element_type(), t.shape().to_vec(), storage)
-        .expect("a copy has the original's type and length")
+    let copied = with_words!(words, w => copy(w));
+    Tensor::from_words(t.element_type(), t.shape().to_vec(), copied)
+        .expect("a copy has the original's type, width and length")
 }
 
 /// A zero-filled `Vec`, or a clean error instead of an abort when memory runs out.

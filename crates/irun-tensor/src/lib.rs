@@ -4,16 +4,20 @@
 //! always holds exactly `product(shape)` values in the storage variant its element type maps to
 //! ([`storage_kind`]); no constructor can break that.
 
+mod buf;
 mod element;
 mod npy;
 mod shape;
 mod tensor;
+mod words;
 
+pub use buf::{Buf, ByteSource};
 pub use element::ElementType;
 pub use half::{bf16, f16};
 pub use npy::{read_npy, read_npz, write_npy, write_npz};
 pub use shape::{element_count, fmt_shape, Dim, PartialShape};
 pub use tensor::{storage_kind, Scalar, Storage, Tensor};
+pub use words::{Word, WordVec, Words};
 
 /// Errors building tensors or reading/writing `.npy`/`.npz`.
 #[derive(Debug, thiserror::Error)]

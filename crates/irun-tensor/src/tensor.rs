@@ -2,11 +2,16 @@
 
 use half::{bf16, f16};
 
+use std::ops::Deref;
+use std::sync::Arc;
+
+use crate::buf::Buf;
 use crate::element::ElementType;
 use crate::shape::{element_count, fmt_shape};
 use crate::TensorError;
 
-/// The values of a tensor, one `Vec` per Rust scalar type.
+/// The values of a tensor, one [`Buf`] (an owned `Vec` or values borrowed from the mapped
+/// weights) per Rust scalar type.
 ///
 /// Which variant holds each element type ([`storage_kind`]):
 /// * boolean -> `Bool` (decoded `0`/non-zero -> `false`/`true`);
@@ -18,20 +23,20 @@ use crate::TensorError;
 /// * string -> `String` (UTF-8; invalid bytes are an error at decode time).
 #[derive(Clone, Debug, PartialEq)]
 pub enum Storage {
-    Bool(Vec<bool>),
-    F16(Vec<f16>),
-    Bf16(Vec<bf16>),
-    F32(Vec<f32>),
-    F64(Vec<f64>),
-    I8(Vec<i8>),
-    I16(Vec<i16>),
-    I32(Vec<i32>),
-    I64(Vec<i64>),
-    U8(Vec<u8>),
-    U16(Vec<u16>),
-    U32(Vec<u32>),
-    U64(Vec<u64>),
-    String(Vec<String>),
+    Bool(Buf<bool>),
+    F16(Buf<f16>),
+    Bf16(Buf<bf16>),
+    F32(Buf<f32>),
+    F64(Buf<f64>),
+    I8(Buf<i8>),
+    I16(Buf<i16>),
+    I32(Buf<i32>),
+    I64(Buf<i64>),
+    U8(Buf<u8>),
+    U16(Buf<u16>),
+    U32(Buf<u32>),
+    U64(Buf<u64>),
+    String(Buf<String>),
 }
 
 /// The storage variant (as an empty `Storage`) that holds `ty`; `None` for dynamic.
@@ -39,20 +44,20 @@ pub fn storage_kind(ty: ElementType) -> Option<Storage> {
     use ElementType::*;
     Some(match ty {
         Dynamic => return None,
-        Boolean => Storage::Bool(Vec::new()),
-        F16 => Storage::F16(Vec::new()),
-        Bf16 => Storage::Bf16(Vec::new()),
-        F32 | Nf4 | F4e2m1 | F8e4m3 | F8e5m2 | F8e8m0 => Storage::F32(Vec::new()),
-        F64 => Storage::F64(Vec::new()),
-        I4 | I8 => Storage::I8(Vec::new()),
-        I16 => Storage::I16(Vec::new()),
-        I32 => Storage::I32(Vec::new()),
-        I64 => Storage::I64(Vec::new()),
-        U1 | U2 | U3 | U4 | U6 | U8 => Storage::U8(Vec::new()),
-        U16 => Storage::U16(Vec::new()),
-        U32 => Storage::U32(Vec::new()),
-        U64 => Storage::U64(Vec::new()),
-        String => Storage::String(Vec::new()),
+        Boolean => Storage::Bool(Buf::from(Vec::new())),
+        F16 => Storage::F16(Buf::from(Vec::new())),
+        Bf16 => Storage::Bf16(Buf::from(Vec::new())),
+        F32 | Nf4 | F4e2m1 | F8e4m3 | F8e5m2 | F8e8m0 => Storage::F32(Buf::from(Vec::new())),
+        F64 => Storage::F64(Buf::from(Vec::new())),
+        I4 | I8 => Storage::I8(Buf::from(Vec::new())),
+        I16 => Storage::I16(Buf::from(Vec::new())),
+        I32 => Storage::I32(Buf::from(Vec::new())),
+        I64 => Storage::I64(Buf::from(Vec::new())),
+        U1 | U2 | U3 | U4 | U6 | U8 => Storage::U8(Buf::from(Vec::new())),
+        U16 => Storage::U16(Buf::from(Vec::new())),
+        U32 => Storage::U32(Buf::from(Vec::new())),
+        U64 => Storage::U64(Buf::from(Vec::new())),
+        String => Storage::String(Buf::from(Vec::new())),
     })
 }
 
@@ -110,7 +115,7 @@ impl Storage {
             E::I16 => Storage::I16(num!(i16, 2)),
             E::I32 => Storage::I32(num!(i32, 4)),
             E::I64 => Storage::I64(num!(i64, 8)),
-            E::U8 => Storage::U8(bytes.to_vec()),
+            E::U8 => Storage::U8(bytes.to_vec().into()),
             E::U16 => Storage::U16(num!(u16, 2)),
             E::U32 => Storage::U32(num!(u32, 4)),
             E::U64 => Storage::U64(num!(u64, 8)),
@@ -148,11 +153,15 @@ impl Storage {
 
 /// A dense, row-major tensor. Invariants (checked by [`Tensor::new`]): the storage variant is
 /// the one [`storage_kind`] names for `ty`, and its length is the product of `shape`.
+///
+/// The storage is shared: `clone`, [`Tensor::reshaped`] and [`Tensor::with_shape`] cost no
+/// copy, and a write through [`Tensor::values_mut`] copies first when the storage is shared
+/// or borrowed from the weights (copy on write), so no tensor ever sees another's writes.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Tensor {
     ty: ElementType,
     shape: Vec<usize>,
-    data: Storage,
+    data: Arc<Storage>,
 }
 
 impl Tensor {
@@ -171,7 +180,11 @@ impl Tensor {
                 got: data.len(),
             });
         }
-        Ok(Tensor { ty, shape, data })
+        Ok(Tensor {
+            ty,
+            shape,
+            data: Arc::new(data),
+        })
     }
 
     /// A tensor of zeros (false, empty strings) of the given type and shape.
@@ -180,7 +193,7 @@ impl Tensor {
             shape: fmt_shape(&shape),
         })?;
         let mut data = storage_kind(ty).ok_or(TensorError::DynamicType)?;
-        with_storage!(&mut data, v => v.resize(n, Default::default()));
+        with_storage!(&mut data, v => v.make_mut().resize(n, Default::default()));
         Tensor::new(ty, shape, data)
     }
 
@@ -204,18 +217,64 @@ impl Tensor {
         &self.data
     }
 
+    /// The storage, copied only when another tensor shares it.
     pub fn into_storage(self) -> Storage {
-        self.data
+        Arc::unwrap_or_clone(self.data)
+    }
+
+    /// Whether `self` and `other` read the same values in memory (a reshape of one another,
+    /// or two views of the same weights), as opposed to equal copies.
+    pub fn shares_storage_with(&self, other: &Tensor) -> bool {
+        Arc::ptr_eq(&self.data, &other.data) || {
+            let (a, b) = (self.data_ptr(), other.data_ptr());
+            !a.is_null() && a == b
+        }
+    }
+
+    /// Address of the first value (null when empty), for [`Tensor::shares_storage_with`].
+    fn data_ptr(&self) -> *const u8 {
+        if self.data.is_empty() {
+            return std::ptr::null();
+        }
+        with_storage!(self.data.deref(), v => v.as_ptr().cast::<u8>())
+    }
+
+    /// Whether this tensor alone owns its values (not shared with another tensor, not
+    /// borrowed from the weights), so that writing them needs no copy.
+    pub fn is_exclusive(&self) -> bool {
+        Arc::strong_count(&self.data) == 1 && !self.is_borrowed()
+    }
+
+    /// A copy with values of its own (no storage shared with `self`).
+    pub fn deep_clone(&self) -> Tensor {
+        macro_rules! copy {
+            ($($variant:ident),*) => {
+                match self.data.deref() {
+                    $(Storage::$variant(v) => Storage::$variant(v.to_vec().into()),)*
+                }
+            };
+        }
+        let data = copy!(Bool, F16, Bf16, F32, F64, I8, I16, I32, I64, U8, U16, U32, U64, String);
+        Tensor {
+            ty: self.ty,
+            shape: self.shape.clone(),
+            data: Arc::new(data),
+        }
+    }
+
+    /// Whether the values are borrowed from the weights file rather than owned.
+    pub fn is_borrowed(&self) -> bool {
+        with_storage!(self.data.deref(), v => v.is_borrowed())
     }
 
     /// Every element converted to i64, for index-like tensors (integers and booleans).
     pub fn to_i64_vec(&self) -> Option<Vec<i64>> {
-        Some(match &self.data {
+        Some(match self.data.deref() {
             Storage::Bool(v) => v.iter().map(|&b| b as i64).collect(),
             Storage::I8(v) => v.iter().map(|&x| x as i64).collect(),
             Storage::I16(v) => v.iter().map(|&x| x as i64).collect(),
             Storage::I32(v) => v.iter().map(|&x| x as i64).collect(),
-            Storage::I64(v) => v.clone(),
+            Storage::I64(v) => v.to_vec(),
             Storage::U8(v) => v.iter().map(|&x| x as i64).collect(),
             Storage::U16(v) => v.iter().map(|&x| x as i64).collect(),
             Storage::U32(v) => v.iter().map(|&x| x as i64).collect(),
@@ -236,7 +295,7 @@ impl Tensor {
             }
             s.join(", ")
         }
-        with_storage!(&self.data, v => join(v, limit))
+        with_storage!(self.data.deref(), v => join(v, limit))
     }
 }
 
@@ -246,7 +305,7 @@ macro_rules! typed_constructors {
             $(
                 #[doc = concat!("A `", stringify!($ty), "` tensor from values and a shape.")]
                 pub fn $fn_name(shape: Vec<usize>, values: Vec<$t>) -> Result<Tensor, TensorError> {
-                    Tensor::new(ElementType::$ty, shape, Storage::$variant(values))
+                    Tensor::new(ElementType::$ty, shape, Storage::$variant(values.into()))
                 }
             )*
         }
@@ -286,16 +345,16 @@ macro_rules! scalar_impls {
     ($($t:ty => $variant:ident;)*) => {$(
         impl Scalar for $t {
             fn slice(s: &Storage) -> Option<&[Self]> {
-                match s { Storage::$variant(v) => Some(v), _ => None }
+                match s { Storage::$variant(v) => Some(v.deref()), _ => None }
             }
             fn slice_mut(s: &mut Storage) -> Option<&mut [Self]> {
-                match s { Storage::$variant(v) => Some(v), _ => None }
+                match s { Storage::$variant(v) => Some(v.make_mut().as_mut_slice()), _ => None }
             }
             fn wrap(v: Vec<Self>) -> Storage {
-                Storage::$variant(v)
+                Storage::$variant(v.into())
             }
             fn unwrap(s: Storage) -> Result<Vec<Self>, Storage> {
-                match s { Storage::$variant(v) => Ok(v), other => Err(other) }
+                match s { Storage::$variant(v) => Ok(v.into_vec()), other => Err(other) }
             }
         }
     )*};
@@ -314,28 +373,50 @@ impl Tensor {
     }
 
     /// The values as a mutable typed slice. The length cannot change, so the invariant holds.
+    /// Shared or borrowed storage is copied first (only when `T` is this tensor's type).
     pub fn values_mut<T: Scalar>(&mut self) -> Option<&mut [T]> {
-        T::slice_mut(&mut self.data)
+        T::slice(&self.data)?;
+        T::slice_mut(Arc::make_mut(&mut self.data))
     }
 
     /// Splits into element type, shape and storage (the inverse of [`Tensor::new`]).
     pub fn into_parts(self) -> (ElementType, Vec<usize>, Storage) {
-        (self.ty, self.shape, self.data)
+        (self.ty, self.shape, Arc::unwrap_or_clone(self.data))
     }
 
-    /// The same values under another shape with the same element count.
+    /// The same values under another shape with the same element count; no copy.
     pub fn reshaped(self, shape: Vec<usize>) -> Result<Tensor, TensorError> {
-        Tensor::new(self.ty, shape, self.data)
+        self.with_shape(shape)
+    }
+
+    /// A tensor with this one's values (shared, not copied) under another shape with the same
+    /// element count: what Reshape, Squeeze and Unsqueeze return.
+    pub fn with_shape(&self, shape: Vec<usize>) -> Result<Tensor, TensorError> {
+        let n = element_count(&shape).ok_or_else(|| TensorError::ShapeOverflow {
+            shape: fmt_shape(&shape),
+        })?;
+        if n != self.data.len() {
+            return Err(TensorError::LengthMismatch {
+                shape: fmt_shape(&shape),
+                expected: n,
+                got: self.data.len(),
+            });
+        }
+        Ok(Tensor {
+            ty: self.ty,
+            shape,
+            data: self.data.clone(),
+        })
     }
 
     /// Size of the values in memory, in bytes (strings count their UTF-8 bytes).
     pub fn byte_size(&self) -> usize {
-        match &self.data {
+        match self.data.deref() {
             Storage::String(v) => v
                 .iter()
                 .map(|s| s.len() + std::mem::size_of::<String>())
                 .sum(),
-            other => with_storage!(other, v => std::mem::size_of_val(v.as_slice())),
+            other => with_storage!(other, v => std::mem::size_of_val::<[_]>(v)),
         }
     }
 }
@@ -352,10 +433,10 @@ mod tests {
             Err(TensorError::LengthMismatch { .. })
         ));
         assert!(matches!(
-            Tensor::new(ElementType::I32, vec![1], Storage::F32(vec![1.0])),
+            Tensor::new(ElementType::I32, vec![1], Storage::F32(vec![1.0].into())),
             Err(TensorError::StorageMismatch { .. })
         ));
-        assert!(Tensor::new(ElementType::U4, vec![2], Storage::U8(vec![1, 15])).is_ok());
+        assert!(Tensor::new(ElementType::U4, vec![2], Storage::U8(vec![1, 15].into())).is_ok());
         assert!(matches!(
             Tensor::zeros(ElementType::F32, vec![usize::MAX, 2]),
             Err(TensorError::ShapeOverflow { .. })
@@ -365,13 +446,16 @@ mod tests {
     #[test]
     fn take_gathers_in_the_given_order() {
         assert_eq!(
-            Storage::I16(vec![10, 11, 12]).take(&[2, 0, 2]),
-            Storage::I16(vec![12, 10, 12])
+            Storage::I16(vec![10, 11, 12].into()).take(&[2, 0, 2]),
+            Storage::I16(vec![12, 10, 12].into())
         );
         assert_eq!(
-            Storage::String(vec!["a".into(), "b".into()]).take(&[1]),
-            Storage::String(vec!["b".into()])
+            Storage::String(vec!["a".into(), "b".into()].into()).take(&[1]),
+            Storage::String(vec!["b".into()].into())
         );
-        assert_eq!(Storage::Bool(vec![true]).take(&[]), Storage::Bool(vec![]));
+        assert_eq!(
+            Storage::Bool(vec![true].into()).take(&[]),
+            Storage::Bool(vec![].into())
+        );
     }
 }

@@ -133,19 +133,19 @@ pub fn convert(t: &Tensor, to: ElementType) -> Result<Tensor, OpError> {
     fn from<S: Convertible>(src: &[S], to: ElementType) -> Option<Storage> {
         use ElementType as E;
         Some(match to {
-            E::Boolean => Storage::Bool(to_vec(src)),
-            E::F16 => Storage::F16(to_vec(src)),
-            E::Bf16 => Storage::Bf16(to_vec(src)),
-            E::F32 => Storage::F32(to_vec(src)),
-            E::F64 => Storage::F64(to_vec(src)),
-            E::I8 => Storage::I8(to_vec(src)),
-            E::I16 => Storage::I16(to_vec(src)),
-            E::I32 => Storage::I32(to_vec(src)),
-            E::I64 => Storage::I64(to_vec(src)),
-            E::U8 => Storage::U8(to_vec(src)),
-            E::U16 => Storage::U16(to_vec(src)),
-            E::U32 => Storage::U32(to_vec(src)),
-            E::U64 => Storage::U64(to_vec(src)),
+            E::Boolean => Storage::Bool(to_vec(src).into()),
+            E::F16 => Storage::F16(to_vec(src).into()),
+            E::Bf16 => Storage::Bf16(to_vec(src).into()),
+            E::F32 => Storage::F32(to_vec(src).into()),
+            E::F64 => Storage::F64(to_vec(src).into()),
+            E::I8 => Storage::I8(to_vec(src).into()),
+            E::I16 => Storage::I16(to_vec(src).into()),
+            E::I32 => Storage::I32(to_vec(src).into()),
+            E::I64 => Storage::I64(to_vec(src).into()),
+            E::U8 => Storage::U8(to_vec(src).into()),
+            E::U16 => Storage::U16(to_vec(src).into()),
+            E::U32 => Storage::U32(to_vec(src).into()),
+            E::U64 => Storage::U64(to_vec(src).into()),
             _ => return None,
         })
     }
