@@ -11,7 +11,6 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use irun_tensor::{with_words, Scalar, Storage, Tensor, Word, WordVec};
-use rayon::prelude::*;
 
 use crate::op::{codes, OpError, Value};
 
@@ -49,12 +48,7 @@ pub fn take_or_copy(v: Value) -> Tensor {
 /// it dispatches on the element width: four instantiations serve every type.
 pub fn par_clone(t: &Tensor) -> Tensor {
     fn copy<W: Word>(v: &[W]) -> WordVec {
-        let mut out = Vec::new();
-        v.par_iter()
-            .with_min_len(PAR_MIN_ELEMENTS)
-            .copied()
-            .collect_into_vec(&mut out);
-        W::into_word_vec(out)
+        W::into_word_vec(crate::par::map(v, |x| x))
     }
     let words = match t.words() {
         Some(w) if t.len() >= PAR_MIN_ELEMENTS => w,
@@ -316,7 +310,7 @@ mod tests {
         // cannot split, and the one the scatter kernels use when they split an inner dimension.
         let mut v = vec![0u32; 10_000];
         let d = DisjointSlice::new(&mut v);
-        (0..2usize).into_par_iter().for_each(|parity| {
+        crate::par::for_each_task(2, &|parity| {
             for i in (parity..d.len()).step_by(2) {
                 // SAFETY: task `parity` touches only elements with i % 2 == parity.
                 unsafe { d.set(i, i as u32 * 2 + parity as u32) };

@@ -9,6 +9,7 @@ pub mod core;
 mod fact;
 pub mod kernel;
 pub mod op;
+pub mod par;
 pub mod registry;
 pub mod scatter;
 #[cfg(test)]

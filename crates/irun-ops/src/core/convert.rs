@@ -3,12 +3,11 @@
 
 use std::sync::Arc;
 
+use crate::par;
 use irun_tensor::{bf16, f16, ElementType, Scalar, Storage, Tensor};
-use rayon::prelude::*;
 
 use crate::attrs::AttrReader;
 use crate::fact::Fact;
-use crate::kernel::PAR_MIN_ELEMENTS;
 use crate::op::{codes, expect_inputs, Op, OpError, Value};
 
 #[derive(Debug, Clone, PartialEq)]
@@ -123,12 +122,7 @@ impl Convertible for bool {
 /// rounding and saturation rules differ per type); sources of any numeric type are.
 pub fn convert(t: &Tensor, to: ElementType) -> Result<Tensor, OpError> {
     fn to_vec<S: Convertible, D: Convertible>(src: &[S]) -> Vec<D> {
-        let mut out = Vec::new();
-        src.par_iter()
-            .with_min_len(PAR_MIN_ELEMENTS)
-            .map(|&x| D::from_wide(x.to_wide()))
-            .collect_into_vec(&mut out);
-        out
+        par::map(src, |x| D::from_wide(x.to_wide()))
     }
     fn from<S: Convertible>(src: &[S], to: ElementType) -> Option<Storage> {
         use ElementType as E;

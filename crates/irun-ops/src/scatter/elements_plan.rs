@@ -13,7 +13,6 @@
 use std::sync::Arc;
 
 use irun_tensor::Tensor;
-use rayon::prelude::*;
 
 use super::elements_update::{hit, Coords, Geometry, ScatterElementsUpdate};
 use super::reduce::{Combine, Elem};
@@ -125,7 +124,7 @@ impl ElementsPlan {
         updates: &[T],
     ) {
         let buckets = self.bounds.len() - 1;
-        (0..buckets).into_par_iter().for_each(|b| {
+        crate::par::for_each_task(buckets, &|b| {
             let entries = self.bounds[b]..self.bounds[b + 1];
             let offsets = &self.offsets[entries.clone()];
             // SAFETY (both loops): every offset of bucket `b` lies in bucket `b`'s range of the

@@ -9,7 +9,6 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use irun_tensor::{fmt_shape, ElementType};
-use rayon::prelude::*;
 
 use super::elements_plan::{ElementsPlan, PreparedElementsUpdate, PLAN_MIN_INDICES};
 use super::reduce::{dispatch, Combine, Elem, MinMaxRule, ReduceKernel};
@@ -20,10 +19,10 @@ use super::{
 use crate::attrs::AttrReader;
 use crate::fact::Fact;
 use crate::kernel::{
-    first_error, pieces, split_range, take_or_copy, try_zeroed, DisjointSlice, IndexValues,
-    PAR_MIN_ELEMENTS,
+    pieces, split_range, take_or_copy, try_zeroed, DisjointSlice, IndexValues, PAR_MIN_ELEMENTS,
 };
 use crate::op::{codes, expect_inputs, take_inputs, Op, OpError, Prepared, Value};
+use crate::par;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct ScatterElementsUpdate {
@@ -433,16 +432,14 @@ impl ElementsKernel<'_> {
         for round in (0..n).step_by(round_len) {
             let len = round_len.min(n - round);
             let ranges = split_range(len, threads);
-            let results: Vec<_> = parts
-                .par_iter_mut()
-                .zip(&ranges)
-                .map(|(lists, r)| {
-                    self.partition(round + r.start..round + r.end, shift, lists, updates)
-                })
-                .collect();
-            first_error(results)?;
+            // Every part is refilled, those without a range (a round shorter than the thread
+            // count) with nothing: their lists from the last round must not be applied again.
+            par::try_for_each_mut(&mut parts, &|i, lists| {
+                let r = ranges.get(i).cloned().unwrap_or(len..len);
+                self.partition(round + r.start..round + r.end, shift, lists, updates)
+            })?;
             let parts = &parts;
-            (0..buckets).into_par_iter().for_each(|b| {
+            par::for_each_task(buckets, &|b| {
                 for part in parts {
                     for &(off, u) in part.bucket(b) {
                         // SAFETY: bucket `b` of every part holds only offsets whose axis target
@@ -893,24 +890,21 @@ impl ReduceKernel for ElementsKernel<'_> {
                     self.run_bucketed::<T, C, false>(&o, &c, updates)?;
                 }
             } else {
-                let results: Vec<_> = self
-                    .tasks()
-                    .par_iter()
-                    .map(|t| self.run_task::<T, C>(t, &o, &c, updates))
-                    .collect();
-                first_error(results)?;
+                let tasks = self.tasks();
+                par::try_for_each_task(tasks.len(), &|i| {
+                    self.run_task::<T, C>(&tasks[i], &o, &c, updates)
+                })?;
             }
         }
         if self.mean {
             let extra = u64::from(self.use_init_val);
-            out.par_iter_mut()
-                .with_min_len(PAR_MIN_ELEMENTS)
-                .zip(&counts)
-                .for_each(|(x, &k)| {
+            par::for_each_split_mut(out, PAR_MIN_ELEMENTS, &|start, xs| {
+                for (x, &k) in xs.iter_mut().zip(&counts[start..]) {
                     if k > 0 {
                         *x = x.div_count(u64::from(k) + extra);
                     }
-                });
+                }
+            });
         }
         Ok(())
     }
@@ -1180,7 +1174,7 @@ mod tests {
 
     mod eval {
         use super::*;
-        use crate::testing::{eval1, f32s, i32s, i64s};
+        use crate::testing::{eval1, eval_with, f32s, i32s, i64s};
 
         fn seu12(reduction: Reduction, use_init_val: bool) -> ScatterElementsUpdate {
             ScatterElementsUpdate {
@@ -1386,6 +1380,38 @@ mod tests {
                         }
                         assert!(out.values::<f32>().unwrap() == want.as_slice());
                     }
+                }
+            }
+        }
+
+        /// A last round shorter than the thread count leaves some parts without positions:
+        /// their lists from the round before must not be applied a second time. (Before the
+        /// parallel driver refilled every part, the second thread's lists were applied twice.)
+        #[test]
+        fn bucketed_last_round_shorter_than_the_thread_count() {
+            for extra in [1usize, 2] {
+                let n = ROUND_POSITIONS + extra;
+                let idx: Vec<i64> = (0..n as i64).map(|i| (i * 7919) % 4096).collect();
+                let mut want = vec![0.0f32; 4096];
+                for &t in &idx {
+                    want[t as usize] += 1.0;
+                }
+                for threads in [1, 2, 3] {
+                    let out = eval_with(
+                        &seu12(Reduction::Sum, true),
+                        vec![
+                            f32s(&[4096], &[0.0; 4096]),
+                            i64s(&[n], &idx),
+                            f32s(&[n], &vec![1.0; n]),
+                            i64s(&[], &[0]),
+                        ],
+                        threads,
+                    )
+                    .unwrap();
+                    assert!(
+                        out.values::<f32>().unwrap() == want.as_slice(),
+                        "{threads} threads"
+                    );
                 }
             }
         }

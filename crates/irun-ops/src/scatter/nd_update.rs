@@ -6,8 +6,8 @@
 
 use std::sync::Arc;
 
+use crate::par;
 use irun_tensor::{fmt_shape, ElementType};
-use rayon::prelude::*;
 
 use super::reduce::{dispatch, Combine, Elem, MinMaxRule, ReduceKernel};
 use super::{
@@ -16,7 +16,7 @@ use super::{
 };
 use crate::attrs::AttrReader;
 use crate::fact::Fact;
-use crate::kernel::{first_error, pieces, split_range, take_or_copy, PAR_MIN_ELEMENTS};
+use crate::kernel::{pieces, split_range, take_or_copy, PAR_MIN_ELEMENTS};
 use crate::op::{codes, expect_inputs, take_inputs, Op, OpError, Value};
 
 #[derive(Debug, Clone, PartialEq)]
@@ -209,37 +209,33 @@ fn tuple_offsets(
         return Ok(offsets);
     }
     let chunk = (PAR_MIN_ELEMENTS / k).max(1);
-    let results: Vec<Result<(), (usize, OpError)>> = offsets
-        .par_chunks_mut(chunk)
-        .enumerate()
-        .map(|(ci, offs)| {
-            let first = ci * chunk;
-            let mut buf = vec![0i64; offs.len() * k];
-            indices.read(first * k..(first + offs.len()) * k, &mut buf);
-            for (t, (off, tuple)) in offs.iter_mut().zip(buf.chunks_exact(k)).enumerate() {
-                let mut o = 0usize;
-                for (j, &v) in tuple.iter().enumerate() {
-                    let dim = dims[j] as i64;
-                    let c = if v < 0 { v + dim } else { v };
-                    if !(0..dim).contains(&c) {
-                        let pos = (first + t) * k + j;
-                        let e = index_out_of_range(
-                            shape,
-                            pos,
-                            v,
-                            &format!("[{}, {}]", -dim, dim - 1),
-                            &format!("data dim {j} of size {dim}"),
-                        );
-                        return Err((pos, e));
-                    }
-                    o += c as usize * strides[j];
+    let mut chunks: Vec<&mut [usize]> = offsets.chunks_mut(chunk).collect();
+    par::try_for_each_mut(&mut chunks, &|ci, offs| {
+        let first = ci * chunk;
+        let mut buf = vec![0i64; offs.len() * k];
+        indices.read(first * k..(first + offs.len()) * k, &mut buf);
+        for (t, (off, tuple)) in offs.iter_mut().zip(buf.chunks_exact(k)).enumerate() {
+            let mut o = 0usize;
+            for (j, &v) in tuple.iter().enumerate() {
+                let dim = dims[j] as i64;
+                let c = if v < 0 { v + dim } else { v };
+                if !(0..dim).contains(&c) {
+                    let pos = (first + t) * k + j;
+                    let e = index_out_of_range(
+                        shape,
+                        pos,
+                        v,
+                        &format!("[{}, {}]", -dim, dim - 1),
+                        &format!("data dim {j} of size {dim}"),
+                    );
+                    return Err((pos, e));
                 }
-                *off = o;
+                o += c as usize * strides[j];
             }
-            Ok(())
-        })
-        .collect();
-    first_error(results)?;
+            *off = o;
+        }
+        Ok(())
+    })?;
     Ok(offsets)
 }
 
@@ -288,7 +284,7 @@ impl ReduceKernel for NdKernel {
             segs.push((r.start, seg));
             rest = tail;
         }
-        segs.into_par_iter().for_each(|(lo, seg)| apply(lo, seg));
+        par::for_each_mut(&mut segs, &|_, (lo, seg)| apply(*lo, seg));
         Ok(())
     }
 }

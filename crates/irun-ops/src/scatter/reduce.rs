@@ -5,9 +5,9 @@
 //! widened to f32, reduced there and rounded once per element at the end (as OpenVINO's
 //! reference does). Integer arithmetic wraps in the element type, as in OpenVINO.
 
+use crate::par;
 use half::{bf16, f16};
 use irun_tensor::{ElementType, Scalar, Storage, Tensor};
-use rayon::prelude::*;
 
 use super::Reduction;
 use crate::kernel::PAR_MIN_ELEMENTS;
@@ -306,16 +306,8 @@ half_elem!(f16, bf16);
 /// f16/bf16 -> f32 (exact).
 fn widen(t: &Tensor) -> Result<Tensor, OpError> {
     let v: Vec<f32> = match t.storage() {
-        Storage::F16(v) => v
-            .par_iter()
-            .with_min_len(PAR_MIN_ELEMENTS)
-            .map(|x| x.to_f32())
-            .collect(),
-        Storage::Bf16(v) => v
-            .par_iter()
-            .with_min_len(PAR_MIN_ELEMENTS)
-            .map(|x| x.to_f32())
-            .collect(),
+        Storage::F16(v) => par::map(v, |x| x.to_f32()),
+        Storage::Bf16(v) => par::map(v, |x| x.to_f32()),
         _ => return Err(mismatch(t)),
     };
     Ok(Tensor::from_f32(t.shape().to_vec(), v).expect("same length"))
@@ -326,15 +318,17 @@ fn widen(t: &Tensor) -> Result<Tensor, OpError> {
 fn narrow(out: &mut Tensor, wide: &Tensor) {
     let w = wide.values::<f32>().expect("widened tensor is f32");
     if let Some(o) = out.values_mut::<f16>() {
-        o.par_iter_mut()
-            .with_min_len(PAR_MIN_ELEMENTS)
-            .zip(w)
-            .for_each(|(d, &s)| *d = f16::from_f32(s));
+        par::for_each_split_mut(o, PAR_MIN_ELEMENTS, &|start, d| {
+            for (d, &s) in d.iter_mut().zip(&w[start..]) {
+                *d = f16::from_f32(s);
+            }
+        });
     } else if let Some(o) = out.values_mut::<bf16>() {
-        o.par_iter_mut()
-            .with_min_len(PAR_MIN_ELEMENTS)
-            .zip(w)
-            .for_each(|(d, &s)| *d = bf16::from_f32(s));
+        par::for_each_split_mut(o, PAR_MIN_ELEMENTS, &|start, d| {
+            for (d, &s) in d.iter_mut().zip(&w[start..]) {
+                *d = bf16::from_f32(s);
+            }
+        });
     }
 }
 

@@ -6,8 +6,8 @@
 
 use std::sync::Arc;
 
+use crate::par;
 use irun_tensor::fmt_shape;
-use rayon::prelude::*;
 
 use super::reduce::{dispatch, Combine, Elem, MinMaxRule, ReduceKernel};
 use super::{
@@ -208,10 +208,11 @@ impl ReduceKernel for UpdateKernel {
         if out.is_empty() || inner == 0 {
             return Ok(());
         }
-        out.par_chunks_mut(inner)
-            .enumerate()
-            .with_min_len((PAR_MIN_ELEMENTS / inner).max(1))
-            .for_each(|(b, dst)| {
+        // Whole slices per task, at least PAR_MIN_ELEMENTS elements each.
+        let per_task = (PAR_MIN_ELEMENTS / inner).max(1) * inner;
+        par::for_each_split_mut(out, per_task, &|start, part| {
+            for (k, dst) in part.chunks_mut(inner).enumerate() {
+                let b = start / inner + k;
                 let j = self.winner[b % along];
                 if j != usize::MAX {
                     let src = ((b / along) * self.count + j) * inner;
@@ -219,7 +220,8 @@ impl ReduceKernel for UpdateKernel {
                         *d = C::apply(*d, u);
                     }
                 }
-            });
+            }
+        });
         Ok(())
     }
 }

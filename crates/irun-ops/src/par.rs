@@ -1,0 +1,180 @@
+//! The one parallel driver every kernel goes through.
+//!
+//! Kernels are generic over element type (and the scatter kernels over reduction too). If each
+//! of them called rayon's iterator adaptors, every (kernel, type, reduction) triple would get its
+//! own copy of rayon's bridge and splitter machinery: over a thousand copies, minutes of
+//! compile time and a 270 MB rlib for eleven ops. Here the tasks are `&dyn Fn`, so rayon is
+//! instantiated once for the whole crate and only the kernels' inner loops are monomorphised.
+//!
+//! Small work stays on the calling thread: a task count of one, or a pool of one thread, never
+//! touches rayon, so dispatching a small op costs no thread hand-off.
+
+use std::ops::Range;
+use std::sync::Mutex;
+
+use rayon::prelude::*;
+
+use crate::kernel::{first_error, PAR_MIN_ELEMENTS};
+use crate::op::OpError;
+
+/// What a fallible task returns: the position (row-major, in the kernel's own numbering) and
+/// error of the first problem it found.
+pub type TaskResult<T = ()> = Result<T, (usize, OpError)>;
+
+/// Runs `task(i)` for every `i` in `0..n`, spread over the current pool.
+pub fn for_each_task(n: usize, task: &(dyn Fn(usize) + Sync)) {
+    if n <= 1 || rayon::current_num_threads() <= 1 {
+        (0..n).for_each(task);
+        return;
+    }
+    (0..n).into_par_iter().for_each(task);
+}
+
+/// As [`for_each_task`] for fallible tasks: `Err((position, error))` from a task; the error
+/// with the smallest position wins, so the error reported never depends on the thread count.
+pub fn try_for_each_task(
+    n: usize,
+    task: &(dyn Fn(usize) -> TaskResult + Sync),
+) -> Result<(), OpError> {
+    let first: Mutex<Option<(usize, OpError)>> = Mutex::new(None);
+    for_each_task(n, &|i| {
+        if let Err((pos, e)) = task(i) {
+            let mut slot = first.lock().unwrap_or_else(|p| p.into_inner());
+            if slot.as_ref().is_none_or(|(p, _)| pos < *p) {
+                *slot = Some((pos, e));
+            }
+        }
+    });
+    match first.into_inner().unwrap_or_else(|p| p.into_inner()) {
+        Some((_, e)) => Err(e),
+        None => Ok(()),
+    }
+}
+
+/// Calls `f(range)` for contiguous ranges covering `0..len`, each at least `grain` long (but
+/// the last), a few per thread; one range on the calling thread when `len` is small.
+pub fn for_each_range(len: usize, grain: usize, f: &(dyn Fn(Range<usize>) + Sync)) {
+    let ranges = crate::kernel::split_range(len, crate::kernel::pieces(len, grain));
+    for_each_task(ranges.len(), &|i| f(ranges[i].clone()));
+}
+
+/// Runs `f(i, &mut items[i])` for every item, in parallel; each task gets exclusive access to
+/// its own item (the lock is never contended: one task per item).
+pub fn for_each_mut<S: Send>(items: &mut [S], f: &(dyn Fn(usize, &mut S) + Sync)) {
+    let cells: Vec<Mutex<&mut S>> = items.iter_mut().map(Mutex::new).collect();
+    for_each_task(cells.len(), &|i| {
+        let mut item = cells[i].lock().unwrap_or_else(|p| p.into_inner());
+        f(i, &mut item)
+    });
+}
+
+/// As [`for_each_mut`] for fallible tasks, with [`try_for_each_task`]'s error rule.
+pub fn try_for_each_mut<S: Send>(
+    items: &mut [S],
+    f: &(dyn Fn(usize, &mut S) -> TaskResult + Sync),
+) -> Result<(), OpError> {
+    let cells: Vec<Mutex<&mut S>> = items.iter_mut().map(Mutex::new).collect();
+    try_for_each_task(cells.len(), &|i| {
+        let mut item = cells[i].lock().unwrap_or_else(|p| p.into_inner());
+        f(i, &mut item)
+    })
+}
+
+/// Cuts `out` into chunks of `chunk` elements (the last may be shorter) and runs
+/// `f(first_index, chunk)` on each, in parallel when there are several.
+pub fn for_each_chunk_mut<T: Send>(
+    out: &mut [T],
+    chunk: usize,
+    f: &(dyn Fn(usize, &mut [T]) + Sync),
+) {
+    let chunk = chunk.max(1);
+    let mut chunks: Vec<&mut [T]> = out.chunks_mut(chunk).collect();
+    for_each_mut(&mut chunks, &|i, c| f(i * chunk, c));
+}
+
+/// `out` in contiguous chunks of at least `grain` elements, a few per thread (see
+/// [`for_each_range`]), each given to `f(first_index, chunk)`.
+pub fn for_each_split_mut<T: Send>(
+    out: &mut [T],
+    grain: usize,
+    f: &(dyn Fn(usize, &mut [T]) + Sync),
+) {
+    let k = crate::kernel::pieces(out.len(), grain);
+    let chunk = out.len().div_ceil(k.max(1));
+    for_each_chunk_mut(out, chunk, f);
+}
+
+/// `f` applied to every element of `src`, in parallel chunks for large inputs.
+pub fn map<S: Copy + Sync, D: Copy + Default + Send>(
+    src: &[S],
+    f: impl Fn(S) -> D + Sync,
+) -> Vec<D> {
+    let mut out = vec![D::default(); src.len()];
+    for_each_split_mut(&mut out, PAR_MIN_ELEMENTS, &|start, chunk| {
+        for (d, &s) in chunk.iter_mut().zip(&src[start..]) {
+            *d = f(s);
+        }
+    });
+    out
+}
+
+/// The results of `f(i)` for `i` in `0..n`, in order, computed in parallel; the first error by
+/// position as in [`try_for_each_task`].
+pub fn try_map_tasks<R: Send>(
+    n: usize,
+    f: &(dyn Fn(usize) -> TaskResult<R> + Sync),
+) -> Result<Vec<R>, OpError> {
+    let mut slots: Vec<Option<TaskResult<R>>> = (0..n).map(|_| None).collect();
+    for_each_mut(&mut slots, &|i, slot| *slot = Some(f(i)));
+    first_error(slots.into_iter().flatten())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::op::codes;
+
+    fn pool(threads: usize) -> rayon::ThreadPool {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap()
+    }
+
+    #[test]
+    fn every_task_runs_once_at_any_thread_count() {
+        for threads in [1, 2, 3] {
+            pool(threads).install(|| {
+                let mut v = vec![0u32; 1000];
+                for_each_split_mut(&mut v, 7, &|start, c| {
+                    for (k, x) in c.iter_mut().enumerate() {
+                        *x += (start + k) as u32;
+                    }
+                });
+                assert!(v.iter().enumerate().all(|(i, &x)| x == i as u32));
+                let mut items = vec![0usize; 9];
+                for_each_mut(&mut items, &|i, x| *x = i * i);
+                assert_eq!(items, (0..9).map(|i| i * i).collect::<Vec<_>>());
+            });
+        }
+    }
+
+    #[test]
+    fn errors_are_the_smallest_position_whatever_the_order() {
+        for threads in [1, 2, 3] {
+            pool(threads).install(|| {
+                let r = try_for_each_task(50, &|i| {
+                    if i % 7 == 3 {
+                        Err((100 - i, OpError::new(codes::RUN_SHAPE, i.to_string())))
+                    } else {
+                        Ok(())
+                    }
+                });
+                // Task 45 reports position 55, the smallest.
+                assert_eq!(r.unwrap_err().message, "45");
+                let squares = try_map_tasks(5, &|i| Ok(i * i)).unwrap();
+                assert_eq!(squares, vec![0, 1, 4, 9, 16]);
+            });
+        }
+    }
+}
