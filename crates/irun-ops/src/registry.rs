@@ -5,9 +5,10 @@
 
 use irun_ir::Layer;
 
-use crate::attrs::AttrReader;
-use crate::op::{codes, Op, OpError};
-use crate::{core, scatter};
+use irun_opkit::attrs::AttrReader;
+use irun_opkit::op::{codes, Op, OpError};
+use irun_ops_core as core;
+use irun_ops_scatter as scatter;
 
 /// The newest opset OpenVINO 2026.4 has; `opset17` and later are rejected as it rejects them.
 pub const NEWEST_OPSET: u32 = 16;

@@ -1,5 +1,9 @@
 //! The structural ops every model has: Parameter, Result, Const, Convert, ShapeOf.
 
+// The kit under the paths the op files use (`crate::op::Op`, `crate::par`, ...).
+#[allow(unused_imports)]
+pub(crate) use irun_opkit::{attrs, fact, kernel, op, par};
+
 pub mod constant;
 pub mod convert;
 pub mod parameter;

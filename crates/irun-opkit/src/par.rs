@@ -21,6 +21,11 @@ use crate::op::OpError;
 /// error of the first problem it found.
 pub type TaskResult<T = ()> = Result<T, (usize, OpError)>;
 
+/// Worker threads of the pool the caller runs in (`--threads`); 1 outside a pool of several.
+pub fn threads() -> usize {
+    rayon::current_num_threads()
+}
+
 /// Runs `task(i)` for every `i` in `0..n`, spread over the current pool.
 pub fn for_each_task(n: usize, task: &(dyn Fn(usize) + Sync)) {
     if n <= 1 || rayon::current_num_threads() <= 1 {

@@ -216,8 +216,8 @@ impl Prepared for PreparedElementsUpdate {
 mod tests {
     use super::*;
     use crate::op::Op;
-    use crate::scatter::Reduction;
     use crate::testing::{eval_prepared, eval_with, f32s, i64s};
+    use crate::Reduction;
     use irun_tensor::{ElementType, Storage};
 
     fn seu12(reduction: Reduction, use_init_val: bool) -> ScatterElementsUpdate {

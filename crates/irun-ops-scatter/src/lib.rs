@@ -2,6 +2,12 @@
 //! Validation follows reference doc section 2 (OpenVINO's rules and messages) plus the stricter
 //! rules of DESIGN.md, each marked "stricter than OpenVINO" where it is checked.
 
+// The kit under the paths the op files use (`crate::op::Op`, `crate::par`, ...).
+#[cfg(test)]
+pub(crate) use irun_opkit::testing;
+#[allow(unused_imports)]
+pub(crate) use irun_opkit::{attrs, fact, kernel, op, par};
+
 mod elements_plan;
 pub mod elements_update;
 pub mod nd_update;

@@ -257,7 +257,7 @@ impl ReduceKernel for NdKernel {
         let mut k = pieces(work, PAR_MIN_ELEMENTS);
         if s < 64 {
             // Every task scans every tuple; with short slices that scan is the cost.
-            k = k.min(rayon::current_num_threads());
+            k = k.min(par::threads());
         }
         let ranges = split_range(n, k);
         let apply = |lo: usize, seg: &mut [T]| {

@@ -102,7 +102,7 @@ impl Op for ScatterElementsUpdate {
             updates.as_deref(),
             product(&data_shape),
             elem_bytes,
-            rayon::current_num_threads(),
+            par::threads(),
         )?;
         let updates = plan.sorted_updates.is_some().then_some(updates).flatten();
         Some(Box::new(PreparedElementsUpdate {
@@ -366,7 +366,7 @@ impl ElementsKernel<'_> {
             inner: 0..g.inner,
         };
         let n = self.indices.len();
-        let threads = rayon::current_num_threads();
+        let threads = par::threads();
         if n < PAR_MIN_ELEMENTS || threads == 1 {
             return vec![full()];
         }
@@ -393,7 +393,7 @@ impl ElementsKernel<'_> {
     /// out of range, which the other paths report).
     fn bucketed(&self, out_len: usize) -> bool {
         let g = &self.geometry;
-        let threads = rayon::current_num_threads();
+        let threads = par::threads();
         threads > 1
             && self.indices.len() >= BUCKETED_MIN_INDICES
             && g.data_along > 0
@@ -415,7 +415,7 @@ impl ElementsKernel<'_> {
         updates: &[T],
     ) -> Result<(), OpError> {
         let g = &self.geometry;
-        let threads = rayon::current_num_threads();
+        let threads = par::threads();
         let out_bytes = out.len().saturating_mul(std::mem::size_of::<T>());
         let shift = bucket_shift(g.data_along, out_bytes, threads);
         let buckets = ((g.data_along - 1) >> shift) + 1;
