@@ -8,7 +8,6 @@ pub(crate) use irun_opkit::testing;
 #[allow(unused_imports)]
 pub(crate) use irun_opkit::{attrs, fact, kernel, op, par};
 
-mod elements_plan;
 pub mod elements_update;
 pub mod nd_update;
 pub mod reduce;

@@ -1,0 +1,313 @@
+//! ScatterElementsUpdate-3 and -12: `out[idx with idx[axis] = indices[idx]] (op)= updates[idx]`
+//! for every position `idx` of indices/updates.
+//!
+//! Inputs: data (rank r), indices (rank r, integer), updates (indices' shape), axis (rank 0 or
+//! 1, element 0 used). v12 adds `reduction` (none, sum, prod, min, max, mean; default none) and
+//! `use_init_val` (default true). Output: data's shape, merged data/updates type.
+//!
+//! Files: this one has the op (attributes, inference, `eval`, `prepare`); `geometry` the
+//! addressing the run-time kernel and the compile-time plan share; `runtime` the run-time
+//! kernel and how it splits work; `buckets` the lists of its bucketed path; `plan` the
+//! compile-time plan for constant indices.
+
+mod buckets;
+mod geometry;
+mod plan;
+mod runtime;
+#[cfg(test)]
+mod tests_eval;
+#[cfg(test)]
+mod tests_infer;
+#[cfg(test)]
+mod tests_prepared;
+
+use std::sync::Arc;
+
+use irun_tensor::ElementType;
+
+use self::geometry::Geometry;
+use self::plan::{ElementsPlan, PLAN_MIN_INDICES};
+use self::runtime::ElementsKernel;
+use crate::attrs::AttrReader;
+use crate::fact::Fact;
+use crate::kernel::take_or_copy;
+use crate::op::{codes, expect_inputs, take_inputs, Op, OpError, Prepared, Value};
+use crate::par;
+use crate::reduce::{dispatch, MinMaxRule};
+use crate::{
+    axis_value, check_same_type, is_index_type, merge_data_updates, normalize_axis, product,
+    runtime_axis, runtime_indices, Reduction,
+};
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScatterElementsUpdate {
+    /// 3 or 12.
+    pub version: u32,
+    pub reduction: Reduction,
+    pub use_init_val: bool,
+}
+
+pub fn build_v3(_: &AttrReader) -> Result<Box<dyn Op>, OpError> {
+    Ok(Box::new(ScatterElementsUpdate {
+        version: 3,
+        reduction: Reduction::None,
+        use_init_val: true,
+    }))
+}
+
+pub fn build_v12(a: &AttrReader) -> Result<Box<dyn Op>, OpError> {
+    let reduction = Reduction::parse(a.enum_or(
+        "reduction",
+        &["none", "sum", "prod", "min", "max", "mean"],
+        "none",
+    )?);
+    let use_init_val = a.bool_or("use_init_val", true)?;
+    Ok(Box::new(ScatterElementsUpdate {
+        version: 12,
+        reduction,
+        use_init_val,
+    }))
+}
+
+impl Op for ScatterElementsUpdate {
+    fn name(&self) -> &'static str {
+        if self.version == 3 {
+            "ScatterElementsUpdate-3"
+        } else {
+            "ScatterElementsUpdate-12"
+        }
+    }
+
+    fn value_inputs(&self) -> &'static [usize] {
+        &[3]
+    }
+
+    fn inplace_input(&self) -> Option<usize> {
+        Some(0)
+    }
+
+    fn eval(&self, inputs: Vec<Value>) -> Result<Vec<Value>, OpError> {
+        self.eval_with(inputs, None)
+    }
+
+    /// With constant indices (and axis), the indices' offsets are computed and grouped by
+    /// output bucket once ([`ElementsPlan`]); with constant updates too, the updates are stored
+    /// in that order. Only for static data and enough indices to be worth the memory.
+    fn prepare(&self, inputs: &[Fact], constants: &[Option<Value>]) -> Option<Box<dyn Prepared>> {
+        let ([data_fact, indices_fact, updates_fact, _], [_, Some(indices), updates, Some(axis)]) =
+            (inputs, constants)
+        else {
+            return None;
+        };
+        let (indices, axis, updates) = (indices.clone(), axis.clone(), updates.clone());
+        let data_shape = data_fact.shape.to_static()?;
+        if indices.len() < PLAN_MIN_INDICES
+            || indices_fact.shape.to_static().as_deref() != Some(indices.shape())
+            || updates_fact.shape.to_static().as_deref() != Some(indices.shape())
+            || updates_fact.ty != data_fact.ty
+        {
+            return None;
+        }
+        let axis_index = runtime_axis(&axis, data_shape.len(), 3).ok()?;
+        let g = Geometry::new(&data_shape, indices.shape(), indices.shape(), axis_index).ok()?;
+        let elem_bytes = data_fact.ty.bit_width().div_ceil(8).max(1) as usize;
+        let plan = ElementsPlan::build(
+            &g,
+            &indices,
+            updates.as_deref(),
+            product(&data_shape),
+            elem_bytes,
+            par::threads(),
+        )?;
+        let updates = plan.sorted_updates.is_some().then_some(updates).flatten();
+        Some(Box::new(PreparedElementsUpdate {
+            op: self.clone(),
+            plan,
+            data_shape,
+            indices,
+            axis,
+            updates,
+        }))
+    }
+
+    fn infer(&self, inputs: &[Fact]) -> Result<Vec<Fact>, OpError> {
+        expect_inputs(inputs, 4, self.name())?;
+        let (data, indices, updates, axis) = (&inputs[0], &inputs[1], &inputs[2], &inputs[3]);
+        // Stricter than OpenVINO, whose is_integral() also admits boolean/u1/nf4/string indices.
+        if !is_index_type(indices.ty) {
+            return Err(OpError::input(
+                1,
+                codes::ELEMENT_TYPE,
+                format!(
+                    "Indices element type must be an integer type, but is: {}",
+                    indices.ty
+                ),
+            ));
+        }
+        if !axis.ty.is_integral() || !is_index_type(axis.ty) {
+            return Err(OpError::input(
+                3,
+                codes::ELEMENT_TYPE,
+                format!(
+                    "Axis element type must be an integer type, but is: {}",
+                    axis.ty
+                ),
+            ));
+        }
+        let ty = merge_data_updates(
+            data,
+            updates,
+            2,
+            "Data type and updates type are required to be the same",
+        )?;
+        if self.reduction == Reduction::Mean && ty == ElementType::Boolean {
+            return Err(OpError::attribute(
+                "reduction",
+                "The 'mean' reduction type is not supported for boolean tensors",
+            ));
+        }
+        if axis.rank().is_some_and(|r| r > 1) {
+            return Err(OpError::input(
+                3,
+                codes::RANK,
+                format!(
+                    "Axis input shape are required to be scalar or 1D tensor. Got: {}",
+                    axis.shape
+                ),
+            ));
+        }
+        if let (Some(r), Some(q)) = (data.rank(), indices.rank()) {
+            if r != q {
+                return Err(OpError::input(
+                    1,
+                    codes::RANK,
+                    format!(
+                        "Indices rank and data rank are required to be equal. Got: {q} and: {r}"
+                    ),
+                ));
+            }
+        }
+        if !indices.shape.compatible(&updates.shape) {
+            return Err(OpError::input(
+                2,
+                codes::SHAPE,
+                format!(
+                    "Indices and updates input shapes are required to be equal. Got: {} and: {}",
+                    indices.shape, updates.shape
+                ),
+            ));
+        }
+        let out = Fact::new(ty, data.shape.clone());
+        let (Some(r), Some(a)) = (data.rank(), axis_value(axis)) else {
+            return Ok(vec![out]);
+        };
+        let a = normalize_axis(a, r, 3)?;
+        // Stricter than OpenVINO: an indices dim larger than data's outside the axis makes
+        // OpenVINO write out of bounds; irun rejects it.
+        if let (Some(dd), Some(id)) = (data.shape.dims(), indices.shape.dims()) {
+            for (i, (d, x)) in dd.iter().zip(id).enumerate() {
+                if i != a && d.max().is_some_and(|dmax| x.min() > dmax) {
+                    return Err(OpError::input(
+                        1,
+                        codes::SHAPE,
+                        format!(
+                            "indices dim {i} ({x}) is larger than data dim {i} ({d}); only the axis dim ({a}) may be larger. Got indices {} for data {}",
+                            indices.shape, data.shape
+                        ),
+                    ));
+                }
+            }
+        }
+        Ok(vec![out])
+    }
+}
+
+impl ScatterElementsUpdate {
+    /// The op's kernel; with `plan`, the indices' work done at compile time (the caller has
+    /// checked that the plan was made for these indices, axis and data shape, and that
+    /// `sorted_updates`, if any, are these updates in plan order).
+    fn eval_with(
+        &self,
+        inputs: Vec<Value>,
+        plan: Option<&ElementsPlan>,
+    ) -> Result<Vec<Value>, OpError> {
+        let [data, indices, updates, axis] = take_inputs::<4>(inputs, self.name())?;
+        check_same_type(&data, &updates)?;
+        let axis = runtime_axis(&axis, data.shape().len(), 3)?;
+        let geometry = Geometry::new(data.shape(), indices.shape(), updates.shape(), axis)?;
+        let kernel = ElementsKernel {
+            indices: runtime_indices(&indices)?,
+            indices_shape: indices.shape(),
+            geometry,
+            mean: self.reduction == Reduction::Mean,
+            use_init_val: self.use_init_val,
+            plan,
+            track_counts: self.reduction == Reduction::Mean
+                || (!self.use_init_val && self.reduction != Reduction::None),
+        };
+        let mut out = take_or_copy(data);
+        if !kernel.indices.is_empty() {
+            let updates = plan
+                .and_then(|p| p.sorted_updates.as_ref())
+                .unwrap_or(&updates);
+            dispatch(
+                &kernel,
+                &mut out,
+                updates,
+                self.reduction,
+                MinMaxRule::Elements,
+            )?;
+        }
+        Ok(vec![Arc::new(out)])
+    }
+}
+
+/// A ScatterElementsUpdate prepared for its constant indices (and updates): runs on the plan
+/// when the inputs are the ones it was made for, else on the op's own kernel.
+#[derive(Debug)]
+struct PreparedElementsUpdate {
+    op: ScatterElementsUpdate,
+    plan: ElementsPlan,
+    data_shape: Vec<usize>,
+    /// The constants the plan was made from, compared by identity at run time.
+    indices: Value,
+    axis: Value,
+    updates: Option<Value>,
+}
+
+impl PreparedElementsUpdate {
+    fn covers(&self, inputs: &[Value]) -> bool {
+        let [data, indices, updates, axis] = inputs else {
+            return false;
+        };
+        data.shape() == self.data_shape
+            && Arc::ptr_eq(indices, &self.indices)
+            && Arc::ptr_eq(axis, &self.axis)
+            && updates.shape() == indices.shape()
+            && self
+                .updates
+                .as_ref()
+                .is_none_or(|u| Arc::ptr_eq(updates, u))
+    }
+}
+
+impl Prepared for PreparedElementsUpdate {
+    fn eval(&self, inputs: Vec<Value>) -> Result<Vec<Value>, OpError> {
+        let plan = self.covers(&inputs).then_some(&self.plan);
+        self.op.eval_with(inputs, plan)
+    }
+
+    fn byte_size(&self) -> usize {
+        self.plan.byte_size()
+    }
+}
+
+/// A ScatterElementsUpdate-12, for the tests.
+#[cfg(test)]
+fn seu12(reduction: Reduction, use_init_val: bool) -> ScatterElementsUpdate {
+    ScatterElementsUpdate {
+        version: 12,
+        reduction,
+        use_init_val,
+    }
+}

@@ -1,0 +1,298 @@
+use irun_tensor::Tensor;
+
+use super::runtime::{BUCKETED_MIN_INDICES, ROUND_POSITIONS};
+use super::*;
+use crate::testing::{eval1, eval_with, f32s, i32s, i64s};
+
+fn run(op: &ScatterElementsUpdate, data: Tensor, idx: &[i64], upd: Tensor) -> Tensor {
+    let n = idx.len();
+    eval1(op, vec![data, i64s(&[n], idx), upd, i64s(&[], &[0])]).unwrap()
+}
+
+/// Spec examples 1 and 2 of ScatterElementsUpdate-12.
+#[test]
+fn spec_examples() {
+    let out = run(
+        &seu12(Reduction::Sum, true),
+        i32s(&[4], &[2, 3, 4, 6]),
+        &[1, 0, 0, -2, -1, 2],
+        i32s(&[6], &[10, 20, 30, 40, 70, 60]),
+    );
+    assert_eq!(out.values::<i32>().unwrap(), &[52, 13, 104, 76]);
+    let out = run(
+        &seu12(Reduction::Sum, false),
+        i32s(&[4], &[2, 3, 4, 6]),
+        &[1, 0, 0, 2, 3, 2],
+        i32s(&[6], &[10, 20, 30, 40, 70, 60]),
+    );
+    assert_eq!(out.values::<i32>().unwrap(), &[50, 10, 100, 70]);
+}
+
+/// Reference doc 2.2 verified values: every reduction with and without init values.
+#[test]
+fn every_reduction_on_f32() {
+    use Reduction::*;
+    let cases: [(Reduction, bool, [f32; 4]); 11] = [
+        (None, true, [3.0, 4.0, 5.0, -1.0]),
+        (Sum, true, [10.0, 9.0, 5.0, 4.0]),
+        (Sum, false, [5.0, 4.0, 5.0, -1.0]),
+        (Prod, true, [30.0, 20.0, 5.0, -5.0]),
+        (Prod, false, [6.0, 4.0, 5.0, -1.0]),
+        (Min, true, [2.0, 4.0, 5.0, -1.0]),
+        (Min, false, [2.0, 4.0, 5.0, -1.0]),
+        (Max, true, [5.0, 5.0, 5.0, 5.0]),
+        (Max, false, [3.0, 4.0, 5.0, -1.0]),
+        (Mean, true, [10.0 / 3.0, 4.5, 5.0, 2.0]),
+        (Mean, false, [2.5, 4.0, 5.0, -1.0]),
+    ];
+    for (red, init, want) in cases {
+        let out = run(
+            &seu12(red, init),
+            f32s(&[4], &[5.0; 4]),
+            &[0, 0, 1, 3],
+            f32s(&[4], &[2.0, 3.0, 4.0, -1.0]),
+        );
+        assert_eq!(out.values::<f32>().unwrap(), &want, "{red:?} {init}");
+    }
+}
+
+#[test]
+fn integer_mean_floors() {
+    let data = i32s(&[4], &[0, 0, 0, 10]);
+    let upd = i32s(&[7], &[-1, -2, 1, 2, -5, -5, -6]);
+    let idx = [0, 0, 1, 1, 2, 2, 2];
+    let out = run(
+        &seu12(Reduction::Mean, true),
+        data.clone(),
+        &idx,
+        upd.clone(),
+    );
+    assert_eq!(out.values::<i32>().unwrap(), &[-1, 1, -4, 10]);
+    let out = run(&seu12(Reduction::Mean, false), data, &idx, upd);
+    assert_eq!(out.values::<i32>().unwrap(), &[-2, 1, -6, 10]);
+}
+
+#[test]
+fn boolean_sum_is_or_and_prod_is_and() {
+    let b = |v: &[bool]| Tensor::from_bool(vec![v.len()], v.to_vec()).unwrap();
+    let (t, f) = (true, false);
+    let data = b(&[t, f, f, t]);
+    let upd = b(&[f, t, f, t, f]);
+    let idx = [0, 1, 1, 2, 3];
+    let cases = [
+        (Reduction::Sum, true, [t, t, t, t]),
+        (Reduction::Sum, false, [f, t, t, f]),
+        (Reduction::Prod, true, [f, f, f, f]),
+        (Reduction::Prod, false, [f, f, t, f]),
+    ];
+    for (red, init, want) in cases {
+        let out = run(&seu12(red, init), data.clone(), &idx, upd.clone());
+        assert_eq!(out.values::<bool>().unwrap(), &want, "{red:?} {init}");
+    }
+}
+
+#[test]
+fn nan_update_poisons_max_and_later_update_replaces_it() {
+    let out = run(
+        &seu12(Reduction::Max, true),
+        f32s(&[2], &[1.0, f32::NAN]),
+        &[0, 1, 0],
+        f32s(&[3], &[f32::NAN, 5.0, 2.0]),
+    );
+    assert_eq!(out.values::<f32>().unwrap(), &[2.0, 5.0]);
+}
+
+/// f16 2048 plus eight 1.0 is 2056 when accumulated in f32 and rounded once (each step
+/// in f16 would stay at 2048).
+#[test]
+fn f16_accumulates_in_f32() {
+    use half::f16;
+    let data = Tensor::from_f16(vec![1], vec![f16::from_f32(2048.0)]).unwrap();
+    let upd = Tensor::from_f16(vec![8], vec![f16::ONE; 8]).unwrap();
+    let out = run(&seu12(Reduction::Sum, true), data, &[0; 8], upd);
+    assert_eq!(out.values::<f16>().unwrap(), &[f16::from_f32(2056.0)]);
+}
+
+/// Indices longer than data along the axis, smaller elsewhere (op_reference case 5).
+#[test]
+fn axis_1_with_duplicates_and_smaller_indices() {
+    let op = seu12(Reduction::Sum, false);
+    let out = eval1(
+        &op,
+        vec![
+            i32s(&[2, 2, 1], &[1, 2, 3, 4]),
+            i64s(&[1, 5, 1], &[0, 0, 1, 1, 1]),
+            i32s(&[1, 5, 1], &[50, 51, 10, 20, 30]),
+            i64s(&[1], &[1]),
+        ],
+    )
+    .unwrap();
+    assert_eq!(out.values::<i32>().unwrap(), &[101, 60, 3, 4]);
+}
+
+#[test]
+fn out_of_range_index_names_position_and_value() {
+    let op = seu12(Reduction::None, true);
+    let e = eval1(
+        &op,
+        vec![
+            f32s(&[2, 2], &[0.0; 4]),
+            i64s(&[2, 2], &[0, 1, -3, 0]),
+            f32s(&[2, 2], &[0.0; 4]),
+            i64s(&[], &[0]),
+        ],
+    )
+    .unwrap_err();
+    assert_eq!(e.code, codes::INDEX_OUT_OF_RANGE);
+    assert_eq!(
+        e.message,
+        "index -3 at position [1,0] of input 1 (indices) is out of range [-2, 1] for axis 0 of size 2"
+    );
+}
+
+/// Over BUCKETED_MIN_INDICES indices, 1-D-like scatters take the bucketed path at two
+/// threads and the lean or single-task paths at one: independent implementations that
+/// must agree bit for bit, and with a plain sequential loop. The shapes cover its
+/// branches: a flat histogram in two buckets and two rounds (the second partial), a
+/// flat one in six buckets and one round (output over ROUNDS_MAX_OUTPUT_BYTES), and
+/// [targets, 3] ones, whose offsets are not the targets, in two and in four buckets.
+#[test]
+fn bucketed_path_agrees_with_sequential() {
+    let n = ROUND_POSITIONS + 4097;
+    for (targets, inner) in [
+        (3usize << 16, 1usize),
+        (6 << 20, 1),
+        (3 << 16, 3),
+        (2 << 20, 3),
+    ] {
+        let len = n / inner * inner;
+        let idx: Vec<i64> = (0..len as i64)
+            .map(|i| (i * 2_654_435_761) % targets as i64 - (targets / 2) as i64)
+            .collect();
+        let upd: Vec<f32> = (0..len).map(|i| (i % 7) as f32 * 0.25 - 0.5).collect();
+        let (ishape, dshape) = if inner == 1 {
+            (vec![len], vec![targets])
+        } else {
+            (vec![len / inner, inner], vec![targets, inner])
+        };
+        for red in [Reduction::Sum, Reduction::Max, Reduction::Mean] {
+            let out = eval1(
+                &seu12(red, false),
+                vec![
+                    f32s(&dshape, &vec![1.0; targets * inner]),
+                    i64s(&ishape, &idx),
+                    f32s(&ishape, &upd),
+                    i64s(&[], &[0]),
+                ],
+            )
+            .unwrap();
+            if red == Reduction::Sum {
+                let mut want = vec![1.0f32; targets * inner];
+                let mut seen = vec![false; targets * inner];
+                for (p, (&v, &u)) in idx.iter().zip(&upd).enumerate() {
+                    let t = if v < 0 { v + targets as i64 } else { v } as usize;
+                    let off = t * inner + p % inner;
+                    if !seen[off] {
+                        want[off] = 0.0;
+                        seen[off] = true;
+                    }
+                    want[off] += u;
+                }
+                assert!(out.values::<f32>().unwrap() == want.as_slice());
+            }
+        }
+    }
+}
+
+/// A last round shorter than the thread count leaves some parts without positions:
+/// their lists from the round before must not be applied a second time. (Before the
+/// parallel driver refilled every part, the second thread's lists were applied twice.)
+#[test]
+fn bucketed_last_round_shorter_than_the_thread_count() {
+    for extra in [1usize, 2] {
+        let n = ROUND_POSITIONS + extra;
+        let idx: Vec<i64> = (0..n as i64).map(|i| (i * 7919) % 4096).collect();
+        let mut want = vec![0.0f32; 4096];
+        for &t in &idx {
+            want[t as usize] += 1.0;
+        }
+        for threads in [1, 2, 3] {
+            let out = eval_with(
+                &seu12(Reduction::Sum, true),
+                vec![
+                    f32s(&[4096], &[0.0; 4096]),
+                    i64s(&[n], &idx),
+                    f32s(&[n], &vec![1.0; n]),
+                    i64s(&[], &[0]),
+                ],
+                threads,
+            )
+            .unwrap();
+            assert!(
+                out.values::<f32>().unwrap() == want.as_slice(),
+                "{threads} threads"
+            );
+        }
+    }
+}
+
+/// Out-of-range indices in both parts of the second round: the error names the first.
+#[test]
+fn bucketed_path_reports_the_first_bad_index() {
+    let n = ROUND_POSITIONS + BUCKETED_MIN_INDICES;
+    let mut idx: Vec<i64> = (0..n as i64).map(|i| i % 1000).collect();
+    idx[n - 7] = 5000;
+    idx[ROUND_POSITIONS + 3] = -1001;
+    let e = eval1(
+        &seu12(Reduction::Sum, true),
+        vec![
+            f32s(&[1000], &[0.0; 1000]),
+            i64s(&[n], &idx),
+            f32s(&[n], &vec![1.0; n]),
+            i64s(&[], &[0]),
+        ],
+    )
+    .unwrap_err();
+    assert_eq!(e.code, codes::INDEX_OUT_OF_RANGE);
+    assert_eq!(
+        e.message,
+        format!(
+            "index -1001 at position [{}] of input 1 (indices) is out of range [-1000, 999] for axis 0 of size 1000",
+            ROUND_POSITIONS + 3
+        )
+    );
+}
+
+/// Large enough for the parallel paths (outer rows, inner columns, target ranges);
+/// `eval1` compares one thread against two.
+#[test]
+fn parallel_splits_agree_with_one_thread() {
+    let n = 1 << 16;
+    let idx: Vec<i64> = (0..n as i64).map(|i| (i * 7919) % 1000 - 500).collect();
+    let upd: Vec<f32> = (0..n).map(|i| (i % 13) as f32 * 0.1).collect();
+    for (shape, dshape, axis) in [
+        (vec![n], vec![1000], 0i64),
+        (vec![64, n / 64], vec![1000, n / 64], 0),
+        (vec![n / 64, 64], vec![n / 64, 1000], 1),
+    ] {
+        for red in [
+            Reduction::Sum,
+            Reduction::Mean,
+            Reduction::None,
+            Reduction::Max,
+        ] {
+            let op = seu12(red, false);
+            let dn: usize = dshape.iter().product();
+            eval1(
+                &op,
+                vec![
+                    f32s(&dshape, &vec![1.5; dn]),
+                    i64s(&shape, &idx),
+                    f32s(&shape, &upd),
+                    i64s(&[], &[axis]),
+                ],
+            )
+            .unwrap();
+        }
+    }
+}
