@@ -78,6 +78,17 @@ impl<'a> AttrReader<'a> {
         }
     }
 
+    /// A floating-point attribute (`alpha="0.5"`, `min="-inf"` is not valid IR); `default`
+    /// when omitted, which is what OpenVINO's loader gives for omitted required attributes.
+    pub fn f64_or(&self, name: &'a str, default: f64) -> Result<f64, OpError> {
+        let Some(a) = self.get(name) else {
+            return Ok(default);
+        };
+        a.value.trim().parse::<f64>().map_err(|_| {
+            OpError::attribute(name, format!("`{name}=\"{}\"` is not a number", a.value))
+        })
+    }
+
     /// An element type written as its enum name (`f32`, case-insensitive), as
     /// `Convert.destination_type` and `Parameter.element_type` are.
     pub fn element_type(&self, name: &'a str) -> Result<ElementType, OpError> {

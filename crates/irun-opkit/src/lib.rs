@@ -8,6 +8,7 @@
 //! work goes through [`par`] only, so rayon is instantiated once, not per kernel and type.
 
 pub mod attrs;
+pub mod broadcast;
 pub mod fact;
 pub mod kernel;
 pub mod op;

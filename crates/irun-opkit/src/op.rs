@@ -107,6 +107,8 @@ pub mod codes {
     pub const MEMORY: &str = "E0604";
     /// The op has no kernel.
     pub const NOT_EXECUTABLE: &str = "E0605";
+    /// An input value the op cannot compute with (integer division by zero), found at run time.
+    pub const RUN_VALUE: &str = "E0606";
     pub use super::ir_codes::*;
 }
 

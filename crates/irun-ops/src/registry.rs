@@ -8,6 +8,7 @@ use irun_ir::Layer;
 use irun_opkit::attrs::AttrReader;
 use irun_opkit::op::{codes, Op, OpError};
 use irun_ops_core as core;
+use irun_ops_elementwise as ew;
 use irun_ops_scatter as scatter;
 
 /// The newest opset OpenVINO 2026.4 has; `opset17` and later are rejected as it rejects them.
@@ -54,6 +55,50 @@ pub static REGISTRY: &[Entry] = &[
     ),
     op("ScatterNDUpdate", 4, 3, scatter::nd_update::build_v3),
     op("ScatterNDUpdate", 15, 15, scatter::nd_update::build_v15),
+    // Elementwise: arithmetic, comparison, logical, select.
+    op("Add", 1, 1, ew::add::build),
+    op("Subtract", 1, 1, ew::subtract::build),
+    op("Multiply", 1, 1, ew::multiply::build),
+    op("Divide", 1, 1, ew::divide::build),
+    op("Maximum", 1, 1, ew::maximum::build),
+    op("Minimum", 1, 1, ew::minimum::build),
+    op("Power", 1, 1, ew::power::build),
+    op("FloorMod", 1, 1, ew::floor_mod::build),
+    op("Mod", 1, 1, ew::modulo::build),
+    op("SquaredDifference", 1, 1, ew::squared_difference::build),
+    op("Equal", 1, 1, ew::equal::build),
+    op("NotEqual", 1, 1, ew::not_equal::build),
+    op("Greater", 1, 1, ew::greater::build),
+    op("GreaterEqual", 1, 1, ew::greater_equal::build),
+    op("Less", 1, 1, ew::less::build),
+    op("LessEqual", 1, 1, ew::less_equal::build),
+    op("LogicalAnd", 1, 1, ew::logical_and::build),
+    op("LogicalOr", 1, 1, ew::logical_or::build),
+    op("LogicalXor", 1, 1, ew::logical_xor::build),
+    op("LogicalNot", 1, 1, ew::logical_not::build),
+    op("Select", 1, 1, ew::select::build),
+    // Elementwise: unary math and activations.
+    op("Abs", 1, 1, ew::abs::build),
+    op("Ceiling", 1, 1, ew::ceiling::build),
+    op("Clamp", 1, 1, ew::clamp::build),
+    op("Cos", 1, 1, ew::cos::build),
+    op("Elu", 1, 1, ew::elu::build),
+    op("Erf", 1, 1, ew::erf::build),
+    op("Exp", 1, 1, ew::exp::build),
+    op("Floor", 1, 1, ew::floor::build),
+    op("Gelu", 2, 2, ew::gelu::build_v2),
+    op("Gelu", 7, 7, ew::gelu::build),
+    op("HSigmoid", 5, 5, ew::hsigmoid::build),
+    op("HSwish", 4, 4, ew::hswish::build),
+    op("Log", 1, 1, ew::log::build),
+    op("Negative", 1, 1, ew::negative::build),
+    op("ReLU", 1, 1, ew::relu::build),
+    op("Sigmoid", 1, 1, ew::sigmoid::build),
+    op("Sin", 1, 1, ew::sin::build),
+    op("SoftPlus", 4, 4, ew::softplus::build),
+    op("Sqrt", 1, 1, ew::sqrt::build),
+    op("Swish", 4, 4, ew::swish::build),
+    op("Tanh", 1, 1, ew::tanh::build),
 ];
 
 /// How a layer's `(type, version)` resolved.

@@ -5,6 +5,7 @@
 //! ([`storage_kind`]); no constructor can break that.
 
 mod buf;
+mod dispatch;
 mod element;
 mod npy;
 mod shape;

@@ -1,0 +1,38 @@
+//! GreaterEqual-1: `a >= b` into booleans; false when either is NaN (OpenVINO CPU says true).
+
+use crate::attrs::AttrReader;
+use crate::binary::{Binary, Compare, CompareKind};
+use crate::op::{Op, OpError};
+
+#[derive(Debug, Default)]
+pub struct GreaterEqual;
+
+impl Compare for GreaterEqual {
+    const NAME: &'static str = "GreaterEqual-1";
+
+    #[inline(always)]
+    fn apply<T: PartialOrd>(a: T, b: T) -> bool {
+        a >= b
+    }
+}
+
+pub fn build(a: &AttrReader) -> Result<Box<dyn Op>, OpError> {
+    Binary::<CompareKind<GreaterEqual>>::build(a)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::*;
+
+    #[test]
+    fn nan_compares_false() {
+        let op = compare::<GreaterEqual>();
+        let out = run(
+            &op,
+            vec![f32s(&[3], &[f32::NAN, 1., 0.]), f32s(&[3], &[1., 1., 1.])],
+        )
+        .unwrap();
+        assert_eq!(out, bools(&[3], &[false, true, false]));
+    }
+}

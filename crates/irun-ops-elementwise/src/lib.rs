@@ -1,0 +1,65 @@
+//! The elementwise family: binary arithmetic (Add, Subtract, Multiply, Divide, Maximum,
+//! Minimum, Power, FloorMod, Mod, SquaredDifference), comparisons (Equal, NotEqual, Greater,
+//! GreaterEqual, Less, LessEqual), logical ops (LogicalAnd/Or/Xor/Not), Select, and unary math
+//! and activations. One file per op, named after it (`Mod` is `modulo.rs`); `binary.rs` and
+//! `unary.rs` hold what the ops of each arity share (attributes, inference, broadcasting
+//! kernels that write into an input's buffer when they may), `num.rs` the arithmetic of each
+//! element type.
+//!
+//! Architecture invariant: numpy broadcasting is `irun_opkit::broadcast`, used by every op here;
+//! element-type dispatch is irun-tensor's `with_*!` macros; parallel work goes through
+//! `irun_opkit::par`.
+
+// The kit under the paths the op files use (`crate::op::Op`, `crate::par`, ...).
+#[cfg(test)]
+pub(crate) use irun_opkit::testing as testing_kit;
+#[allow(unused_imports)]
+pub(crate) use irun_opkit::{attrs, broadcast, fact, kernel, op, par};
+
+pub mod binary;
+pub mod num;
+#[cfg(test)]
+mod testing;
+pub mod unary;
+
+pub mod abs;
+pub mod add;
+pub mod ceiling;
+pub mod clamp;
+pub mod cos;
+pub mod divide;
+pub mod elu;
+pub mod equal;
+pub mod erf;
+pub mod exp;
+pub mod floor;
+pub mod floor_mod;
+pub mod gelu;
+pub mod greater;
+pub mod greater_equal;
+pub mod hsigmoid;
+pub mod hswish;
+pub mod less;
+pub mod less_equal;
+pub mod log;
+pub mod logical_and;
+pub mod logical_not;
+pub mod logical_or;
+pub mod logical_xor;
+pub mod maximum;
+pub mod minimum;
+pub mod modulo;
+pub mod multiply;
+pub mod negative;
+pub mod not_equal;
+pub mod power;
+pub mod relu;
+pub mod select;
+pub mod sigmoid;
+pub mod sin;
+pub mod softplus;
+pub mod sqrt;
+pub mod squared_difference;
+pub mod subtract;
+pub mod swish;
+pub mod tanh;

@@ -1,0 +1,125 @@
+//! Swish-4: `x * sigmoid(beta * x)`. The optional second input `beta` is a rank-0 tensor of
+//! x's type (a one-element 1-D tensor is rejected, as OpenVINO does); absent, beta is 1.
+
+use std::sync::Arc;
+
+use half::{bf16, f16};
+use irun_tensor::ElementType;
+
+use crate::attrs::AttrReader;
+use crate::binary::same_element_type;
+use crate::fact::Fact;
+use crate::op::{codes, Op, OpError, Value};
+use crate::unary::{map_in_place, unsupported, Real};
+
+#[derive(Debug)]
+pub struct Swish;
+
+pub fn build(_: &AttrReader) -> Result<Box<dyn Op>, OpError> {
+    Ok(Box::new(Swish))
+}
+
+#[inline(always)]
+fn swish<R: Real>(x: R, beta: R) -> R {
+    x / (R::c(1.0) + (-(beta * x)).exp())
+}
+
+impl Op for Swish {
+    fn name(&self) -> &'static str {
+        "Swish-4"
+    }
+
+    fn infer(&self, inputs: &[Fact]) -> Result<Vec<Fact>, OpError> {
+        if !(1..=2).contains(&inputs.len()) {
+            return Err(OpError::new(
+                codes::ARITY,
+                format!("Swish-4 takes 1 or 2 inputs, got {}", inputs.len()),
+            ));
+        }
+        let slots: Vec<usize> = (0..inputs.len()).collect();
+        let ty = same_element_type(inputs, &slots, "Swish-4")?;
+        if !ty.is_real() && ty != ElementType::Dynamic {
+            return Err(OpError::input(
+                0,
+                codes::ELEMENT_TYPE,
+                format!("Swish-4 input must be a floating-point type, got {ty}"),
+            ));
+        }
+        if let Some(beta) = inputs.get(1) {
+            if beta.rank().is_some_and(|r| r != 0) {
+                return Err(OpError::input(
+                    1,
+                    codes::RANK,
+                    format!(
+                        "Swish-4 beta must be a scalar (rank 0), got shape {}",
+                        beta.shape
+                    ),
+                ));
+            }
+        }
+        Ok(vec![Fact::new(ty, inputs[0].shape.clone())])
+    }
+
+    fn inplace_input(&self) -> Option<usize> {
+        Some(0)
+    }
+
+    fn eval(&self, mut inputs: Vec<Value>) -> Result<Vec<Value>, OpError> {
+        let beta = if inputs.len() == 2 {
+            inputs.pop()
+        } else {
+            None
+        };
+        let x = inputs
+            .pop()
+            .ok_or_else(|| OpError::new(codes::ARITY, "Swish-4 takes 1 or 2 inputs"))?;
+        let beta_f64 = |t: &Value| -> Result<f64, OpError> {
+            let b = t.storage();
+            let v = match b {
+                irun_tensor::Storage::F32(v) => v.first().map(|&x| x as f64),
+                irun_tensor::Storage::F64(v) => v.first().copied(),
+                irun_tensor::Storage::F16(v) => v.first().map(|x| x.to_f64()),
+                irun_tensor::Storage::Bf16(v) => v.first().map(|x| x.to_f64()),
+                _ => None,
+            };
+            v.ok_or_else(|| OpError::input(1, codes::RUN_SHAPE, "beta must hold one float value"))
+        };
+        let beta = match &beta {
+            Some(t) => beta_f64(t)?,
+            None => 1.0,
+        };
+        let out = match x.element_type() {
+            ElementType::F32 => map_in_place::<f32>(x, |v| swish(v, beta as f32)),
+            ElementType::F64 => map_in_place::<f64>(x, |v| swish(v, beta)),
+            ElementType::F16 => {
+                map_in_place::<f16>(x, |v| f16::from_f32(swish(v.to_f32(), beta as f32)))
+            }
+            ElementType::Bf16 => {
+                map_in_place::<bf16>(x, |v| bf16::from_f32(swish(v.to_f32(), beta as f32)))
+            }
+            ty => Err(unsupported("Swish-4", ty)),
+        }?;
+        Ok(vec![Arc::new(out)])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::*;
+
+    #[test]
+    fn with_and_without_beta() {
+        let out = run(&Swish, vec![f32s(&[2], &[0., 2.])]).unwrap();
+        assert_eq!(out, f32s(&[2], &[0., 2. / (1. + (-2f32).exp())]));
+        let out = run(&Swish, vec![f32s(&[1], &[2.]), f32s(&[], &[0.5])]).unwrap();
+        assert_eq!(out, f32s(&[1], &[2. / (1. + (-1f32).exp())]));
+    }
+
+    #[test]
+    fn beta_must_be_rank_0() {
+        let e = infer_err(&Swish, &[fact(F32, "2"), fact(F32, "1")]);
+        assert_eq!(e.code, codes::RANK);
+        assert!(infer1(&Swish, &[fact(F32, "2,?"), fact(F32, "")]).is_ok());
+    }
+}
