@@ -10,7 +10,7 @@ use std::marker::PhantomData;
 use std::ops::Range;
 use std::sync::Arc;
 
-use irun_tensor::{with_words, Scalar, Storage, Tensor, Word, WordVec};
+use irun_tensor::{with_words, Storage, Tensor, Word, WordVec};
 
 use crate::op::{codes, OpError, Value};
 
@@ -60,7 +60,7 @@ pub fn par_clone(t: &Tensor) -> Tensor {
 }
 
 /// A zero-filled `Vec`, or a clean error instead of an abort when memory runs out.
-pub fn try_zeroed<T: Scalar>(n: usize) -> Result<Vec<T>, OpError> {
+pub fn try_zeroed<T: Copy + Default>(n: usize) -> Result<Vec<T>, OpError> {
     let mut v = Vec::new();
     v.try_reserve_exact(n).map_err(|_| {
         OpError::new(

@@ -4,7 +4,7 @@ use std::fmt::Debug;
 use std::sync::Arc;
 
 use irun_ir::{codes as ir_codes, PortDirection};
-use irun_tensor::Tensor;
+use irun_tensor::{ElementType, Tensor};
 
 use crate::fact::Fact;
 
@@ -141,6 +141,12 @@ impl OpError {
         }
     }
 
+    /// The same error under another code.
+    pub fn with_code(mut self, code: &'static str) -> OpError {
+        self.code = code;
+        self
+    }
+
     pub fn attribute(name: &str, message: impl Into<String>) -> OpError {
         OpError {
             attribute: Some(name.to_string()),
@@ -158,6 +164,29 @@ pub fn expect_inputs(inputs: &[Fact], n: usize, op: &str) -> Result<(), OpError>
         ));
     }
     Ok(())
+}
+
+/// The merged element type of inputs `slots` (dynamic merges with anything), or OpenVINO's
+/// error naming the first input that differs.
+pub fn same_element_type(
+    inputs: &[Fact],
+    slots: &[usize],
+    op: &str,
+) -> Result<ElementType, OpError> {
+    let mut ty = ElementType::Dynamic;
+    for &j in slots {
+        let t = inputs[j].ty;
+        if ty == ElementType::Dynamic {
+            ty = t;
+        } else if t != ElementType::Dynamic && t != ty {
+            return Err(OpError::input(
+                j,
+                codes::ELEMENT_TYPE,
+                format!("{op}: arguments do not have the same element type ({ty} and {t})"),
+            ));
+        }
+    }
+    Ok(ty)
 }
 
 /// The inputs of `eval` as an array of exactly `N` values.

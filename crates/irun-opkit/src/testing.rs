@@ -51,6 +51,22 @@ pub fn eval1(op: &dyn Op, inputs: Vec<Tensor>) -> Result<Tensor, OpError> {
     one
 }
 
+/// Runs `op` on one thread and on two; asserts both agree bit for bit; every output.
+pub fn eval_all(op: &dyn Op, inputs: Vec<Tensor>) -> Result<Vec<Tensor>, OpError> {
+    let run = |threads: usize, inputs: Vec<Tensor>| {
+        let values = inputs.into_iter().map(std::sync::Arc::new).collect();
+        pool(threads).install(|| op.eval(values)).map(|v| {
+            v.into_iter()
+                .map(std::sync::Arc::unwrap_or_clone)
+                .collect::<Vec<_>>()
+        })
+    };
+    let one = run(1, inputs.clone());
+    let two = run(2, inputs);
+    assert_eq!(format!("{one:?}"), format!("{two:?}"), "threads 1 vs 2");
+    one
+}
+
 /// Prepares `op` on a pool of `threads` workers with the inputs marked in `constant` as
 /// constants, then runs the prepared kernel on `inputs` (the constants as the same values);
 /// `None` when the op declines to prepare.

@@ -17,6 +17,7 @@ use crate::broadcast::{broadcast_or_error, Broadcast};
 use crate::fact::Fact;
 use crate::kernel::{try_zeroed, PAR_MIN_ELEMENTS};
 use crate::num::Number;
+pub use crate::op::same_element_type;
 use crate::op::{codes, expect_inputs, take_inputs, Op, OpError, Value};
 use crate::par;
 
@@ -72,29 +73,6 @@ impl AutoBroadcast {
         }
         Broadcast::new(shapes)
     }
-}
-
-/// The merged element type of inputs `slots` (dynamic merges with anything), or OpenVINO's
-/// error naming the first input that differs.
-pub fn same_element_type(
-    inputs: &[Fact],
-    slots: &[usize],
-    op: &str,
-) -> Result<ElementType, OpError> {
-    let mut ty = ElementType::Dynamic;
-    for &j in slots {
-        let t = inputs[j].ty;
-        if ty == ElementType::Dynamic {
-            ty = t;
-        } else if t != ElementType::Dynamic && t != ty {
-            return Err(OpError::input(
-                j,
-                codes::ELEMENT_TYPE,
-                format!("{op}: arguments do not have the same element type ({ty} and {t})"),
-            ));
-        }
-    }
-    Ok(ty)
 }
 
 /// The new buffer `f(a[i], b[j])` over the broadcast of `a` and `b`.

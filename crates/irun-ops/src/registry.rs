@@ -9,6 +9,7 @@ use irun_opkit::attrs::AttrReader;
 use irun_opkit::op::{codes, Op, OpError};
 use irun_ops_core as core;
 use irun_ops_elementwise as ew;
+use irun_ops_movement as mv;
 use irun_ops_scatter as scatter;
 
 /// The newest opset OpenVINO 2026.4 has; `opset17` and later are rejected as it rejects them.
@@ -99,6 +100,21 @@ pub static REGISTRY: &[Entry] = &[
     op("Sqrt", 1, 1, ew::sqrt::build),
     op("Swish", 4, 4, ew::swish::build),
     op("Tanh", 1, 1, ew::tanh::build),
+    // Data movement.
+    op("Broadcast", 1, 1, mv::broadcast::build_v1),
+    op("Broadcast", 3, 3, mv::broadcast::build_v3),
+    op("Concat", 1, 1, mv::concat::build),
+    op("Gather", 1, 1, mv::gather::build_v1),
+    op("Gather", 7, 7, mv::gather::build_v7),
+    op("Gather", 8, 8, mv::gather::build_v8),
+    op("Reshape", 1, 1, mv::reshape::build),
+    op("Slice", 8, 8, mv::slice::build),
+    op("Split", 1, 1, mv::split::build),
+    op("Squeeze", 1, 1, mv::squeeze::build),
+    op("Tile", 1, 1, mv::tile::build),
+    op("Transpose", 1, 1, mv::transpose::build),
+    op("Unsqueeze", 1, 1, mv::unsqueeze::build),
+    op("VariadicSplit", 1, 1, mv::variadic_split::build),
 ];
 
 /// How a layer's `(type, version)` resolved.

@@ -28,6 +28,8 @@ pub enum WordVec {
 /// One of the four word types; a copy-like kernel is generic over this and nothing else.
 pub trait Word: bytemuck::Pod + Default + Send + Sync + std::fmt::Debug {
     fn into_word_vec(v: Vec<Self>) -> WordVec;
+    /// The slice, if `words` has this width.
+    fn of(words: Words<'_>) -> Option<&[Self]>;
 }
 
 macro_rules! word_impls {
@@ -35,6 +37,12 @@ macro_rules! word_impls {
         impl Word for $t {
             fn into_word_vec(v: Vec<$t>) -> WordVec {
                 WordVec::$variant(v)
+            }
+            fn of(words: Words<'_>) -> Option<&[$t]> {
+                match words {
+                    Words::$variant(v) => Some(v),
+                    _ => None,
+                }
             }
         }
     )*};

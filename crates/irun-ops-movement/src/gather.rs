@@ -1,0 +1,268 @@
+//! Gather-1, -7 and -8: slices of `data` along `axis` (input 2, rank 0 or one element) picked by
+//! `indices` (any integer rank, scalar included). Output shape `data[:axis] + indices[b:] +
+//! data[axis+1:]`, where `batch_dims` b (v7/v8; negative counts from the indices' rank; v1 has
+//! none) pairs the first b dims of data and indices.
+//!
+//! Indices: a negative one has the axis dim added. v8: one still outside `[-d, d-1]` gives a
+//! zero slice (the spec; reference and CPU agree). v1/v7: the spec allows `[0, d-1]`; the
+//! reference behaves as v8, which irun follows (OpenVINO CPU zeroes every negative index).
+//! Copy-like: dispatched on element width.
+
+use irun_tensor::{with_words, Dim, PartialShape, Word, WordVec};
+
+use crate::attrs::AttrReader;
+use crate::fact::Fact;
+use crate::kernel::{try_zeroed, IndexValues};
+use crate::op::{codes, expect_inputs, take_inputs, Op, OpError, Value};
+use crate::par;
+use crate::util::{expect_int_type, ints, known_ints, no_strings, norm_axis, output};
+
+#[derive(Debug)]
+pub struct Gather {
+    pub version: u32,
+    pub batch_dims: i64,
+}
+
+fn build(a: &AttrReader, version: u32) -> Result<Box<dyn Op>, OpError> {
+    let batch_dims = if version == 1 {
+        0
+    } else {
+        match a.get("batch_dims") {
+            None => 0,
+            Some(v) => v.value.trim().parse::<i64>().map_err(|_| {
+                OpError::attribute(
+                    "batch_dims",
+                    format!("`batch_dims=\"{}\"` is not an integer", v.value),
+                )
+            })?,
+        }
+    };
+    Ok(Box::new(Gather {
+        version,
+        batch_dims,
+    }))
+}
+
+pub fn build_v1(a: &AttrReader) -> Result<Box<dyn Op>, OpError> {
+    build(a, 1)
+}
+
+pub fn build_v7(a: &AttrReader) -> Result<Box<dyn Op>, OpError> {
+    build(a, 7)
+}
+
+pub fn build_v8(a: &AttrReader) -> Result<Box<dyn Op>, OpError> {
+    build(a, 8)
+}
+
+impl Gather {
+    fn label(&self) -> &'static str {
+        match self.version {
+            1 => "Gather-1",
+            7 => "Gather-7",
+            _ => "Gather-8",
+        }
+    }
+
+    /// `(axis, batch_dims)` normalised for these ranks.
+    fn axes(
+        &self,
+        axis: i64,
+        data_rank: usize,
+        indices_rank: usize,
+    ) -> Result<(usize, usize), OpError> {
+        let name = self.label();
+        let axis = norm_axis(axis, data_rank, Some(2), name)?;
+        let b = if self.batch_dims < 0 {
+            self.batch_dims + indices_rank as i64
+        } else {
+            self.batch_dims
+        };
+        if b < 0 || b as usize > axis || b as usize > indices_rank {
+            return Err(OpError::attribute("batch_dims", format!(
+                "{name}: batch_dims {} must be in [0, axis {axis}] and at most the indices' rank {indices_rank}", self.batch_dims)));
+        }
+        Ok((axis, b as usize))
+    }
+}
+
+impl Op for Gather {
+    fn name(&self) -> &'static str {
+        self.label()
+    }
+
+    fn value_inputs(&self) -> &'static [usize] {
+        &[2]
+    }
+
+    fn infer(&self, inputs: &[Fact]) -> Result<Vec<Fact>, OpError> {
+        expect_inputs(inputs, 3, self.label())?;
+        expect_int_type(inputs, 1, self.label())?;
+        expect_int_type(inputs, 2, self.label())?;
+        let (data, indices) = (&inputs[0], &inputs[1]);
+        let axis = known_ints(&inputs[2]).and_then(|v| v.first().copied());
+        let shape = match (data.shape.dims(), indices.shape.dims(), axis) {
+            (Some(d), Some(i), Some(a)) => {
+                let (axis, b) = self.axes(a, d.len(), i.len())?;
+                let mut out: Vec<Dim> = Vec::new();
+                for k in 0..b {
+                    out.push(d[k].intersect(i[k]).ok_or_else(|| {
+                        OpError::input(
+                            1,
+                            codes::SHAPE,
+                            format!(
+                                "{}: batch dim {k} of data {} and indices {} differ",
+                                self.label(),
+                                data.shape,
+                                indices.shape
+                            ),
+                        )
+                    })?);
+                }
+                out.extend_from_slice(&d[b..axis]);
+                out.extend_from_slice(&i[b..]);
+                out.extend_from_slice(&d[axis + 1..]);
+                PartialShape::new(out)
+            }
+            (Some(d), Some(i), None) if self.batch_dims == 0 => {
+                PartialShape::dynamic_of_rank(d.len() + i.len() - 1)
+            }
+            _ => PartialShape::dynamic_rank(),
+        };
+        Ok(vec![Fact::new(data.ty, shape)])
+    }
+
+    fn eval(&self, inputs: Vec<Value>) -> Result<Vec<Value>, OpError> {
+        let [data, indices, axis] = take_inputs::<3>(inputs, self.label())?;
+        let a = *ints(&axis, 2)?
+            .first()
+            .ok_or_else(|| OpError::input(2, codes::RUN_SHAPE, "empty axis"))?;
+        let (ds, is) = (data.shape(), indices.shape());
+        let (axis, b) = self.axes(a, ds.len(), is.len())?;
+        if ds[..b] != is[..b] {
+            return Err(OpError::input(
+                1,
+                codes::RUN_SHAPE,
+                format!("{}: batch dims of data and indices differ", self.label()),
+            ));
+        }
+        let idx = IndexValues::of(&indices)
+            .ok_or_else(|| OpError::input(1, codes::ELEMENT_TYPE, "indices must be integers"))?;
+        let geo = Geometry {
+            batch: ds[..b].iter().product(),
+            outer: ds[b..axis].iter().product(),
+            along: ds[axis],
+            per_batch: is[b..].iter().product(),
+            inner: ds[axis + 1..].iter().product(),
+        };
+        let mut shape = ds[..axis].to_vec();
+        shape.extend_from_slice(&is[b..]);
+        shape.extend_from_slice(&ds[axis + 1..]);
+        let words = data.words().ok_or_else(|| no_strings(self.label()))?;
+        let out = with_words!(words, w => gather(w, &idx.to_vec(), &geo)?);
+        Ok(vec![output(data.element_type(), shape, out)?])
+    }
+}
+
+/// `data` as `[batch, outer, along, inner]`, indices as `[batch, per_batch]`.
+struct Geometry {
+    batch: usize,
+    outer: usize,
+    along: usize,
+    per_batch: usize,
+    inner: usize,
+}
+
+fn gather<W: Word>(src: &[W], idx: &[i64], g: &Geometry) -> Result<WordVec, OpError> {
+    let slices = g.batch * g.outer * g.per_batch;
+    let mut out = try_zeroed::<W>(slices * g.inner)?;
+    if g.inner == 0 {
+        return Ok(W::into_word_vec(out));
+    }
+    let d = g.along as i64;
+    par::for_each_split_mut(
+        &mut out,
+        g.inner
+            .max(crate::kernel::PAR_MIN_ELEMENTS / g.inner * g.inner),
+        &|start, chunk| {
+            for (k, dst) in chunk.chunks_mut(g.inner).enumerate() {
+                let s = start / g.inner + k;
+                let (bo, p) = (s / g.per_batch, s % g.per_batch);
+                let (bb, o) = (bo / g.outer, bo % g.outer);
+                let v = idx[bb * g.per_batch + p];
+                let v = if v < 0 { v + d } else { v };
+                // Out of range: the slice stays zero.
+                if (0..d).contains(&v) {
+                    let from = ((bb * g.outer + o) * g.along + v as usize) * g.inner;
+                    dst.copy_from_slice(&src[from..from + g.inner]);
+                }
+            }
+        },
+    );
+    Ok(W::into_word_vec(out))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::*;
+
+    fn v8(batch_dims: i64) -> Gather {
+        Gather {
+            version: 8,
+            batch_dims,
+        }
+    }
+
+    #[test]
+    fn negative_and_out_of_range_indices() {
+        let x = i32s(&[5], &[1, 2, 3, 4, 5]);
+        let out = run(
+            &v8(0),
+            vec![x, i64s(&[4], &[0, -1, -5, 7]), i64s(&[], &[0])],
+        )
+        .unwrap();
+        assert_eq!(out[0], i32s(&[4], &[1, 5, 1, 0]));
+    }
+
+    #[test]
+    fn axis_and_scalar_indices() {
+        let x = f32s(&[2, 3], &[1., 2., 3., 4., 5., 6.]);
+        let out = run(&v8(0), vec![x.clone(), i32s(&[], &[2]), i64s(&[], &[1])]).unwrap();
+        assert_eq!(out[0], f32s(&[2], &[3., 6.]));
+        let out = run(
+            &v8(0),
+            vec![x, i32s(&[2, 2], &[1, 0, 1, 1]), i64s(&[1], &[0])],
+        )
+        .unwrap();
+        assert_eq!(out[0].shape(), &[2, 2, 3]);
+        assert_eq!(
+            &out[0].values::<f32>().unwrap()[..6],
+            &[4., 5., 6., 1., 2., 3.]
+        );
+    }
+
+    #[test]
+    fn batch_dims() {
+        // data [2,3], indices [2,2], batch_dims 1, axis 1: out[b][k] = data[b][idx[b][k]].
+        let x = f32s(&[2, 3], &[1., 2., 3., 4., 5., 6.]);
+        let out = run(
+            &v8(-1),
+            vec![x, i64s(&[2, 2], &[2, 0, 1, 1]), i64s(&[], &[1])],
+        )
+        .unwrap();
+        assert_eq!(out[0], f32s(&[2, 2], &[3., 1., 5., 5.]));
+        let f = infer1(
+            &v8(1),
+            &[fact(F32, "2,3,4"), fact(I64, "2,5"), i64_scalar(2)],
+        )
+        .unwrap();
+        assert_eq!(f.shape.to_string(), "[2,3,5]");
+        let e = infer1(
+            &v8(2),
+            &[fact(F32, "2,3,4"), fact(I64, "2,5"), i64_scalar(1)],
+        )
+        .unwrap_err();
+        assert_eq!(e.code, codes::BAD_ATTRIBUTE);
+    }
+}

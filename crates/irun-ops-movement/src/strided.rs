@@ -1,0 +1,189 @@
+//! The one copy kernel behind Transpose, Slice, Broadcast, Tile and Split: the output, in
+//! row-major order, read from the input at `base + sum(coord[k] * strides[k])`, strides in
+//! elements and possibly 0 (broadcast, repeat) or negative (a reversing slice). Generic over
+//! the element width only ([`Word`]), so four instantiations serve every type.
+
+use irun_tensor::{with_words, Tensor, Word, WordVec};
+
+use crate::kernel::{try_zeroed, PAR_MIN_ELEMENTS};
+use crate::op::{codes, OpError};
+use crate::par;
+use crate::util::no_strings;
+
+/// Where the output's values come from in the input.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Strided {
+    pub out_shape: Vec<usize>,
+    /// Offset in the input of output position 0.
+    pub base: isize,
+    /// Input element stride of each output dim.
+    pub strides: Vec<isize>,
+}
+
+impl Strided {
+    /// The row-major layout of `shape` under `perm` (output dim `i` is input dim `perm[i]`).
+    pub fn permuted(shape: &[usize], perm: &[usize]) -> Strided {
+        let st = row_major_strides(shape);
+        Strided {
+            out_shape: perm.iter().map(|&p| shape[p]).collect(),
+            base: 0,
+            strides: perm.iter().map(|&p| st[p]).collect(),
+        }
+    }
+
+    /// Output dims of 1 dropped, and neighbours merged where the input is contiguous across
+    /// them: fewer, longer rows for the copy loop.
+    fn collapsed(&self) -> (Vec<usize>, Vec<isize>) {
+        let mut dims: Vec<usize> = Vec::new();
+        let mut strides: Vec<isize> = Vec::new();
+        for (&d, &s) in self.out_shape.iter().zip(&self.strides) {
+            if d == 1 {
+                continue;
+            }
+            match (dims.last_mut(), strides.last_mut()) {
+                (Some(pd), Some(ps)) if *ps == s * d as isize => {
+                    *pd *= d;
+                    *ps = s;
+                }
+                _ => {
+                    dims.push(d);
+                    strides.push(s);
+                }
+            }
+        }
+        (dims, strides)
+    }
+
+    /// The copied values of `t`. Every offset the layout can reach is checked against `t`
+    /// first, so a wrong layout is an error, never an out-of-bounds read.
+    pub fn apply(&self, t: &Tensor, op: &str) -> Result<WordVec, OpError> {
+        let words = t.words().ok_or_else(|| no_strings(op))?;
+        if self.out_shape.iter().all(|&d| d > 0) {
+            let (mut lo, mut hi) = (self.base, self.base);
+            for (&d, &s) in self.out_shape.iter().zip(&self.strides) {
+                let reach = (d as isize - 1) * s;
+                if reach < 0 {
+                    lo += reach;
+                } else {
+                    hi += reach;
+                }
+            }
+            if lo < 0 || hi >= t.len() as isize {
+                return Err(OpError::new(
+                    codes::RUN_SHAPE,
+                    format!(
+                        "{op}: internal error: a copy would read offsets {lo}..={hi} of {} values",
+                        t.len()
+                    ),
+                ));
+            }
+        }
+        with_words!(words, w => Ok(Word::into_word_vec(self.copy(w)?)))
+    }
+
+    fn copy<W: Word>(&self, src: &[W]) -> Result<Vec<W>, OpError> {
+        let n: usize = self.out_shape.iter().product();
+        let mut out = try_zeroed::<W>(n)?;
+        let (dims, strides) = self.collapsed();
+        let Some((&inner, outer)) = dims.split_last() else {
+            if n == 1 {
+                out[0] = src[self.base as usize];
+            }
+            return Ok(out);
+        };
+        let inner_stride = *strides.last().expect("same length as dims");
+        let outer_strides = &strides[..outer.len()];
+        par::for_each_split_mut(&mut out, PAR_MIN_ELEMENTS, &|start, chunk| {
+            let mut coords = vec![0usize; outer.len()];
+            let mut rest = start / inner;
+            for k in (0..outer.len()).rev() {
+                coords[k] = rest % outer[k];
+                rest /= outer[k];
+            }
+            let mut col = start % inner;
+            let mut done = 0;
+            while done < chunk.len() {
+                let len = (inner - col).min(chunk.len() - done);
+                let row: isize = coords
+                    .iter()
+                    .zip(outer_strides)
+                    .map(|(&c, &s)| c as isize * s)
+                    .sum();
+                let first = self.base + row + col as isize * inner_stride;
+                let dst = &mut chunk[done..done + len];
+                if inner_stride == 1 {
+                    let f = first as usize;
+                    dst.copy_from_slice(&src[f..f + len]);
+                } else {
+                    for (i, d) in dst.iter_mut().enumerate() {
+                        *d = src[(first + i as isize * inner_stride) as usize];
+                    }
+                }
+                done += len;
+                col = 0;
+                for k in (0..outer.len()).rev() {
+                    coords[k] += 1;
+                    if coords[k] < outer[k] {
+                        break;
+                    }
+                    coords[k] = 0;
+                }
+            }
+        });
+        Ok(out)
+    }
+}
+
+/// Element strides of a row-major shape.
+pub fn row_major_strides(shape: &[usize]) -> Vec<isize> {
+    let mut st = vec![1isize; shape.len()];
+    for k in (0..shape.len().saturating_sub(1)).rev() {
+        st[k] = st[k + 1] * shape[k + 1] as isize;
+    }
+    st
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(s: &Strided, src: &[u32]) -> Vec<u32> {
+        s.copy(src).unwrap()
+    }
+
+    #[test]
+    fn transposes_reverses_and_repeats() {
+        let src: Vec<u32> = (0..6).collect();
+        // [2,3] -> [3,2]
+        assert_eq!(
+            run(&Strided::permuted(&[2, 3], &[1, 0]), &src),
+            vec![0, 3, 1, 4, 2, 5]
+        );
+        // Reversed rows of [2,3]: base 3, strides [-3, 1].
+        let rev = Strided {
+            out_shape: vec![2, 3],
+            base: 3,
+            strides: vec![-3, 1],
+        };
+        assert_eq!(run(&rev, &src), vec![3, 4, 5, 0, 1, 2]);
+        // Row 1 repeated twice: stride 0.
+        let rep = Strided {
+            out_shape: vec![2, 3],
+            base: 3,
+            strides: vec![0, 1],
+        };
+        assert_eq!(run(&rep, &src), vec![3, 4, 5, 3, 4, 5]);
+        let one = Strided {
+            out_shape: vec![1, 1],
+            base: 4,
+            strides: vec![0, 0],
+        };
+        assert_eq!(run(&one, &src), vec![4]);
+        let empty = Strided {
+            out_shape: vec![0, 3],
+            base: 0,
+            strides: vec![3, 1],
+        };
+        assert_eq!(run(&empty, &src), Vec::<u32>::new());
+    }
+}
