@@ -75,6 +75,8 @@ pub struct Executable {
     outputs: Vec<OutputInfo>,
     /// Decoded Consts, filled on first use and shared by every run.
     consts: Vec<OnceLock<Value>>,
+    /// Outputs that inference computed from constants (folded): such a node never runs.
+    folded: Vec<Option<Vec<Value>>>,
     /// Kernels that ops prepared for their constant inputs ([`irun_ops::Op::prepare`]).
     prepared: Vec<Option<Box<dyn Prepared>>>,
     /// Bytes held by `prepared`; counted as in use by every run.
@@ -152,7 +154,24 @@ impl Executable {
                 }
             })
             .collect();
+        let folded = graph
+            .facts
+            .iter()
+            .enumerate()
+            .map(|(n, facts)| {
+                let derived = !graph.nodes[n].inputs.is_empty() && !facts.is_empty();
+                derived
+                    .then(|| {
+                        facts
+                            .iter()
+                            .map(|f| f.value.clone())
+                            .collect::<Option<Vec<_>>>()
+                    })
+                    .flatten()
+            })
+            .collect();
         let mut exe = Executable {
+            folded,
             consts: (0..graph.nodes.len()).map(|_| OnceLock::new()).collect(),
             prepared: (0..graph.nodes.len()).map(|_| None).collect(),
             prepared_bytes: 0,
@@ -217,6 +236,11 @@ impl Executable {
         }
         self.prepared_bytes = total;
         Ok(())
+    }
+
+    /// How many layers inference computed from constants, so that they never run.
+    pub fn folded(&self) -> usize {
+        self.folded.iter().flatten().count()
     }
 
     /// How many layers run a kernel prepared for their constant inputs, and the bytes those
@@ -393,6 +417,17 @@ impl Executable {
             let produced: Vec<Value> = match &step.source {
                 Source::Input(i) => vec![inputs[*i].take().expect("each input is read once")],
                 Source::Const => vec![self.constant(n)?],
+                Source::Op if self.folded[n].is_some() => {
+                    for &o in &step.inputs {
+                        remaining[o] -= 1;
+                        if remaining[o] == 0 {
+                            if let Some(v) = values[o].take() {
+                                live_bytes = live_bytes.saturating_sub(v.byte_size() as u64);
+                            }
+                        }
+                    }
+                    self.folded[n].clone().expect("checked")
+                }
                 Source::Op => {
                     let need = self.output_bytes(n, &facts[n])?;
                     if live_bytes.saturating_add(need) > self.memory_limit {

@@ -10,8 +10,10 @@ use irun_tensor::{ElementType, Tensor};
 
 use crate::graph::{Graph, NodeId, Outlet};
 
-/// A Const feeding a value input (an axis, a shape) is decoded only up to this many elements.
-const MAX_FOLDED_ELEMENTS: usize = 1 << 16;
+/// A Const feeding a value input (an axis, a shape) is decoded only up to this many elements,
+/// and an op whose inputs are all known is evaluated at inference time (folded) only when each
+/// output has at most this many.
+pub const MAX_FOLDED_ELEMENTS: usize = 1 << 16;
 
 impl Graph {
     /// Resolves every layer's op (unsupported types are reported once per type) and runs
@@ -92,6 +94,48 @@ impl Graph {
         self.model.weights.decode(c).ok().map(Arc::new)
     }
 
+    /// Constant folding: when every input of node `n` has a known value and every output is
+    /// static and small, runs the op's kernel now and records the values in `outputs`, so
+    /// that shape inputs computed from constants (`Reshape(x, Concat(Gather(ShapeOf(x)),
+    /// ...))`) give static shapes downstream, and the executor need not run the node. A
+    /// kernel error (a division by zero in constants) leaves the node to run time, which
+    /// reports it; values that contradict the inferred facts are not recorded.
+    fn fold(&self, facts: &[Vec<Fact>], n: NodeId, op: &dyn Op, outputs: &mut [Fact]) {
+        let node = &self.nodes[n];
+        if node.inputs.is_empty() || !op.may_fold() || outputs.iter().all(|f| f.value.is_some()) {
+            return;
+        }
+        let small = outputs.iter().all(|f| {
+            f.shape
+                .to_static()
+                .and_then(|s| irun_tensor::element_count(&s))
+                .is_some_and(|c| c <= MAX_FOLDED_ELEMENTS)
+        });
+        if !small {
+            return;
+        }
+        let Some(values) = node
+            .inputs
+            .iter()
+            .map(|o| o.and_then(|o| self.value_of(facts, o)))
+            .collect::<Option<Vec<_>>>()
+        else {
+            return;
+        };
+        let Ok(results) = op.eval(values) else {
+            return;
+        };
+        let fits = results.len() == outputs.len()
+            && results.iter().zip(outputs.iter()).all(|(v, f)| {
+                v.element_type() == f.ty && f.shape.to_static().as_deref() == Some(v.shape())
+            });
+        if fits {
+            for (f, v) in outputs.iter_mut().zip(results) {
+                f.value = Some(v);
+            }
+        }
+    }
+
     /// The input facts of node `n` given the facts of its producers, with the values of the
     /// inputs its op reads.
     fn input_facts(&self, facts: &[Vec<Fact>], n: NodeId) -> Vec<Fact> {
@@ -135,9 +179,13 @@ impl Graph {
             let layer = self.layer(n);
             facts[n] = match &self.ops[n] {
                 None => vec![Fact::unknown(); layer.outputs.len()],
-                Some(op) => op
-                    .infer(&input_facts)
-                    .map_err(|e| op_diagnostic(layer, &e))?,
+                Some(op) => {
+                    let mut out = op
+                        .infer(&input_facts)
+                        .map_err(|e| op_diagnostic(layer, &e))?;
+                    self.fold(&facts, n, op.as_ref(), &mut out);
+                    out
+                }
             };
         }
         Ok(facts)
@@ -149,7 +197,10 @@ impl Graph {
         let outputs = match &self.ops[n] {
             None => vec![Fact::unknown(); layer.outputs.len()],
             Some(op) => match op.infer(&inputs) {
-                Ok(f) => f,
+                Ok(mut f) => {
+                    self.fold(&self.facts, n, op.as_ref(), &mut f);
+                    f
+                }
                 Err(e) => {
                     self.diagnostics.push(op_diagnostic(layer, &e));
                     vec![Fact::unknown(); layer.outputs.len()]

@@ -426,3 +426,120 @@ fn declared_ports_are_compared_with_inferred_facts() {
     );
     assert!(!build(&xml).has_errors(), "-1 accepts anything");
 }
+
+/// `x.view(x.size(0), -1)` as torch exports it: Reshape(x, Concat(Gather(ShapeOf(x), 0), -1)).
+/// Constant folding evaluates the shape branch at inference time, so the Reshape gets a
+/// static shape and the declared `[2,12]` is checked against it.
+#[test]
+fn shape_subgraphs_fold_to_static_shapes() {
+    let konst = |id: u64, name: &str, offset: u64, shape: &str, dims: &[i64]| {
+        layer(
+            id,
+            name,
+            "Const",
+            "opset1",
+            Some(&format!(
+                "element_type=\"i64\" shape=\"{shape}\" offset=\"{offset}\" size=\"{}\"",
+                8 * dims.iter().product::<i64>().max(1)
+            )),
+            &[],
+            &[port(0, "I64", dims)],
+        )
+    };
+    let xml = ir(
+        &[
+            parameter(0, "x", "f32", "2,3,4", "FP32", &[2, 3, 4]),
+            layer(
+                1,
+                "shape",
+                "ShapeOf",
+                "opset3",
+                Some("output_type=\"i64\""),
+                &[port(0, "FP32", &[2, 3, 4])],
+                &[port(1, "I64", &[3])],
+            ),
+            konst(2, "first", 0, "1", &[1]),
+            konst(3, "axis", 8, "", &[]),
+            layer(
+                4,
+                "batch",
+                "Gather",
+                "opset8",
+                Some("batch_dims=\"0\""),
+                &[
+                    port(0, "I64", &[3]),
+                    port(1, "I64", &[1]),
+                    port(2, "I64", &[]),
+                ],
+                &[port(3, "I64", &[1])],
+            ),
+            konst(5, "rest", 16, "1", &[1]),
+            layer(
+                6,
+                "target",
+                "Concat",
+                "opset1",
+                Some("axis=\"0\""),
+                &[port(0, "I64", &[1]), port(1, "I64", &[1])],
+                &[port(2, "I64", &[2])],
+            ),
+            layer(
+                7,
+                "view",
+                "Reshape",
+                "opset1",
+                Some("special_zero=\"false\""),
+                &[port(0, "FP32", &[2, 3, 4]), port(1, "I64", &[2])],
+                &[port(2, "FP32", &[2, 12])],
+            ),
+            result(8, "y", "FP32", &[2, 12]),
+        ],
+        &[
+            edge(0, 0, 1, 0),
+            edge(1, 1, 4, 0),
+            edge(2, 0, 4, 1),
+            edge(3, 0, 4, 2),
+            edge(4, 3, 6, 0),
+            edge(5, 0, 6, 1),
+            edge(6, 2, 7, 1),
+            edge(0, 0, 7, 0),
+            edge(7, 2, 8, 0),
+        ],
+    );
+    let bytes: Vec<u8> = [0i64, 0, -1].iter().flat_map(|v| v.to_le_bytes()).collect();
+    let model = IrModel::parse(
+        &xml,
+        Path::new("t.xml"),
+        Weights::from_vec(Path::new("t.bin"), bytes),
+    )
+    .expect("well-formed");
+    let g = Graph::build(model);
+    assert!(!g.has_errors(), "{:?}", g.diagnostics);
+    let target = g.facts[6][0].value.as_ref().expect("Concat folded");
+    assert_eq!(target.to_i64_vec().unwrap(), vec![2, -1]);
+    assert_eq!(g.facts[7][0].shape.to_string(), "[2,12]");
+    assert!(
+        g.facts[7][0].value.is_none(),
+        "x is an input: Reshape is not folded"
+    );
+
+    // A wrong declaration is now caught: [2,12] declared as [2,11].
+    let bad = xml.replace(
+        "<dim>2</dim><dim>12</dim></port></output>",
+        "<dim>2</dim><dim>11</dim></port></output>",
+    );
+    let bytes: Vec<u8> = [0i64, 0, -1].iter().flat_map(|v| v.to_le_bytes()).collect();
+    let g = Graph::build(
+        IrModel::parse(
+            &bad,
+            Path::new("t.xml"),
+            Weights::from_vec(Path::new("t.bin"), bytes),
+        )
+        .unwrap(),
+    );
+    assert!(
+        codes_of(&g).contains(&irun_ops::codes::DECLARED_OUTPUT),
+        "{:?}",
+        g.diagnostics
+    );
+}

@@ -2,7 +2,7 @@
 //! split of work into tasks, typed access to index tensors, and the one primitive that lets
 //! parallel tasks write to provably disjoint parts of one output.
 //!
-//! Every kernel runs inside the executor's rayon pool; `rayon::current_num_threads()` is the
+//! Every kernel runs inside the executor's rayon pool; `par::threads()` is the
 //! `--threads` value. How work is split never changes a result: each output element is written
 //! by exactly one task, in the same order as a sequential run.
 
@@ -20,7 +20,7 @@ pub const PAR_MIN_ELEMENTS: usize = 1 << 15;
 /// How many pieces to cut `n` units of work into: a few per thread so uneven pieces balance,
 /// one when the work is small or there is one thread.
 pub fn pieces(n: usize, min_per_piece: usize) -> usize {
-    let threads = rayon::current_num_threads();
+    let threads = crate::par::threads();
     if threads <= 1 || n < 2 * min_per_piece.max(1) {
         return 1;
     }

@@ -43,6 +43,13 @@ pub trait Op: Debug + Send + Sync {
         ))
     }
 
+    /// Whether inference may evaluate the op when all its inputs are known (constant folding).
+    /// Ops with state or side effects (ReadValue, Assign, random generators without a fixed
+    /// seed) return false.
+    fn may_fold(&self) -> bool {
+        true
+    }
+
     /// The input whose buffer the output may take over when nothing else reads it (the data
     /// input of the scatter ops). The executor then hands `eval` the only reference.
     fn inplace_input(&self) -> Option<usize> {

@@ -21,14 +21,19 @@ use crate::op::OpError;
 /// error of the first problem it found.
 pub type TaskResult<T = ()> = Result<T, (usize, OpError)>;
 
-/// Worker threads of the pool the caller runs in (`--threads`); 1 outside a pool of several.
+/// Worker threads of the pool the caller runs in (`--threads`). Outside any pool (constant
+/// folding during inference, a library user calling a kernel directly) it is 1: kernels then
+/// run on the calling thread and never start rayon's global pool.
 pub fn threads() -> usize {
+    if rayon::current_thread_index().is_none() {
+        return 1;
+    }
     rayon::current_num_threads()
 }
 
 /// Runs `task(i)` for every `i` in `0..n`, spread over the current pool.
 pub fn for_each_task(n: usize, task: &(dyn Fn(usize) + Sync)) {
-    if n <= 1 || rayon::current_num_threads() <= 1 {
+    if n <= 1 || threads() <= 1 {
         (0..n).for_each(task);
         return;
     }
