@@ -5,7 +5,8 @@
 //! * `explicit` (v1 also spells it `none`): `axes_mapping` (input 2, sorted) names the output
 //!   axis of each data dim; data is replicated along every other axis.
 //!
-//! `pdpd` is read but not run. The copy is a strided view with stride 0 on replicated axes.
+//! Outside explicit mode a third input (OpenVINO's builders always add one) is ignored. `pdpd`
+//! is read but not run. The copy is a strided view with stride 0 on replicated axes.
 
 use irun_tensor::{Dim, PartialShape};
 
@@ -170,12 +171,14 @@ impl Op for Broadcast {
     }
 
     fn infer(&self, inputs: &[Fact]) -> Result<Vec<Fact>, OpError> {
-        let want = if self.mode == Mode::Explicit { 3 } else { 2 };
-        if inputs.len() != want {
+        // OpenVINO's builders give every Broadcast an axes_mapping input; outside explicit
+        // mode it is ignored.
+        let arity_ok = inputs.len() == 3 || (self.mode != Mode::Explicit && inputs.len() == 2);
+        if !arity_ok {
             return Err(OpError::new(
                 codes::ARITY,
                 format!(
-                    "{} in this mode takes {want} inputs, got {}",
+                    "{} takes 2 or 3 inputs (3 in explicit mode), got {}",
                     self.label(),
                     inputs.len()
                 ),
@@ -186,7 +189,10 @@ impl Op for Broadcast {
         }
         let data = &inputs[0];
         let target = known_ints(&inputs[1]);
-        let mapping = inputs.get(2).and_then(known_ints);
+        let mapping = inputs
+            .get(2)
+            .filter(|_| self.mode == Mode::Explicit)
+            .and_then(known_ints);
         let shape = match (data.shape.dims(), target) {
             (Some(dims), Some(t)) if self.mode != Mode::Explicit || mapping.is_some() => {
                 PartialShape::new(self.resolve(dims, &t, mapping.as_deref())?.0)
@@ -207,7 +213,11 @@ impl Op for Broadcast {
                 .ok_or_else(|| OpError::new(codes::ARITY, "no target shape"))?,
             1,
         )?;
-        let mapping = inputs.get(2).map(|m| ints(m, 2)).transpose()?;
+        let mapping = inputs
+            .get(2)
+            .filter(|_| self.mode == Mode::Explicit)
+            .map(|m| ints(m, 2))
+            .transpose()?;
         let dims: Vec<Dim> = data.shape().iter().map(|&d| Dim::fixed(d as u64)).collect();
         let (out, axes) = self.resolve(&dims, &target, mapping.as_deref())?;
         let out: Vec<usize> = out.iter().map(|d| d.min() as usize).collect();

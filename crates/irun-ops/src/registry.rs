@@ -9,6 +9,7 @@ use irun_opkit::attrs::AttrReader;
 use irun_opkit::op::{codes, Op, OpError};
 use irun_ops_core as core;
 use irun_ops_elementwise as ew;
+use irun_ops_linear as linear;
 use irun_ops_movement as mv;
 use irun_ops_scatter as scatter;
 
@@ -100,6 +101,8 @@ pub static REGISTRY: &[Entry] = &[
     op("Sqrt", 1, 1, ew::sqrt::build),
     op("Swish", 4, 4, ew::swish::build),
     op("Tanh", 1, 1, ew::tanh::build),
+    // Linear algebra.
+    op("MatMul", 1, 1, linear::matmul::build),
     // Data movement.
     op("Broadcast", 1, 1, mv::broadcast::build_v1),
     op("Broadcast", 3, 3, mv::broadcast::build_v3),

@@ -1,0 +1,109 @@
+//! Whole-model golden cases: every directory under models/ops and models/converted with an
+//! `expected.npz` (written by tools/gen_model_goldens.py from OpenVINO CPU, f32 precision).
+//!
+//! Each model runs through the public API at 1 and 2 threads. The two runs must agree bit for
+//! bit; every output (not only the first) must carry the expected key, element type and shape,
+//! integers and booleans must be equal, floats within 1e-4 relative + absolute (OpenVINO's
+//! vectorised exp/erf/tanh differ from libm in the last bits).
+
+use std::path::{Path, PathBuf};
+
+use irun::tensor::{read_npz, Storage, Tensor};
+use irun::{Model, Options};
+
+fn cases() -> Vec<PathBuf> {
+    let mut v = Vec::new();
+    for family in ["ops", "converted"] {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("models")
+            .join(family);
+        for e in std::fs::read_dir(&root).expect("models dir exists") {
+            let p = e.unwrap().path();
+            if p.join("expected.npz").exists() {
+                v.push(p);
+            }
+        }
+    }
+    v.sort();
+    v
+}
+
+fn npz(path: &Path) -> Vec<(String, Tensor)> {
+    read_npz(std::fs::File::open(path).unwrap()).unwrap()
+}
+
+fn run(dir: &Path, threads: usize) -> Vec<(String, Tensor)> {
+    let exe = Model::open(dir.join("model.xml"))
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .compile(&Options {
+            threads: Some(threads),
+            ..Options::default()
+        })
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+    exe.run(npz(&dir.join("inputs.npz")))
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+}
+
+/// Floats as f64 for the tolerance check; `None` for other types.
+fn as_f64(t: &Tensor) -> Option<Vec<f64>> {
+    Some(match t.storage() {
+        Storage::F32(v) => v.iter().map(|&x| x as f64).collect(),
+        Storage::F64(v) => v.to_vec(),
+        Storage::F16(v) => v.iter().map(|x| x.to_f64()).collect(),
+        Storage::Bf16(v) => v.iter().map(|x| x.to_f64()).collect(),
+        _ => return None,
+    })
+}
+
+/// Why `got` does not match `want`, if it does not.
+fn mismatch(got: &Tensor, want: &Tensor) -> Option<String> {
+    if got.element_type() != want.element_type() || got.shape() != want.shape() {
+        return Some(format!(
+            "got {} {:?}, expected {} {:?}",
+            got.element_type(),
+            got.shape(),
+            want.element_type(),
+            want.shape()
+        ));
+    }
+    match (as_f64(got), as_f64(want)) {
+        (Some(g), Some(w)) => g.iter().zip(&w).enumerate().find_map(|(i, (&a, &b))| {
+            let close = (a - b).abs() <= 1e-4 * (1.0 + b.abs()) || (a.is_nan() && b.is_nan());
+            (!close).then(|| format!("element {i}: got {a}, expected {b}"))
+        }),
+        _ => {
+            (got != want).then(|| format!("got {}, expected {}", got.preview(12), want.preview(12)))
+        }
+    }
+}
+
+#[test]
+fn every_model_matches_openvino_at_1_and_2_threads() {
+    let cases = cases();
+    assert!(cases.len() >= 7, "the golden models are committed");
+    let mut failures = Vec::new();
+    for dir in &cases {
+        let one = run(dir, 1);
+        let two = run(dir, 2);
+        assert_eq!(
+            format!("{one:?}"),
+            format!("{two:?}"),
+            "{}: 1 vs 2 threads",
+            dir.display()
+        );
+        let want = npz(&dir.join("expected.npz"));
+        assert_eq!(
+            one.len(),
+            want.len(),
+            "{}: number of outputs",
+            dir.display()
+        );
+        for ((gk, g), (wk, w)) in one.iter().zip(&want) {
+            assert_eq!(gk, wk, "{}: output keys in model order", dir.display());
+            if let Some(why) = mismatch(g, w) {
+                failures.push(format!("{} output {gk}: {why}", dir.display()));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

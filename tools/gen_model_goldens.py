@@ -1,0 +1,229 @@
+#!/usr/bin/env python3
+"""Golden cases for whole models: inputs.npz and expected.npz next to each model.xml, the
+expected values computed by OpenVINO CPU with INFERENCE_PRECISION_HINT=f32.
+
+  models/converted/torch_*   the PyTorch models tools/convert_torch_models.py converted (GNN
+                             aggregations, an index_copy_ KV cache): inputs drawn so that every
+                             index is valid, as the models' users' data would be
+  models/ops/<name>          small graphs built with OpenVINO's opset API that together use every
+                             elementwise and data-movement op irun runs, with the shapes,
+                             attributes and value ranges that exercise their rules (broadcasting,
+                             negative steps and indices, batch_dims, special_zero, folding of
+                             shape subgraphs); no NaN inputs, where irun follows torch/numpy and
+                             OpenVINO CPU does not (those rules have unit tests instead)
+
+The Rust test tests/model_goldens.rs runs every case at 1 and 2 threads and compares every
+output: integers and booleans exactly, floats within 1e-4 relative + absolute.
+
+    python3 -m venv /tmp/ov && /tmp/ov/bin/pip install openvino numpy
+    /tmp/ov/bin/python tools/gen_model_goldens.py
+"""
+import json
+import os
+import sys
+
+import numpy as np
+import openvino as ov
+import openvino.opset1 as o1
+import openvino.opset3 as o3
+import openvino.opset4 as o4
+import openvino.opset5 as o5
+import openvino.opset7 as o7
+import openvino.opset8 as o8
+import openvino.opset13 as o13
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "models")
+rng = np.random.default_rng(20261122)
+
+
+def param(name, dtype, shape):
+    p = o1.parameter(shape, dtype, name=name)
+    p.output(0).set_names({name})
+    return p
+
+
+def const(v, dtype=np.int64):
+    return o1.constant(np.array(v, dtype=dtype))
+
+
+def run_openvino(model, inputs):
+    core = ov.Core()
+    compiled = core.compile_model(model, "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
+    result = compiled(inputs)
+    outs = {}
+    for i, out in enumerate(compiled.outputs):
+        names = sorted(out.get_names())
+        key = names[0] if names else f"output_{i}"
+        outs[key] = np.asarray(result[out])
+    return outs
+
+
+def write(dirname, model, inputs, save_model=True, numpy_reference=None):
+    """`numpy_reference`: {output key: (values, why)} for outputs where OpenVINO CPU departs
+    from OpenVINO's own spec and reference (reference doc section 13); those expected values
+    come from numpy instead, and golden.json says which and why."""
+    os.makedirs(dirname, exist_ok=True)
+    xml = os.path.join(dirname, "model.xml")
+    if save_model:
+        ov.save_model(model, xml, compress_to_fp16=False)
+    # Run the model as written to disk, as irun reads it.
+    expected = run_openvino(ov.Core().read_model(xml), inputs)
+    sources = {k: "openvino-cpu-f32" for k in expected}
+    for key, (values, why) in (numpy_reference or {}).items():
+        cpu = expected[key]
+        assert cpu.shape == values.shape and cpu.dtype == values.dtype, key
+        expected[key] = values
+        sources[key] = f"numpy: {why}; OpenVINO CPU gives {cpu.ravel()[:8].tolist()}..."
+    np.savez(os.path.join(dirname, "inputs.npz"), **inputs)
+    np.savez(os.path.join(dirname, "expected.npz"), **expected)
+    with open(os.path.join(dirname, "golden.json"), "w") as f:
+        json.dump({"expected": sources}, f, indent=1, sort_keys=True)
+    print("wrote", dirname, {k: v.shape for k, v in expected.items()})
+
+
+def model(outputs, params, name):
+    """A model whose results are `outputs`, each (tensor name, node or node output)."""
+    res = []
+    for tensor_name, node in outputs:
+        out = node.output(0) if hasattr(node, "output") else node
+        out.set_names({tensor_name})
+        res.append(o1.result(out))
+    return ov.Model(res, params, name)
+
+
+def shape_ops():
+    """torch's x.view(x.size(0), -1) and friends: a shape subgraph to fold, then arithmetic,
+    activations, Transpose, Concat, Slice with a negative step, Squeeze/Unsqueeze."""
+    x = param("x", np.float32, [2, 3, 4])
+    shape = o3.shape_of(x, "i64")
+    batch = o8.gather(shape, const([0]), const(0))
+    flat = o1.reshape(x, o1.concat([batch, const([-1])], 0), False)
+    scaled = o1.add(o1.multiply(flat, const(rng.standard_normal((1, 12)), np.float32)),
+                    const(rng.standard_normal(12), np.float32))
+    act = o1.tanh(o1.sigmoid(o1.relu(scaled)))
+    t = o1.transpose(o1.reshape(act, const([2, 3, 4]), False), const([2, 0, 1]))
+    cat = o1.concat([t, o1.negative(t)], -1)
+    sl = o8.slice(cat, const([-1, 5]), const([np.iinfo(np.int64).min, 0]), const([-2, -2]), const([0, 2]))
+    sq = o1.squeeze(o1.unsqueeze(sl, const([0, 3])), const([0]))
+    zero = o1.reshape(x, const([0, -1]), True)
+    return model([("flat", act), ("sliced", sq), ("special_zero", zero)], [x], "shape_ops"), {
+        "x": rng.standard_normal((2, 3, 4)).astype(np.float32)}
+
+
+def int_arith():
+    """Integer arithmetic with numpy broadcasting: floor division (m_pythondiv), FloorMod and
+    Mod signs, Power, Maximum/Minimum, comparisons, logical ops and Select."""
+    a = param("a", np.int32, [3, 4])
+    b = param("b", np.int32, [4])
+    div = o1.divide(a, b)
+    trunc = o1.divide(a, b)
+    trunc.set_attribute("m_pythondiv", False)
+    fmod = o1.floor_mod(a, b)
+    mod = o1.mod(a, b)
+    pw = o1.power(o1.clamp(a, -3, 3), o1.clamp(b, 0, 4))
+    mx = o1.maximum(a, b)
+    mn = o1.minimum(a, o1.subtract(b, const(1, np.int32)))
+    gt = o1.greater(a, b)
+    le = o1.less_equal(a, b)
+    logic = o1.logical_xor(o1.logical_or(gt, o1.equal(a, b)), o1.logical_not(le))
+    sel = o1.select(logic, mx, mn)
+    sq = o1.squared_difference(a, b)
+    outs = [("div", div), ("trunc", trunc), ("floor_mod", fmod), ("mod", mod), ("pow", pw),
+            ("select", sel), ("not_equal", o1.not_equal(a, b)), ("ge", o1.greater_equal(a, b)),
+            ("lt", o1.less(a, b)), ("and", o1.logical_and(gt, le)), ("sqdiff", sq)]
+    av = rng.integers(-20, 20, (3, 4)).astype(np.int32)
+    bv = np.array([3, -4, 7, -2], dtype=np.int32)
+    reference = {"div": (np.floor_divide(av, bv),
+                         "Divide-1 with m_pythondiv=true floors (spec and reference); CPU truncates")}
+    return model(outs, [a, b], "int_arith"), {"a": av, "b": bv}, reference
+
+
+def activations():
+    """Every float activation and unary math op, on values in their domains."""
+    x = param("x", np.float32, [4, 8])
+    pos = param("pos", np.float32, [4, 8])
+    outs = [
+        ("gelu_erf", o7.gelu(x, "erf")),
+        ("gelu_tanh", o7.gelu(x, "tanh")),
+        ("gelu2", o1.gelu(x) if hasattr(o1, "gelu") else o7.gelu(x, "erf")),
+        ("swish", o4.swish(x, const(0.75, np.float32))),
+        ("swish1", o4.swish(x)),
+        ("hswish", o4.hswish(x)),
+        ("hsigmoid", o5.hsigmoid(x)),
+        ("elu", o1.elu(x, 0.5)),
+        ("clamp", o1.clamp(x, -0.5, 1.25)),
+        ("softplus", o4.softplus(x)),
+        ("exp", o1.exp(x)),
+        ("log", o1.log(pos)),
+        ("sqrt", o1.sqrt(pos)),
+        ("erf", o1.erf(x)),
+        ("abs", o1.abs(x)),
+        ("floor", o1.floor(x)),
+        ("ceiling", o1.ceiling(x)),
+        ("sin", o1.sin(x)),
+        ("cos", o1.cos(x)),
+        ("pow", o1.power(pos, x)),
+        ("div", o1.divide(x, pos)),
+        ("fmod", o1.floor_mod(x, const([0.7], np.float32))),
+    ]
+    xv = (rng.standard_normal((4, 8)) * 3).astype(np.float32)
+    pv = rng.uniform(0.1, 4.0, (4, 8)).astype(np.float32)
+    return model(outs, [x, pos], "activations"), {"x": xv, "pos": pv}
+
+
+def gather_split_tile():
+    """Gather-8 with batch_dims and negative indices, Split, VariadicSplit with -1, Tile,
+    Broadcast-3 in all three modes, Broadcast-1, Gather-1/7, bool and i64 data."""
+    d = param("d", np.float32, [2, 5, 3])
+    idx = param("idx", np.int64, [2, 4])
+    flags = param("flags", np.bool_, [5])
+    g = o8.gather(d, idx, const(1), batch_dims=1)
+    g7 = o7.gather(d, const([[0, 2], [1, 1]]), const(-1))
+    g1 = o1.gather(flags, const([4, 0, 2]), const(0))
+    parts = o1.split(d, const(1), 5)
+    var = o1.variadic_split(d, const(-1), const([1, -1]))
+    tile = o1.tile(var.output(0), const([2, 1, 1, 2]))
+    bn = o3.broadcast(const([[1.0], [2.0]], np.float32), const([3, 2, 4]))
+    bb = o3.broadcast(d, const([2, 1, 1, 1]), broadcast_spec="BIDIRECTIONAL")
+    be = o3.broadcast(const([1, 2, 3], np.int64), const([2, 3, 2]), const([1]), "EXPLICIT")
+    b1 = o1.broadcast(flags, const([2, 5]))
+    outs = [("gather_b", g), ("gather7", g7), ("gather1", g1), ("split3", parts.output(3)),
+            ("var1", var.output(1)), ("tile", tile), ("bnumpy", bn), ("bbidi", bb), ("bexplicit", be),
+            ("b1", b1)]
+    return model(outs, [d, idx, flags], "gather_split_tile"), {
+        "d": rng.standard_normal((2, 5, 3)).astype(np.float32),
+        "idx": np.array([[0, -1, 4, 2], [-5, 3, 3, 1]], dtype=np.int64),
+        "flags": np.array([True, False, True, True, False]),
+    }
+
+
+def converted():
+    """The committed PyTorch conversions that irun can run: inputs for each."""
+    n, f, e = 10, 16, 40
+    x = rng.standard_normal((n, f)).astype(np.float32)
+    edges = rng.integers(0, n, (2, e)).astype(np.int64)
+    cases = {
+        "torch_sage_mean": {"x": x, "edge_index": edges},
+        "torch_gcn": {"x": x, "edge_index": edges},
+        "torch_kv_cache": {"k": rng.standard_normal((1, 4, 3, 16)).astype(np.float32),
+                           "pos": np.array([5, 63, 0], dtype=np.int64)},
+    }
+    return cases
+
+
+def main():
+    only = set(sys.argv[1:])
+    for build in (shape_ops, int_arith, activations, gather_split_tile):
+        name = build.__name__
+        if only and name not in only:
+            continue
+        m, inputs, *reference = build()
+        write(os.path.join(ROOT, "ops", name), m, inputs, numpy_reference=reference[0] if reference else None)
+    for name, inputs in converted().items():
+        if only and name not in only:
+            continue
+        write(os.path.join(ROOT, "converted", name), None, inputs, save_model=False)
+
+
+if __name__ == "__main__":
+    main()
