@@ -25,9 +25,11 @@ import sys
 import numpy as np
 import openvino as ov
 import openvino.opset1 as o1
+import openvino.opset2 as o2
 import openvino.opset3 as o3
 import openvino.opset4 as o4
 import openvino.opset5 as o5
+import openvino.opset6 as o6
 import openvino.opset7 as o7
 import openvino.opset8 as o8
 import openvino.opset13 as o13
@@ -197,6 +199,35 @@ def gather_split_tile():
     }
 
 
+def reduce_norm():
+    """Every reduction (over one axis, non-adjacent axes, with and without keep_dims), SoftMax-1
+    and -8, LogSoftmax, MVN-6 as LayerNorm (both eps modes) and MVN-1 across channels."""
+    x = param("x", np.float32, [2, 3, 4])
+    i = param("i", np.int32, [2, 3, 4])
+    outs = [
+        ("sum", o1.reduce_sum(x, const([1]), False)),
+        ("mean", o1.reduce_mean(x, const([0, 2]), True)),
+        ("max", o1.reduce_max(x, const([-1]), False)),
+        ("min", o1.reduce_min(x, const([0, 2]), False)),
+        ("prod", o1.reduce_prod(x, const([2]), True)),
+        ("l1", o4.reduce_l1(x, const([1, 2]), False)),
+        ("l2", o4.reduce_l2(x, const([0]), False)),
+        ("isum", o1.reduce_sum(i, const([0, 1, 2]), False)),
+        ("imean", o1.reduce_mean(i, const([2]), False)),
+        ("imax", o1.reduce_max(i, const([1]), True)),
+        ("softmax8", o8.softmax(x, -1)),
+        ("softmax1", o1.softmax(x, 1)),
+        ("logsoftmax", o5.log_softmax(x, 1)),
+        ("layernorm", o6.mvn(x, const([-1]), True, 1e-5, "inside_sqrt")),
+        ("mvn_outside", o6.mvn(x, const([1, 2]), True, 1e-3, "outside_sqrt")),
+        ("mvn1", o2.mvn(x, across_channels=True, normalize_variance=True, eps=1e-6)),
+    ]
+    return model(outs, [x, i], "reduce_norm"), {
+        "x": rng.standard_normal((2, 3, 4)).astype(np.float32),
+        "i": rng.integers(-9, 9, (2, 3, 4)).astype(np.int32),
+    }
+
+
 def converted():
     """The committed PyTorch conversions that irun can run: inputs for each."""
     n, f, e = 10, 16, 40
@@ -213,7 +244,7 @@ def converted():
 
 def main():
     only = set(sys.argv[1:])
-    for build in (shape_ops, int_arith, activations, gather_split_tile):
+    for build in (shape_ops, int_arith, activations, gather_split_tile, reduce_norm):
         name = build.__name__
         if only and name not in only:
             continue

@@ -13,8 +13,10 @@ pub mod fact;
 pub mod kernel;
 pub mod op;
 pub mod par;
+pub mod strided;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
+pub mod util;
 
 pub use fact::Fact;
 pub use op::{codes, Op, OpError, Prepared, Value};

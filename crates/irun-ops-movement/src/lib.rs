@@ -1,8 +1,8 @@
 //! The data-movement family: Reshape, Squeeze, Unsqueeze (no copy: the output shares the
 //! input's buffer), Transpose, Concat, Split, VariadicSplit, Slice, Broadcast, Tile, Gather.
-//! One file per op, named after it; `strided.rs` is the one copy kernel most of them share
-//! (an output read from the input through per-dim strides, 0 or negative allowed), `util.rs`
-//! the reading of value inputs and axes.
+//! One file per op, named after it; most of them are layouts of the kit's one copy kernel
+//! (`irun_opkit::strided`: an output read from the input through per-dim strides, 0 or
+//! negative allowed); the kit's `util` reads value inputs and axes.
 //!
 //! Architecture invariant: copy-like kernels are generic over the element width
 //! (`irun_tensor::Word`) only, and check every offset they can reach before they copy.
@@ -11,12 +11,10 @@
 #[cfg(test)]
 pub(crate) use irun_opkit::testing as testing_kit;
 #[allow(unused_imports)]
-pub(crate) use irun_opkit::{attrs, fact, kernel, op, par};
+pub(crate) use irun_opkit::{attrs, fact, kernel, op, par, strided, util};
 
-pub mod strided;
 #[cfg(test)]
 mod testing;
-pub mod util;
 
 pub mod broadcast;
 pub mod concat;

@@ -14,5 +14,6 @@ pub use irun_ops_core as core;
 pub use irun_ops_elementwise as elementwise;
 pub use irun_ops_linear as linear;
 pub use irun_ops_movement as movement;
+pub use irun_ops_reduce as reduce;
 pub use irun_ops_scatter as scatter;
 pub use registry::{resolve, Resolution};

@@ -11,6 +11,7 @@ use irun_ops_core as core;
 use irun_ops_elementwise as ew;
 use irun_ops_linear as linear;
 use irun_ops_movement as mv;
+use irun_ops_reduce as rd;
 use irun_ops_scatter as scatter;
 
 /// The newest opset OpenVINO 2026.4 has; `opset17` and later are rejected as it rejects them.
@@ -103,6 +104,19 @@ pub static REGISTRY: &[Entry] = &[
     op("Tanh", 1, 1, ew::tanh::build),
     // Linear algebra.
     op("MatMul", 1, 1, linear::matmul::build),
+    // Reductions and normalisation.
+    op("LogSoftmax", 5, 5, rd::log_softmax::build),
+    op("MVN", 2, 0, rd::mvn::build_v1),
+    op("MVN", 6, 6, rd::mvn::build_v6),
+    op("ReduceL1", 4, 4, rd::reduce_l1::build),
+    op("ReduceL2", 4, 4, rd::reduce_l2::build),
+    op("ReduceMax", 1, 1, rd::reduce_max::build),
+    op("ReduceMean", 1, 1, rd::reduce_mean::build),
+    op("ReduceMin", 1, 1, rd::reduce_min::build),
+    op("ReduceProd", 1, 1, rd::reduce_prod::build),
+    op("ReduceSum", 1, 1, rd::reduce_sum::build),
+    op("SoftMax", 1, 1, rd::softmax::build_v1),
+    op("SoftMax", 8, 8, rd::softmax::build_v8),
     // Data movement.
     op("Broadcast", 1, 1, mv::broadcast::build_v1),
     op("Broadcast", 3, 3, mv::broadcast::build_v3),

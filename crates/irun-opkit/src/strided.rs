@@ -1,4 +1,5 @@
-//! The one copy kernel behind Transpose, Slice, Broadcast, Tile and Split: the output, in
+//! The one copy kernel behind Transpose, Slice, Broadcast, Tile, Split, and reductions over
+//! non-adjacent axes: the output, in
 //! row-major order, read from the input at `base + sum(coord[k] * strides[k])`, strides in
 //! elements and possibly 0 (broadcast, repeat) or negative (a reversing slice). Generic over
 //! the element width only ([`Word`]), so four instantiations serve every type.
@@ -8,7 +9,6 @@ use irun_tensor::{with_words, Tensor, Word, WordVec};
 use crate::kernel::{try_zeroed, PAR_MIN_ELEMENTS};
 use crate::op::{codes, OpError};
 use crate::par;
-use crate::util::no_strings;
 
 /// Where the output's values come from in the input.
 #[derive(Clone, Debug, PartialEq)]
@@ -57,7 +57,12 @@ impl Strided {
     /// The copied values of `t`. Every offset the layout can reach is checked against `t`
     /// first, so a wrong layout is an error, never an out-of-bounds read.
     pub fn apply(&self, t: &Tensor, op: &str) -> Result<WordVec, OpError> {
-        let words = t.words().ok_or_else(|| no_strings(op))?;
+        let words = t.words().ok_or_else(|| {
+            OpError::new(
+                codes::UNSUPPORTED_TYPE,
+                format!("{op} on string tensors is not implemented"),
+            )
+        })?;
         if self.out_shape.iter().all(|&d| d > 0) {
             let (mut lo, mut hi) = (self.base, self.base);
             for (&d, &s) in self.out_shape.iter().zip(&self.strides) {

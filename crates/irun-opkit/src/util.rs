@@ -1,5 +1,5 @@
-//! What the movement ops share: reading integer value inputs, normalising axes, and the
-//! results' element types and shapes.
+//! What many ops share: reading integer value inputs (axes, shapes), normalising axes, and
+//! building outputs from words.
 
 use std::sync::Arc;
 
