@@ -33,6 +33,7 @@ import openvino.opset6 as o6
 import openvino.opset7 as o7
 import openvino.opset8 as o8
 import openvino.opset13 as o13
+import openvino.opset14 as o14
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "models")
 rng = np.random.default_rng(20261122)
@@ -228,6 +229,33 @@ def reduce_norm():
     }
 
 
+def small_cnn():
+    """A ResNet/MobileNet-shaped stack: a 7x7 stride-2 stem, max pooling (v1, v8 with indices
+    from axis 2, v14 with ceil_torch), a residual block, a depthwise GroupConvolution with
+    same_upper padding, HSwish, average pooling (exclude-pad false, ceil), a global mean and a
+    linear head with MatMul."""
+    x = param("image", np.float32, [1, 3, 32, 32])
+
+    def w(*shape):
+        return const(rng.standard_normal(shape) * (2.0 / np.prod(shape[1:])) ** 0.5, np.float32)
+
+    stem = o1.relu(o1.convolution(x, w(16, 3, 7, 7), [2, 2], [3, 3], [3, 3], [1, 1]))
+    pooled = o1.max_pool(stem, [2, 2], [1, 1], [1, 1], [3, 3], "floor")
+    a = o1.relu(o1.convolution(pooled, w(16, 16, 3, 3), [1, 1], [1, 1], [1, 1], [1, 1]))
+    b = o1.convolution(a, w(16, 16, 3, 3), [1, 1], [1, 1], [1, 1], [1, 1])
+    res = o1.relu(o1.add(b, pooled))
+    dw = o1.group_convolution(res, w(16, 1, 1, 3, 3), [2, 2], [0, 0], [0, 0], [1, 1], "same_upper")
+    act = o4.hswish(dw)
+    avg = o1.avg_pool(act, [2, 2], [0, 0], [0, 0], [2, 2], True, "ceil")
+    gap = o1.reduce_mean(act, const([2, 3]), False)
+    logits = o1.add(o1.matmul(gap, w(16, 10), False, False), const(rng.standard_normal(10), np.float32))
+    mp8 = o8.max_pool(res, [1, 1], [1, 1], [0, 0], [0, 0], [3, 3], "floor", "explicit", "i64", 2)
+    mp14 = o14.max_pool(stem, [2, 2], [1, 1], [1, 1], [1, 1], [2, 2], "ceil_torch")
+    outs = [("logits", logits), ("avg", avg), ("mp8", mp8.output(0)), ("mp8_idx", mp8.output(1)),
+            ("mp14", mp14.output(0))]
+    return model(outs, [x], "small_cnn"), {"image": rng.standard_normal((1, 3, 32, 32)).astype(np.float32)}
+
+
 def converted():
     """The committed PyTorch conversions that irun can run: inputs for each."""
     n, f, e = 10, 16, 40
@@ -244,7 +272,7 @@ def converted():
 
 def main():
     only = set(sys.argv[1:])
-    for build in (shape_ops, int_arith, activations, gather_split_tile, reduce_norm):
+    for build in (shape_ops, int_arith, activations, gather_split_tile, reduce_norm, small_cnn):
         name = build.__name__
         if only and name not in only:
             continue

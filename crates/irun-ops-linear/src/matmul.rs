@@ -6,12 +6,13 @@
 
 use std::sync::Arc;
 
-use half::{bf16, f16};
 use irun_tensor::{with_int, Dim, ElementType, PartialShape, Scalar, Tensor};
 
 use crate::attrs::AttrReader;
 use crate::broadcast::{broadcast_or_error, Broadcast};
+use crate::conv::{narrow, widen};
 use crate::fact::Fact;
+use crate::gemm::{reach, Mul};
 use crate::kernel::try_zeroed;
 use crate::op::{codes, expect_inputs, same_element_type, take_inputs, Op, OpError, Value};
 use crate::par;
@@ -175,120 +176,6 @@ struct Gemm {
     tb: bool,
 }
 
-/// A scalar type MatMul multiplies.
-trait Mul: Scalar {
-    /// `c = a x b` for one matrix; strides in elements (row, column).
-    #[allow(clippy::too_many_arguments)]
-    fn gemm(
-        m: usize,
-        k: usize,
-        n: usize,
-        a: &[Self],
-        sa: (isize, isize),
-        b: &[Self],
-        sb: (isize, isize),
-        c: &mut [Self],
-    );
-}
-
-impl Mul for f32 {
-    fn gemm(
-        m: usize,
-        k: usize,
-        n: usize,
-        a: &[f32],
-        sa: (isize, isize),
-        b: &[f32],
-        sb: (isize, isize),
-        c: &mut [f32],
-    ) {
-        if m == 0 || n == 0 {
-            return;
-        }
-        assert!(a.len() >= reach(m, k, sa) && b.len() >= reach(k, n, sb) && c.len() >= m * n);
-        // SAFETY: every element of the m x k matrix at strides `sa` lies in `a`, every element
-        // of the k x n one at `sb` in `b` (`reach`, asserted just above; the strides are
-        // non-negative), and `c` is an exclusive m x n row-major block: matrixmultiply reads
-        // and writes only those elements.
-        unsafe {
-            matrixmultiply::sgemm(
-                m,
-                k,
-                n,
-                1.0,
-                a.as_ptr(),
-                sa.0,
-                sa.1,
-                b.as_ptr(),
-                sb.0,
-                sb.1,
-                0.0,
-                c.as_mut_ptr(),
-                n as isize,
-                1,
-            );
-        }
-    }
-}
-
-impl Mul for f64 {
-    fn gemm(
-        m: usize,
-        k: usize,
-        n: usize,
-        a: &[f64],
-        sa: (isize, isize),
-        b: &[f64],
-        sb: (isize, isize),
-        c: &mut [f64],
-    ) {
-        if m == 0 || n == 0 {
-            return;
-        }
-        assert!(a.len() >= reach(m, k, sa) && b.len() >= reach(k, n, sb) && c.len() >= m * n);
-        // SAFETY: as for f32.
-        unsafe {
-            matrixmultiply::dgemm(
-                m,
-                k,
-                n,
-                1.0,
-                a.as_ptr(),
-                sa.0,
-                sa.1,
-                b.as_ptr(),
-                sb.0,
-                sb.1,
-                0.0,
-                c.as_mut_ptr(),
-                n as isize,
-                1,
-            );
-        }
-    }
-}
-
-macro_rules! int_mul {
-    ($($t:ty),*) => {$(
-        impl Mul for $t {
-            fn gemm(m: usize, k: usize, n: usize, a: &[$t], sa: (isize, isize), b: &[$t], sb: (isize, isize), c: &mut [$t]) {
-                for i in 0..m {
-                    for j in 0..n {
-                        let mut acc: $t = 0;
-                        for p in 0..k {
-                            let x = a[(i as isize * sa.0 + p as isize * sa.1) as usize];
-                            let y = b[(p as isize * sb.0 + j as isize * sb.1) as usize];
-                            acc = acc.wrapping_add(x.wrapping_mul(y));
-                        }
-                        c[i * n + j] = acc;
-                    }
-                }
-            }
-        }
-    )*};
-}
-int_mul!(i8, i16, i32, i64, u8, u16, u32, u64);
-
 impl Gemm {
     /// Element strides (row, column) of an operand stored `[r, c]`, read transposed or not.
     fn strides(rows_stored: usize, cols_stored: usize, transposed: bool) -> (isize, isize) {
@@ -352,43 +239,9 @@ impl Gemm {
     }
 }
 
-/// One past the largest offset a `rows x cols` matrix at non-negative strides `s` touches.
-fn reach(rows: usize, cols: usize, s: (isize, isize)) -> usize {
-    if rows == 0 || cols == 0 {
-        return 0;
-    }
-    (rows - 1) * s.0 as usize + (cols - 1) * s.1 as usize + 1
-}
-
 fn values<T: Scalar>(t: &Tensor) -> Result<&[T], OpError> {
     t.values::<T>()
         .ok_or_else(|| OpError::new(codes::UNSUPPORTED_TYPE, "unexpected element type"))
-}
-
-fn widen(t: &Tensor) -> Result<Tensor, OpError> {
-    let v: Vec<f32> = if let Some(v) = t.values::<f16>() {
-        par::map(v, |x| x.to_f32())
-    } else if let Some(v) = t.values::<bf16>() {
-        par::map(v, |x| x.to_f32())
-    } else {
-        return Err(OpError::new(
-            codes::UNSUPPORTED_TYPE,
-            "expected f16 or bf16",
-        ));
-    };
-    Tensor::from_f32(t.shape().to_vec(), v)
-        .map_err(|e| OpError::new(codes::RUN_SHAPE, e.to_string()))
-}
-
-fn narrow(t: &Tensor, ty: ElementType) -> Result<Tensor, OpError> {
-    let v = values::<f32>(t)?;
-    let shape = t.shape().to_vec();
-    let r = if ty == ElementType::F16 {
-        Tensor::from_f16(shape, par::map(v, f16::from_f32))
-    } else {
-        Tensor::from_bf16(shape, par::map(v, bf16::from_f32))
-    };
-    r.map_err(|e| OpError::new(codes::RUN_SHAPE, e.to_string()))
 }
 
 #[cfg(test)]

@@ -103,7 +103,14 @@ pub static REGISTRY: &[Entry] = &[
     op("Swish", 4, 4, ew::swish::build),
     op("Tanh", 1, 1, ew::tanh::build),
     // Linear algebra.
+    op("AvgPool", 1, 1, linear::avg_pool::build_v1),
+    op("AvgPool", 14, 14, linear::avg_pool::build_v14),
+    op("Convolution", 1, 1, linear::convolution::build),
+    op("GroupConvolution", 1, 1, linear::group_convolution::build),
     op("MatMul", 1, 1, linear::matmul::build),
+    op("MaxPool", 1, 1, linear::max_pool::build_v1),
+    op("MaxPool", 8, 8, linear::max_pool::build_v8),
+    op("MaxPool", 14, 14, linear::max_pool::build_v14),
     // Reductions and normalisation.
     op("LogSoftmax", 5, 5, rd::log_softmax::build),
     op("MVN", 2, 0, rd::mvn::build_v1),

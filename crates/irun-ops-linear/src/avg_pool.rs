@@ -1,0 +1,135 @@
+//! AvgPool-1 and -14: the mean of each window. Attributes as MaxPool's but no dilations;
+//! `exclude-pad` (required by the spec; omitted, true, as the loader behaves): the divisor is
+//! the window's cells inside the input, or with `false` those plus the explicit or same_*
+//! padding cells, never the cells that only ceil rounding added. A window wholly in padding
+//! gives 0/0 = NaN with exclude-pad (as OpenVINO CPU), 0 without. Floats only; computed in f64.
+
+use std::sync::Arc;
+
+use half::{bf16, f16};
+use irun_tensor::{ElementType, Tensor};
+
+use crate::attrs::AttrReader;
+use crate::fact::Fact;
+use crate::op::{codes, expect_inputs, take_inputs, Op, OpError, Value};
+use crate::pool::{infer_pool, tensor, Windows};
+use crate::spatial::{list, Spatial};
+
+#[derive(Debug)]
+pub struct AvgPool {
+    pub version: u32,
+    pub spatial: Spatial,
+    pub kernel: Vec<usize>,
+    pub exclude_pad: bool,
+}
+
+fn build(a: &AttrReader, version: u32) -> Result<Box<dyn Op>, OpError> {
+    Ok(Box::new(AvgPool {
+        version,
+        spatial: Spatial::read(a, true, version >= 14, false)?,
+        kernel: list(a, "kernel", None)?,
+        exclude_pad: a.bool_or("exclude-pad", true)?,
+    }))
+}
+
+pub fn build_v1(a: &AttrReader) -> Result<Box<dyn Op>, OpError> {
+    build(a, 1)
+}
+pub fn build_v14(a: &AttrReader) -> Result<Box<dyn Op>, OpError> {
+    build(a, 14)
+}
+
+impl AvgPool {
+    fn run<T: irun_tensor::Scalar>(
+        &self,
+        x: &Tensor,
+        w: &Windows,
+        to: fn(T) -> f64,
+        from: fn(f64) -> T,
+    ) -> Result<Tensor, OpError> {
+        let v = x
+            .values::<T>()
+            .ok_or_else(|| OpError::new(codes::UNSUPPORTED_TYPE, "unexpected type"))?;
+        let exclude = self.exclude_pad;
+        let out = w.map(v, &|plane: &[T], taps: &[usize], padded: usize| {
+            let sum: f64 = taps.iter().map(|&t| to(plane[t])).sum();
+            let n = taps.len() + if exclude { 0 } else { padded };
+            from(if n == 0 && !exclude {
+                0.0
+            } else {
+                sum / n as f64
+            })
+        })?;
+        tensor(x.element_type(), w.shape.clone(), out)
+    }
+}
+
+impl Op for AvgPool {
+    fn name(&self) -> &'static str {
+        if self.version == 1 {
+            "AvgPool-1"
+        } else {
+            "AvgPool-14"
+        }
+    }
+
+    fn infer(&self, inputs: &[Fact]) -> Result<Vec<Fact>, OpError> {
+        expect_inputs(inputs, 1, self.name())?;
+        let shape = infer_pool(self.name(), &self.spatial, &self.kernel, &inputs[0])?;
+        Ok(vec![Fact::new(inputs[0].ty, shape)])
+    }
+
+    fn eval(&self, inputs: Vec<Value>) -> Result<Vec<Value>, OpError> {
+        let [x] = take_inputs::<1>(inputs, self.name())?;
+        let w = Windows::new(x.shape(), &self.kernel, &self.spatial, self.name())?;
+        let out = match x.element_type() {
+            ElementType::F32 => self.run::<f32>(&x, &w, |v| v as f64, |v| v as f32),
+            ElementType::F64 => self.run::<f64>(&x, &w, |v| v, |v| v),
+            ElementType::F16 => self.run::<f16>(&x, &w, f16::to_f64, f16::from_f64),
+            ElementType::Bf16 => self.run::<bf16>(&x, &w, bf16::to_f64, bf16::from_f64),
+            ty => Err(OpError::new(
+                codes::UNSUPPORTED_TYPE,
+                format!("{} on {ty}", self.name()),
+            )),
+        }?;
+        Ok(vec![Arc::new(out)])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spatial::{AutoPad, Rounding};
+    use crate::testing::eval1;
+
+    fn op(exclude_pad: bool, p: usize, rounding: Rounding) -> AvgPool {
+        AvgPool {
+            version: 14,
+            spatial: Spatial {
+                strides: vec![2, 2],
+                pads_begin: vec![p, p],
+                pads_end: vec![p, p],
+                dilations: vec![1, 1],
+                auto_pad: AutoPad::Explicit,
+                rounding,
+            },
+            kernel: vec![2, 2],
+            exclude_pad,
+        }
+    }
+
+    #[test]
+    fn divisors() {
+        let x = Tensor::from_f32(vec![1, 1, 3, 3], (1..=9).map(|v| v as f32).collect()).unwrap();
+        // k2 s2 ceil, no pads: ceil cells never count, either way.
+        for exclude in [true, false] {
+            let out = eval1(&op(exclude, 0, Rounding::Ceil), vec![x.clone()]).unwrap();
+            assert_eq!(out.values::<f32>().unwrap(), &[3., 4.5, 7.5, 9.]);
+        }
+        // pads 1, floor: the corner window has 1 input cell and 3 padding cells.
+        let out = eval1(&op(true, 1, Rounding::Floor), vec![x.clone()]).unwrap();
+        assert_eq!(out.values::<f32>().unwrap()[0], 1.);
+        let out = eval1(&op(false, 1, Rounding::Floor), vec![x]).unwrap();
+        assert_eq!(out.values::<f32>().unwrap()[0], 0.25);
+    }
+}

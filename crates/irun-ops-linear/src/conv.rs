@@ -1,0 +1,222 @@
+//! The kernel of Convolution and GroupConvolution: for each batch item, group and block of
+//! output positions, the input patches of the block laid out as columns (im2col, zeros for
+//! padding) times the group's filters as one GEMM. Tasks own disjoint column blocks, so the
+//! result does not depend on the thread count. 1-D and 2-D convolutions are 3-D ones with
+//! unit dims.
+
+use std::sync::Arc;
+
+use half::{bf16, f16};
+use irun_tensor::{ElementType, Tensor};
+
+use crate::gemm::Mul;
+use crate::kernel::try_zeroed;
+use crate::op::{codes, OpError, Value};
+use crate::par;
+use crate::spatial::Spatial;
+
+/// Output columns per task: the im2col block stays in L2 for common channel counts.
+const BLOCK: usize = 512;
+
+/// One grouped convolution's geometry, spatial dims padded to 3.
+struct Geometry {
+    n: usize,
+    groups: usize,
+    ci: usize,
+    co: usize,
+    input: [usize; 3],
+    kernel: [usize; 3],
+    out: [usize; 3],
+    stride: [usize; 3],
+    dil: [usize; 3],
+    pad: [usize; 3],
+}
+
+fn pad3(v: &[usize], fill: usize) -> [usize; 3] {
+    let mut a = [fill; 3];
+    a[3 - v.len()..].copy_from_slice(v);
+    a
+}
+
+/// `data [N, G*ci, *sp]` convolved with `filters [G, co, ci, *k]` (the caller reshapes a plain
+/// Convolution's `[co, ci, *k]` as G = 1).
+pub fn grouped(
+    data: &Value,
+    filters: &Tensor,
+    groups: usize,
+    sp: &Spatial,
+    name: &str,
+) -> Result<Value, OpError> {
+    let (ds, fs) = (data.shape(), filters.shape());
+    let r = sp.rank();
+    if ds.len() != r + 2 || fs.len() != r + 3 || !(1..=3).contains(&r) {
+        return Err(OpError::new(
+            codes::RUN_SHAPE,
+            format!("{name}: data {ds:?} and filters {fs:?} do not match {r} spatial dims"),
+        ));
+    }
+    let (co, ci) = (fs[1], fs[2]);
+    if fs[0] != groups || ds[1] != groups * ci {
+        return Err(OpError::new(
+            codes::RUN_SHAPE,
+            format!(
+                "{name}: {} input channels for {groups} group(s) of {ci}",
+                ds[1]
+            ),
+        ));
+    }
+    let mut dims = Vec::with_capacity(r);
+    for d in 0..r {
+        dims.push(sp.dim(d, ds[2 + d], fs[3 + d])?);
+    }
+    let g = Geometry {
+        n: ds[0],
+        groups,
+        ci,
+        co,
+        input: pad3(&ds[2..], 1),
+        kernel: pad3(&fs[3..], 1),
+        out: pad3(&dims.iter().map(|d| d.2).collect::<Vec<_>>(), 1),
+        stride: pad3(&sp.strides, 1),
+        dil: pad3(&sp.dilations, 1),
+        pad: pad3(&dims.iter().map(|d| d.0).collect::<Vec<_>>(), 0),
+    };
+    let mut shape = vec![g.n, groups * co];
+    shape.extend(dims.iter().map(|d| d.2));
+    let out = match data.element_type() {
+        ElementType::F32 => g.run::<f32>(data, filters, shape),
+        ElementType::F64 => g.run::<f64>(data, filters, shape),
+        ty @ (ElementType::F16 | ElementType::Bf16) => {
+            let wide = g.run::<f32>(&widen(data)?, &widen(filters)?, shape)?;
+            narrow(&wide, ty)
+        }
+        ty => Err(OpError::new(
+            codes::UNSUPPORTED_TYPE,
+            format!("{name} on {ty}"),
+        )),
+    }?;
+    Ok(Arc::new(out))
+}
+
+impl Geometry {
+    fn run<T: Mul + Default>(
+        &self,
+        data: &Tensor,
+        filters: &Tensor,
+        shape: Vec<usize>,
+    ) -> Result<Tensor, OpError> {
+        let bad = || OpError::new(codes::UNSUPPORTED_TYPE, "unexpected element type");
+        let (x, w) = (
+            data.values::<T>().ok_or_else(bad)?,
+            filters.values::<T>().ok_or_else(bad)?,
+        );
+        let positions: usize = self.out.iter().product();
+        let k = self.ci * self.kernel.iter().product::<usize>();
+        let blocks = positions.div_ceil(BLOCK).max(1);
+        let tasks = self.n * self.groups * blocks;
+        let results = par::try_map_tasks(tasks, &|t| {
+            let (ng, b) = (t / blocks, t % blocks);
+            let (n, grp) = (ng / self.groups, ng % self.groups);
+            let (p0, p1) = (b * BLOCK, ((b + 1) * BLOCK).min(positions));
+            let cols = p1 - p0;
+            let mut patches = try_zeroed::<T>(k * cols).map_err(|e| (t, e))?;
+            let plane: usize = self.input.iter().product();
+            let xg = &x[(n * self.groups + grp) * self.ci * plane..][..self.ci * plane];
+            self.im2col(xg, p0, cols, &mut patches);
+            let mut block = try_zeroed::<T>(self.co * cols).map_err(|e| (t, e))?;
+            let wg = &w[grp * self.co * k..][..self.co * k];
+            T::gemm(
+                self.co,
+                k,
+                cols,
+                wg,
+                (k as isize, 1),
+                &patches,
+                (cols as isize, 1),
+                &mut block,
+            );
+            Ok(block)
+        })?;
+        let mut out = try_zeroed::<T>(self.n * self.groups * self.co * positions)?;
+        for (t, block) in results.iter().enumerate() {
+            let (ng, b) = (t / blocks, t % blocks);
+            let p0 = b * BLOCK;
+            let cols = block.len() / self.co.max(1);
+            for (c, row) in block.chunks(cols.max(1)).enumerate().take(self.co) {
+                let at = (ng * self.co + c) * positions + p0;
+                out[at..at + cols].copy_from_slice(row);
+            }
+        }
+        Tensor::new(data.element_type(), shape, T::wrap(out))
+            .map_err(|e| OpError::new(codes::RUN_SHAPE, e.to_string()))
+    }
+
+    /// Rows `(channel, kd, kh, kw)`, columns output positions `p0..p0+cols`: the input value
+    /// each filter tap meets, 0 in padding.
+    fn im2col<T: Copy + Default>(&self, x: &[T], p0: usize, cols: usize, patches: &mut [T]) {
+        let [_, ih, iw] = self.input;
+        let [kd, kh, kw] = self.kernel;
+        let [_, oh, ow] = self.out;
+        let mut row = 0;
+        for c in 0..self.ci {
+            let xc = &x[c * self.input.iter().product::<usize>()..];
+            for a in 0..kd {
+                for b in 0..kh {
+                    for e in 0..kw {
+                        let dst = &mut patches[row * cols..(row + 1) * cols];
+                        for (j, d) in dst.iter_mut().enumerate() {
+                            let p = p0 + j;
+                            let (z, y, xo) = (p / (oh * ow), (p / ow) % oh, p % ow);
+                            let iz = (z * self.stride[0] + a * self.dil[0]) as isize
+                                - self.pad[0] as isize;
+                            let iy = (y * self.stride[1] + b * self.dil[1]) as isize
+                                - self.pad[1] as isize;
+                            let ix = (xo * self.stride[2] + e * self.dil[2]) as isize
+                                - self.pad[2] as isize;
+                            let inside = iz >= 0
+                                && (iz as usize) < self.input[0]
+                                && iy >= 0
+                                && (iy as usize) < ih
+                                && ix >= 0
+                                && (ix as usize) < iw;
+                            *d = if inside {
+                                xc[(iz as usize * ih + iy as usize) * iw + ix as usize]
+                            } else {
+                                T::default()
+                            };
+                        }
+                        row += 1;
+                    }
+                }
+            }
+        }
+    }
+}
+
+pub fn widen(t: &Tensor) -> Result<Tensor, OpError> {
+    let v: Vec<f32> = if let Some(v) = t.values::<f16>() {
+        par::map(v, |x| x.to_f32())
+    } else if let Some(v) = t.values::<bf16>() {
+        par::map(v, |x| x.to_f32())
+    } else {
+        return Err(OpError::new(
+            codes::UNSUPPORTED_TYPE,
+            "expected f16 or bf16",
+        ));
+    };
+    Tensor::from_f32(t.shape().to_vec(), v)
+        .map_err(|e| OpError::new(codes::RUN_SHAPE, e.to_string()))
+}
+
+pub fn narrow(t: &Tensor, ty: ElementType) -> Result<Tensor, OpError> {
+    let v = t
+        .values::<f32>()
+        .ok_or_else(|| OpError::new(codes::UNSUPPORTED_TYPE, "expected f32"))?;
+    let shape = t.shape().to_vec();
+    let r = if ty == ElementType::F16 {
+        Tensor::from_f16(shape, par::map(v, f16::from_f32))
+    } else {
+        Tensor::from_bf16(shape, par::map(v, bf16::from_f32))
+    };
+    r.map_err(|e| OpError::new(codes::RUN_SHAPE, e.to_string()))
+}

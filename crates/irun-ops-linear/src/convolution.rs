@@ -1,0 +1,239 @@
+//! Convolution-1: cross-correlation of `data [N, Cin, *sp]` (1 to 3 spatial dims) with
+//! `filters [Cout, Cin, *k]`, zero padding, no bias. `strides`, `pads_begin`, `pads_end` and
+//! `dilations` per spatial dim (dilations omitted: 1s); `auto_pad` explicit, valid, same_upper
+//! or same_lower (see `spatial.rs`). Float types; f16/bf16 computed in f32.
+
+use irun_tensor::{Dim, ElementType, PartialShape};
+
+use crate::attrs::AttrReader;
+use crate::conv::grouped;
+use crate::fact::Fact;
+use crate::op::{codes, expect_inputs, same_element_type, take_inputs, Op, OpError, Value};
+use crate::spatial::Spatial;
+
+#[derive(Debug)]
+pub struct Convolution {
+    pub spatial: Spatial,
+}
+
+pub fn build(a: &AttrReader) -> Result<Box<dyn Op>, OpError> {
+    Ok(Box::new(Convolution {
+        spatial: Spatial::read(a, false, false, true)?,
+    }))
+}
+
+/// The output shape of a (grouped) convolution: batch, `out_channels`, spatial dims; checks
+/// ranks and that `in_channels` matches the data's channel dim.
+pub fn conv_shape(
+    name: &str,
+    sp: &Spatial,
+    data: &Fact,
+    in_channels: Dim,
+    out_channels: Dim,
+    kernel: &[Dim],
+) -> Result<PartialShape, OpError> {
+    if !data.ty.is_real() && data.ty != ElementType::Dynamic {
+        return Err(OpError::input(
+            0,
+            codes::ELEMENT_TYPE,
+            format!(
+                "{name}: data must be a floating-point type, got {}",
+                data.ty
+            ),
+        ));
+    }
+    let Some(d) = data.shape.dims() else {
+        return Ok(PartialShape::dynamic_rank());
+    };
+    if d.len() != sp.rank() + 2 {
+        return Err(OpError::input(
+            0,
+            codes::RANK,
+            format!(
+                "{name}: data {} must have rank {} for {} spatial dim(s) (strides)",
+                data.shape,
+                sp.rank() + 2,
+                sp.rank()
+            ),
+        ));
+    }
+    if !d[1].compatible(in_channels) {
+        return Err(OpError::input(
+            1,
+            codes::SHAPE,
+            format!(
+                "{name}: data {} has {} input channels, the filters expect {in_channels}",
+                data.shape, d[1]
+            ),
+        ));
+    }
+    let mut out = vec![d[0], out_channels];
+    for (i, &k) in kernel.iter().enumerate() {
+        out.push(match k.get_static() {
+            Some(k) => sp
+                .out_dim(i, d[2 + i], k as usize)
+                .map_err(|e| OpError::input(0, codes::SHAPE, format!("{name}: {}", e.message)))?,
+            None => Dim::DYNAMIC,
+        });
+    }
+    Ok(PartialShape::new(out))
+}
+
+impl Op for Convolution {
+    fn name(&self) -> &'static str {
+        "Convolution-1"
+    }
+
+    fn infer(&self, inputs: &[Fact]) -> Result<Vec<Fact>, OpError> {
+        expect_inputs(inputs, 2, self.name())?;
+        let ty = same_element_type(inputs, &[0, 1], self.name())?;
+        let shape = match inputs[1].shape.dims() {
+            Some(f) if f.len() != self.spatial.rank() + 2 => {
+                return Err(OpError::input(
+                    1,
+                    codes::RANK,
+                    format!(
+                        "{}: filters {} must have rank {}",
+                        self.name(),
+                        inputs[1].shape,
+                        self.spatial.rank() + 2
+                    ),
+                ))
+            }
+            Some(f) => conv_shape(self.name(), &self.spatial, &inputs[0], f[1], f[0], &f[2..])?,
+            None => PartialShape::dynamic_rank(),
+        };
+        Ok(vec![Fact::new(ty, shape)])
+    }
+
+    fn eval(&self, inputs: Vec<Value>) -> Result<Vec<Value>, OpError> {
+        let [data, filters] = take_inputs::<2>(inputs, self.name())?;
+        let mut shape = vec![1];
+        shape.extend_from_slice(filters.shape());
+        let as_groups = filters
+            .with_shape(shape)
+            .map_err(|e| OpError::new(codes::RUN_SHAPE, e.to_string()))?;
+        Ok(vec![grouped(
+            &data,
+            &as_groups,
+            1,
+            &self.spatial,
+            self.name(),
+        )?])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spatial::{AutoPad, Rounding};
+    use crate::testing::{eval1, fact, infer1};
+    use irun_tensor::ElementType::*;
+    use irun_tensor::Tensor;
+
+    fn conv(s: usize, p: usize, d: usize, auto_pad: AutoPad) -> Convolution {
+        Convolution {
+            spatial: Spatial {
+                strides: vec![s, s],
+                pads_begin: vec![p, p],
+                pads_end: vec![p, p],
+                dilations: vec![d, d],
+                auto_pad,
+                rounding: Rounding::Floor,
+            },
+        }
+    }
+
+    /// Direct 2-D cross-correlation, f64, for comparison.
+    fn naive(
+        x: &[f64],
+        (c, h, w): (usize, usize, usize),
+        f: &[f64],
+        (o, k): (usize, usize),
+        s: usize,
+        p: usize,
+    ) -> Vec<f64> {
+        let (oh, ow) = ((h + 2 * p - k) / s + 1, (w + 2 * p - k) / s + 1);
+        let mut out = vec![0.0; o * oh * ow];
+        for oc in 0..o {
+            for y in 0..oh {
+                for xx in 0..ow {
+                    let mut acc = 0.0;
+                    for ic in 0..c {
+                        for a in 0..k {
+                            for b in 0..k {
+                                let (iy, ix) = (
+                                    (y * s + a) as isize - p as isize,
+                                    (xx * s + b) as isize - p as isize,
+                                );
+                                if iy >= 0 && ix >= 0 && (iy as usize) < h && (ix as usize) < w {
+                                    acc += x[(ic * h + iy as usize) * w + ix as usize]
+                                        * f[((oc * c + ic) * k + a) * k + b];
+                                }
+                            }
+                        }
+                    }
+                    out[(oc * oh + y) * ow + xx] = acc;
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn matches_a_direct_convolution() {
+        let (c, h, w, o, k) = (3, 9, 11, 4, 3);
+        let x: Vec<f64> = (0..c * h * w)
+            .map(|i| ((i * 7) % 17) as f64 - 8.0)
+            .collect();
+        let f: Vec<f64> = (0..o * c * k * k)
+            .map(|i| ((i * 5) % 7) as f64 - 3.0)
+            .collect();
+        for (s, p) in [(1, 0), (2, 1), (1, 1)] {
+            let out = eval1(
+                &conv(s, p, 1, AutoPad::Explicit),
+                vec![
+                    Tensor::from_f64(vec![1, c, h, w], x.clone()).unwrap(),
+                    Tensor::from_f64(vec![o, c, k, k], f.clone()).unwrap(),
+                ],
+            )
+            .unwrap();
+            assert_eq!(
+                out.values::<f64>().unwrap(),
+                naive(&x, (c, h, w), &f, (o, k), s, p).as_slice(),
+                "s{s} p{p}"
+            );
+        }
+    }
+
+    #[test]
+    fn shapes_and_channel_check() {
+        let s = |op: &Convolution, x: &str, f: &str| {
+            infer1(op, &[fact(F32, x), fact(F32, f)]).map(|f| f.shape.to_string())
+        };
+        assert_eq!(
+            s(&conv(2, 3, 1, AutoPad::Explicit), "1,3,224,224", "64,3,7,7").unwrap(),
+            "[1,64,112,112]"
+        );
+        assert_eq!(
+            s(&conv(2, 0, 1, AutoPad::SameUpper), "?,3,15,?", "8,3,3,3").unwrap(),
+            "[?,8,8,?]"
+        );
+        assert_eq!(
+            s(&conv(1, 0, 2, AutoPad::Valid), "1,3,9,9", "8,3,3,3").unwrap(),
+            "[1,8,5,5]"
+        );
+        let e = infer1(
+            &conv(1, 0, 1, AutoPad::Explicit),
+            &[fact(F32, "1,4,8,8"), fact(F32, "8,3,3,3")],
+        )
+        .unwrap_err();
+        assert_eq!(e.code, codes::SHAPE);
+        let e = infer1(
+            &conv(1, 0, 1, AutoPad::Explicit),
+            &[fact(F32, "1,3,8"), fact(F32, "8,3,3,3")],
+        )
+        .unwrap_err();
+        assert_eq!(e.code, codes::RANK);
+    }
+}

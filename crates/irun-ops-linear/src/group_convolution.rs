@@ -1,0 +1,113 @@
+//! GroupConvolution-1: `filters [G, Cout/G, Cin/G, *k]`; output channel `g * Cout/G + o` reads
+//! only input channels `[g * Cin/G, (g + 1) * Cin/G)`. Depthwise is `[C, 1, 1, *k]`.
+//! Attributes and shape rules as Convolution-1.
+
+use irun_tensor::{Dim, PartialShape};
+
+use crate::attrs::AttrReader;
+use crate::conv::grouped;
+use crate::convolution::conv_shape;
+use crate::fact::Fact;
+use crate::op::{codes, expect_inputs, same_element_type, take_inputs, Op, OpError, Value};
+use crate::spatial::Spatial;
+
+#[derive(Debug)]
+pub struct GroupConvolution {
+    pub spatial: Spatial,
+}
+
+pub fn build(a: &AttrReader) -> Result<Box<dyn Op>, OpError> {
+    Ok(Box::new(GroupConvolution {
+        spatial: Spatial::read(a, false, false, true)?,
+    }))
+}
+
+/// `a * b` for dims (intervals scale; dynamic stays dynamic).
+fn times(a: Dim, b: Dim) -> Dim {
+    match (a.get_static(), b.get_static()) {
+        (Some(x), Some(y)) => Dim::fixed(x * y),
+        _ => Dim::DYNAMIC,
+    }
+}
+
+impl Op for GroupConvolution {
+    fn name(&self) -> &'static str {
+        "GroupConvolution-1"
+    }
+
+    fn infer(&self, inputs: &[Fact]) -> Result<Vec<Fact>, OpError> {
+        expect_inputs(inputs, 2, self.name())?;
+        let ty = same_element_type(inputs, &[0, 1], self.name())?;
+        let shape = match inputs[1].shape.dims() {
+            Some(f) if f.len() != self.spatial.rank() + 3 => {
+                return Err(OpError::input(
+                    1,
+                    codes::RANK,
+                    format!(
+                        "{}: filters {} must have rank {}",
+                        self.name(),
+                        inputs[1].shape,
+                        self.spatial.rank() + 3
+                    ),
+                ))
+            }
+            Some(f) => conv_shape(
+                self.name(),
+                &self.spatial,
+                &inputs[0],
+                times(f[0], f[2]),
+                times(f[0], f[1]),
+                &f[3..],
+            )?,
+            None => PartialShape::dynamic_rank(),
+        };
+        Ok(vec![Fact::new(ty, shape)])
+    }
+
+    fn eval(&self, inputs: Vec<Value>) -> Result<Vec<Value>, OpError> {
+        let [data, filters] = take_inputs::<2>(inputs, self.name())?;
+        let groups = filters.shape().first().copied().unwrap_or(0);
+        Ok(vec![grouped(
+            &data,
+            &filters,
+            groups,
+            &self.spatial,
+            self.name(),
+        )?])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spatial::{AutoPad, Rounding};
+    use crate::testing::{eval1, fact, infer1};
+    use irun_tensor::ElementType::*;
+    use irun_tensor::Tensor;
+
+    fn op() -> GroupConvolution {
+        GroupConvolution {
+            spatial: Spatial {
+                strides: vec![1],
+                pads_begin: vec![1],
+                pads_end: vec![1],
+                dilations: vec![1],
+                auto_pad: AutoPad::Explicit,
+                rounding: Rounding::Floor,
+            },
+        }
+    }
+
+    #[test]
+    fn depthwise_reads_its_own_channel() {
+        // Two channels, kernel [1, 1, 1] per channel scaled by 1 and 10.
+        let x = Tensor::from_f32(vec![1, 2, 3], vec![1., 2., 3., 4., 5., 6.]).unwrap();
+        let f = Tensor::from_f32(vec![2, 1, 1, 3], vec![1., 1., 1., 10., 10., 10.]).unwrap();
+        let out = eval1(&op(), vec![x, f]).unwrap();
+        assert_eq!(out.values::<f32>().unwrap(), &[3., 6., 5., 90., 150., 110.]);
+        let f = infer1(&op(), &[fact(F32, "1,6,10"), fact(F32, "3,4,2,3")]).unwrap();
+        assert_eq!(f.shape.to_string(), "[1,12,10]");
+        let e = infer1(&op(), &[fact(F32, "1,5,10"), fact(F32, "3,4,2,3")]).unwrap_err();
+        assert_eq!(e.code, codes::SHAPE);
+    }
+}
