@@ -50,8 +50,16 @@ impl Op for Convert {
         let input = inputs
             .first()
             .ok_or_else(|| OpError::new(codes::ARITY, "Convert takes 1 input"))?;
-        Ok(vec![Arc::new(convert(input, self.destination_type)?)])
+        Ok(vec![convert_value(input, self.destination_type)?])
     }
+}
+
+/// `v` converted to `to`: the same value, no copy, when it already has that type.
+pub fn convert_value(v: &Value, to: ElementType) -> Result<Value, OpError> {
+    if v.element_type() == to {
+        return Ok(v.clone());
+    }
+    Ok(Arc::new(convert(v, to)?))
 }
 
 /// A value on its way between two element types: integers exactly (i128 holds every integer

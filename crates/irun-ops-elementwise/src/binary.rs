@@ -4,13 +4,16 @@
 //! reference and it already has the output's shape.
 //!
 //! An op is a unit type implementing [`Arith`] (same type in and out), [`Compare`] (boolean
-//! out) or [`Logic`] (boolean in and out); the generic [`Binary`] is the [`Op`].
+//! out), [`Logic`] (boolean in and out) or [`Bits`] (integers or booleans); the generic
+//! [`Binary`] is the [`Op`].
 
 use std::fmt::Debug;
 use std::marker::PhantomData;
 use std::sync::Arc;
 
-use irun_tensor::{with_any_scalar, with_number, ElementType, PartialShape, Scalar, Tensor};
+use irun_tensor::{
+    with_any_scalar, with_int, with_number, ElementType, PartialShape, Scalar, Tensor,
+};
 
 use crate::attrs::AttrReader;
 use crate::broadcast::{broadcast_or_error, Broadcast};
@@ -211,7 +214,21 @@ pub trait Logic: Debug + Send + Sync + Default + 'static {
     fn apply(a: bool, b: bool) -> bool;
 }
 
-/// Which of the three kinds a [`Binary`] op is; the kernels and type rules follow from it.
+/// A bitwise op: integer or boolean inputs of one type, output of that type.
+pub trait Bits: Debug + Send + Sync + Default + 'static {
+    const NAME: &'static str;
+    fn apply<
+        T: Copy
+            + std::ops::BitAnd<Output = T>
+            + std::ops::BitOr<Output = T>
+            + std::ops::BitXor<Output = T>,
+    >(
+        a: T,
+        b: T,
+    ) -> T;
+}
+
+/// Which of the kinds a [`Binary`] op is; the kernels and type rules follow from it.
 pub trait BinaryKind: Debug + Send + Sync + Sized + 'static {
     const NAME: &'static str;
     fn build(a: &AttrReader) -> Result<Self, OpError>;
@@ -226,6 +243,9 @@ pub struct ArithKind<K>(pub K);
 /// Marks a [`Compare`] op as a [`BinaryKind`].
 #[derive(Debug, Default)]
 pub struct CompareKind<K>(PhantomData<K>);
+/// Marks a [`Bits`] op as a [`BinaryKind`].
+#[derive(Debug, Default)]
+pub struct BitsKind<K>(PhantomData<K>);
 /// Marks a [`Logic`] op as a [`BinaryKind`].
 #[derive(Debug, Default)]
 pub struct LogicKind<K>(PhantomData<K>);
@@ -299,6 +319,31 @@ impl<K: Logic> BinaryKind for LogicKind<K> {
 
     fn eval(&self, bc: &Broadcast<2>, a: Value, b: Value) -> Result<Tensor, OpError> {
         zip_same_type::<bool>(bc, a, &b, K::apply)
+    }
+}
+
+impl<K: Bits> BinaryKind for BitsKind<K> {
+    const NAME: &'static str = K::NAME;
+
+    fn build(_: &AttrReader) -> Result<Self, OpError> {
+        Ok(BitsKind(PhantomData))
+    }
+
+    fn output_type(ty: ElementType) -> Result<ElementType, String> {
+        if ty == ElementType::Boolean || ty == ElementType::Dynamic || ty.is_integral_number() {
+            return Ok(ty);
+        }
+        Err(format!(
+            "Arguments must have an integer or boolean element type, got {ty}"
+        ))
+    }
+
+    fn eval(&self, bc: &Broadcast<2>, a: Value, b: Value) -> Result<Tensor, OpError> {
+        let ty = a.element_type();
+        if ty == ElementType::Boolean {
+            return zip_same_type::<bool>(bc, a, &b, K::apply);
+        }
+        with_int!(ty, T => zip_same_type::<T>(bc, a, &b, K::apply), else Err(unexpected(ty)))
     }
 }
 

@@ -1,7 +1,7 @@
 //! The elementwise family: binary arithmetic (Add, Subtract, Multiply, Divide, Maximum,
 //! Minimum, Power, FloorMod, Mod, SquaredDifference), comparisons (Equal, NotEqual, Greater,
 //! GreaterEqual, Less, LessEqual), logical ops (LogicalAnd/Or/Xor/Not), Select, and unary math
-//! and activations. One file per op, named after it (`Mod` is `modulo.rs`); `binary.rs` and
+//! and activations, bitwise ops, PReLU. One file per op, named after it (`Mod` is `modulo.rs`); `binary.rs` and
 //! `unary.rs` hold what the ops of each arity share (attributes, inference, broadcasting
 //! kernels that write into an input's buffer when they may), `num.rs` the arithmetic of each
 //! element type.
@@ -24,6 +24,10 @@ pub mod unary;
 
 pub mod abs;
 pub mod add;
+pub mod bitwise_and;
+pub mod bitwise_not;
+pub mod bitwise_or;
+pub mod bitwise_xor;
 pub mod ceiling;
 pub mod clamp;
 pub mod cos;
@@ -53,6 +57,7 @@ pub mod multiply;
 pub mod negative;
 pub mod not_equal;
 pub mod power;
+pub mod prelu;
 pub mod relu;
 pub mod select;
 pub mod sigmoid;

@@ -3,7 +3,7 @@
 pub use irun_tensor::ElementType::*;
 pub use irun_tensor::{f16, Tensor};
 
-pub use crate::binary::{ArithKind, AutoBroadcast, Binary, CompareKind, LogicKind};
+pub use crate::binary::{ArithKind, AutoBroadcast, Binary, BitsKind, CompareKind, LogicKind};
 pub use crate::fact::Fact;
 pub use crate::op::{codes, Op, OpError};
 pub use crate::testing_kit::{fact, infer1};
@@ -32,6 +32,13 @@ pub fn arith<K: crate::binary::Arith>(k: K) -> Binary<ArithKind<K>> {
 pub fn compare<K: crate::binary::Compare>() -> Binary<CompareKind<K>> {
     Binary {
         kind: CompareKind::default(),
+        broadcast: AutoBroadcast::Numpy,
+    }
+}
+
+pub fn bitwise<K: crate::binary::Bits>() -> Binary<BitsKind<K>> {
+    Binary {
+        kind: BitsKind::default(),
         broadcast: AutoBroadcast::Numpy,
     }
 }
