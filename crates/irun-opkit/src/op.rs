@@ -90,6 +90,8 @@ pub mod codes {
     pub const UNKNOWN_ATTRIBUTE: &str = "W0404";
     /// Wrong number of inputs or outputs.
     pub const ARITY: &str = "E0405";
+    /// The op type exists in no OpenVINO opset (a typo, an empty type).
+    pub const UNKNOWN_OP_TYPE: &str = "E0406";
     /// An element type rule is broken.
     pub const ELEMENT_TYPE: &str = "E0501";
     /// A rank rule is broken.

@@ -6,6 +6,7 @@
 //! touches its own file (in its family's crate), one line of `registry::REGISTRY`, and its
 //! golden cases.
 
+pub mod known;
 pub mod registry;
 
 pub use irun_opkit::{attrs, fact, kernel, op, par, Fact};

@@ -178,6 +178,18 @@ pub fn lookup(type_name: &str, opset: u32) -> Option<&'static Entry> {
 }
 
 pub fn resolve(layer: &Layer) -> Resolution {
+    if !crate::known::is_openvino_type(&layer.type_name) {
+        let hint = crate::known::closest(&layer.type_name)
+            .map(|t| format!("; did you mean `{t}`?"))
+            .unwrap_or_default();
+        return Resolution::Invalid(OpError::new(
+            codes::UNKNOWN_OP_TYPE,
+            format!(
+                "type `{}` is not an op of any OpenVINO opset (opset1 to opset{NEWEST_OPSET}){hint}",
+                layer.type_name
+            ),
+        ));
+    }
     let Some(opset) = parse_opset(&layer.version) else {
         let known = REGISTRY
             .iter()
