@@ -32,6 +32,8 @@ import openvino.opset5 as o5
 import openvino.opset6 as o6
 import openvino.opset7 as o7
 import openvino.opset8 as o8
+import openvino.opset10 as o10
+import openvino.opset11 as o11
 import openvino.opset13 as o13
 import openvino.opset14 as o14
 
@@ -256,6 +258,53 @@ def small_cnn():
     return model(outs, [x], "small_cnn"), {"image": rng.standard_normal((1, 3, 32, 32)).astype(np.float32)}
 
 
+def index_ops():
+    """GatherElements, OneHot (an out-of-range index gives an all-off row), NonZero (a
+    data-dependent shape), TopK-11 max/min with sort by value and by index, Unique sorted and
+    in first-occurrence order, and the embedding bags (offsets with weights and a default
+    index, packed, v15 mean)."""
+    x = param("x", np.float32, [3, 5])
+    idx = param("idx", np.int64, [3, 2])
+    labels = param("labels", np.int64, [4])
+    table = param("table", np.float32, [6, 3])
+    bag_idx = param("bag_idx", np.int32, [5])
+    offsets = param("offsets", np.int32, [3])
+    weights = param("weights", np.float32, [5])
+    packed = param("packed", np.int64, [2, 3])
+    o15 = __import__("openvino.opset15", fromlist=["x"])
+    topk = o11.topk(x, const(3), 1, "max", "value", "i64")
+    topk_min = o11.topk(x, const(2), 0, "min", "index", "i32")
+    uniq = o10.unique(labels, sorted=True)
+    uniq_first = o10.unique(labels, sorted=False)
+    outs = [
+        ("gather_elements", o6.gather_elements(x, idx, 1)),
+        ("one_hot", o1.one_hot(labels, const(4), const(1.0, np.float32), const(-1.0, np.float32), -1)),
+        ("non_zero", o3.non_zero(o1.greater(x, const(0.5, np.float32)), "i64")),
+        ("topk_values", topk.output(0)), ("topk_indices", topk.output(1)),
+        ("topk_min_values", topk_min.output(0)), ("topk_min_indices", topk_min.output(1)),
+        ("unique", uniq.output(0)), ("unique_rev", uniq.output(2)), ("unique_counts", uniq.output(3)),
+        ("unique_first", uniq_first.output(0)), ("unique_first_idx", uniq_first.output(1)),
+        ("bag_offsets", o3.embedding_bag_offsets_sum(table, bag_idx, offsets, const(0, np.int32), weights)),
+        ("bag_packed", o3.embedding_bag_packed_sum(table, packed)),
+        ("bag_mean", o15.embedding_bag_offsets(table, bag_idx, offsets, reduction="mean")),
+    ]
+    labels_v = np.array([2, 7, 2, 0], dtype=np.int64)
+    _, first = np.unique(labels_v, return_index=True)
+    first = np.sort(first)
+    why = "Unique-10 sorted=false lists values in order of first occurrence (spec); CPU returns garbage"
+    reference = {"unique_first": (labels_v[first], why), "unique_first_idx": (first.astype(np.int64), why)}
+    return model(outs, [x, idx, labels, table, bag_idx, offsets, weights, packed], "index_ops"), {
+        "x": rng.standard_normal((3, 5)).astype(np.float32),
+        "idx": rng.integers(0, 5, (3, 2)).astype(np.int64),
+        "labels": labels_v,
+        "table": rng.standard_normal((6, 3)).astype(np.float32),
+        "bag_idx": np.array([5, 0, 3, 3, 1], dtype=np.int32),
+        "offsets": np.array([0, 2, 2], dtype=np.int32),
+        "weights": rng.uniform(0.5, 2, 5).astype(np.float32),
+        "packed": np.array([[0, 5, 5], [1, 2, 3]], dtype=np.int64),
+    }, reference
+
+
 def converted():
     """The committed PyTorch conversions that irun can run: inputs for each."""
     n, f, e = 10, 16, 40
@@ -272,7 +321,7 @@ def converted():
 
 def main():
     only = set(sys.argv[1:])
-    for build in (shape_ops, int_arith, activations, gather_split_tile, reduce_norm, small_cnn):
+    for build in (shape_ops, int_arith, activations, gather_split_tile, reduce_norm, small_cnn, index_ops):
         name = build.__name__
         if only and name not in only:
             continue

@@ -13,6 +13,7 @@ pub use irun_opkit::{attrs, fact, kernel, op, par, Fact};
 pub use irun_opkit::{codes, Op, OpError, Prepared, Value};
 pub use irun_ops_core as core;
 pub use irun_ops_elementwise as elementwise;
+pub use irun_ops_index as index;
 pub use irun_ops_linear as linear;
 pub use irun_ops_movement as movement;
 pub use irun_ops_reduce as reduce;

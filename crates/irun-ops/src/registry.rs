@@ -9,6 +9,7 @@ use irun_opkit::attrs::AttrReader;
 use irun_opkit::op::{codes, Op, OpError};
 use irun_ops_core as core;
 use irun_ops_elementwise as ew;
+use irun_ops_index as ix;
 use irun_ops_linear as linear;
 use irun_ops_movement as mv;
 use irun_ops_reduce as rd;
@@ -109,6 +110,38 @@ pub static REGISTRY: &[Entry] = &[
     op("Sqrt", 1, 1, ew::sqrt::build),
     op("Swish", 4, 4, ew::swish::build),
     op("Tanh", 1, 1, ew::tanh::build),
+    // Index ops.
+    op(
+        "EmbeddingBagOffsetsSum",
+        3,
+        3,
+        ix::embedding_bag::build_offsets_sum,
+    ),
+    op(
+        "EmbeddingBagOffsets",
+        15,
+        15,
+        ix::embedding_bag::build_offsets,
+    ),
+    op(
+        "EmbeddingBagPackedSum",
+        3,
+        3,
+        ix::embedding_bag::build_packed_sum,
+    ),
+    op(
+        "EmbeddingBagPacked",
+        15,
+        15,
+        ix::embedding_bag::build_packed,
+    ),
+    op("GatherElements", 6, 6, ix::gather_elements::build),
+    op("NonZero", 3, 3, ix::non_zero::build),
+    op("OneHot", 1, 1, ix::one_hot::build),
+    op("TopK", 1, 1, ix::top_k::build_v1),
+    op("TopK", 3, 3, ix::top_k::build_v3),
+    op("TopK", 11, 11, ix::top_k::build_v11),
+    op("Unique", 10, 10, ix::unique::build),
     // Linear algebra.
     op("AvgPool", 1, 1, linear::avg_pool::build_v1),
     op("AvgPool", 14, 14, linear::avg_pool::build_v14),
