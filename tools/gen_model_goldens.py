@@ -305,6 +305,31 @@ def index_ops():
     }, reference
 
 
+def attention():
+    """ScaledDotProductAttention-13: plain, causal with L < S, a boolean mask broadcast over
+    heads, a float mask with an explicit scale, and k/v batches that broadcast."""
+    q = param("q", np.float32, [2, 4, 5, 8])
+    k = param("k", np.float32, [2, 4, 7, 8])
+    v = param("v", np.float32, [2, 1, 7, 6])
+    bmask = param("bmask", np.bool_, [2, 1, 5, 7])
+    fmask = param("fmask", np.float32, [5, 7])
+    outs = [
+        ("plain", o13.scaled_dot_product_attention(q, k, v, causal=False)),
+        ("causal", o13.scaled_dot_product_attention(q, k, v, causal=True)),
+        ("bool_mask", o13.scaled_dot_product_attention(q, k, v, bmask, causal=False)),
+        ("float_mask", o13.scaled_dot_product_attention(q, k, v, fmask, const(0.3, np.float32), causal=False)),
+    ]
+    bm = rng.uniform(0, 1, (2, 1, 5, 7)) > 0.3
+    bm[..., 0] = True  # no fully masked rows: CPU and the spec give NaN there, tested in Rust
+    return model(outs, [q, k, v, bmask, fmask], "attention"), {
+        "q": rng.standard_normal((2, 4, 5, 8)).astype(np.float32),
+        "k": rng.standard_normal((2, 4, 7, 8)).astype(np.float32),
+        "v": rng.standard_normal((2, 1, 7, 6)).astype(np.float32),
+        "bmask": bm,
+        "fmask": rng.standard_normal((5, 7)).astype(np.float32),
+    }
+
+
 def converted():
     """The committed PyTorch conversions that irun can run: inputs for each."""
     n, f, e = 10, 16, 40
@@ -321,7 +346,7 @@ def converted():
 
 def main():
     only = set(sys.argv[1:])
-    for build in (shape_ops, int_arith, activations, gather_split_tile, reduce_norm, small_cnn, index_ops):
+    for build in (shape_ops, int_arith, activations, gather_split_tile, reduce_norm, small_cnn, index_ops, attention):
         name = build.__name__
         if only and name not in only:
             continue

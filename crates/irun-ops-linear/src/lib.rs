@@ -17,6 +17,7 @@ pub mod group_convolution;
 pub mod matmul;
 pub mod max_pool;
 pub mod pool;
+pub mod scaled_dot_product_attention;
 pub mod spatial;
 
 /// An integer attribute, `default` when omitted.

@@ -151,6 +151,12 @@ pub static REGISTRY: &[Entry] = &[
     op("MaxPool", 1, 1, linear::max_pool::build_v1),
     op("MaxPool", 8, 8, linear::max_pool::build_v8),
     op("MaxPool", 14, 14, linear::max_pool::build_v14),
+    op(
+        "ScaledDotProductAttention",
+        13,
+        13,
+        linear::scaled_dot_product_attention::build,
+    ),
     // Reductions and normalisation.
     op("LogSoftmax", 5, 5, rd::log_softmax::build),
     op("MVN", 2, 0, rd::mvn::build_v1),
