@@ -152,38 +152,52 @@ impl Geometry {
     }
 
     /// Rows `(channel, kd, kh, kw)`, columns output positions `p0..p0+cols`: the input value
-    /// each filter tap meets, 0 in padding.
+    /// each filter tap meets, 0 in padding. Walks each row run by run along the output's
+    /// innermost dim: at stride 1 the in-bounds part of a run is one contiguous copy between
+    /// zeros, otherwise a strided gather; no division per element.
     fn im2col<T: Copy + Default>(&self, x: &[T], p0: usize, cols: usize, patches: &mut [T]) {
-        let [_, ih, iw] = self.input;
+        let [id, ih, iw] = self.input;
         let [kd, kh, kw] = self.kernel;
         let [_, oh, ow] = self.out;
+        let plane = id * ih * iw;
         let mut row = 0;
         for c in 0..self.ci {
-            let xc = &x[c * self.input.iter().product::<usize>()..];
+            let xc = &x[c * plane..(c + 1) * plane];
             for a in 0..kd {
                 for b in 0..kh {
                     for e in 0..kw {
                         let dst = &mut patches[row * cols..(row + 1) * cols];
-                        for (j, d) in dst.iter_mut().enumerate() {
-                            let p = p0 + j;
+                        let off_x = (e * self.dil[2]) as isize - self.pad[2] as isize;
+                        let (mut done, mut p) = (0, p0);
+                        while done < cols {
                             let (z, y, xo) = (p / (oh * ow), (p / ow) % oh, p % ow);
-                            let iz = (z * self.stride[0] + a * self.dil[0]) as isize
-                                - self.pad[0] as isize;
-                            let iy = (y * self.stride[1] + b * self.dil[1]) as isize
-                                - self.pad[1] as isize;
-                            let ix = (xo * self.stride[2] + e * self.dil[2]) as isize
-                                - self.pad[2] as isize;
-                            let inside = iz >= 0
-                                && (iz as usize) < self.input[0]
-                                && iy >= 0
-                                && (iy as usize) < ih
-                                && ix >= 0
-                                && (ix as usize) < iw;
-                            *d = if inside {
-                                xc[(iz as usize * ih + iy as usize) * iw + ix as usize]
+                            let run = (ow - xo).min(cols - done);
+                            let seg = &mut dst[done..done + run];
+                            let iz = (z * self.stride[0] + a * self.dil[0]) as isize - self.pad[0] as isize;
+                            let iy = (y * self.stride[1] + b * self.dil[1]) as isize - self.pad[1] as isize;
+                            if iz < 0 || iz as usize >= id || iy < 0 || iy as usize >= ih {
+                                seg.fill(T::default());
                             } else {
-                                T::default()
-                            };
+                                let src = &xc[(iz as usize * ih + iy as usize) * iw..][..iw];
+                                let sx = self.stride[2] as isize;
+                                let start = xo as isize * sx + off_x;
+                                if sx == 1 {
+                                    // Zeros before and after the in-bounds span, one copy inside.
+                                    let lo = (-start).clamp(0, run as isize) as usize;
+                                    let hi = (iw as isize - start).clamp(lo as isize, run as isize) as usize;
+                                    seg[..lo].fill(T::default());
+                                    let from = (start + lo as isize) as usize;
+                                    seg[lo..hi].copy_from_slice(&src[from..from + (hi - lo)]);
+                                    seg[hi..].fill(T::default());
+                                } else {
+                                    for (k, d) in seg.iter_mut().enumerate() {
+                                        let ix = start + k as isize * sx;
+                                        *d = if ix >= 0 && (ix as usize) < iw { src[ix as usize] } else { T::default() };
+                                    }
+                                }
+                            }
+                            done += run;
+                            p += run;
                         }
                         row += 1;
                     }

@@ -1,0 +1,174 @@
+#!/usr/bin/env python3
+"""Dense-model benchmark: builds full-size models with OpenVINO's opset API (random weights,
+nothing downloaded) and times OpenVINO CPU and `irun bench` on the same IR files in the same
+run, alternating, for `--rounds` rounds; prints medians, OpenVINO/irun ratios, their geometric
+mean, and each tool's peak RSS.
+
+  resnet18    torchvision's ResNet-18 layout (BatchNorm folded into the convolutions, as
+              OpenVINO's converter folds it), 1x3x224x224
+  bert_block  4 transformer encoder layers (hidden 256, 4 heads, sequence 128, GELU MLP 1024,
+              LayerNorm as MVN), the attention written out as MatMul/Softmax the way
+              converted BERT models have it
+
+OpenVINO: CPU, INFERENCE_NUM_THREADS=2, PERFORMANCE_HINT=LATENCY, INFERENCE_PRECISION_HINT=f32.
+irun: `irun bench MODEL -niter N --threads 2`.
+
+    /tmp/ov/bin/python tools/bench_models.py tools/out/models --irun target/release/irun
+"""
+
+import argparse
+import math
+import re
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import openvino as ov
+import openvino.opset1 as o1
+import openvino.opset6 as o6
+import openvino.opset7 as o7
+import openvino.opset8 as o8
+
+rng = np.random.default_rng(7)
+
+
+def const(v, dtype=np.float32):
+    return o1.constant(np.array(v, dtype=dtype))
+
+
+def conv(x, cin, cout, k, s, relu=True):
+    w = const(rng.standard_normal((cout, cin, k, k)) * math.sqrt(2.0 / (cin * k * k)))
+    y = o1.convolution(x, w, [s, s], [k // 2, k // 2], [k // 2, k // 2], [1, 1])
+    y = o1.add(y, const(rng.standard_normal((1, cout, 1, 1)) * 0.1))
+    return o1.relu(y) if relu else y
+
+
+def resnet18():
+    x = o1.parameter([1, 3, 224, 224], np.float32, name="image")
+    y = conv(x, 3, 64, 7, 2)
+    y = o1.max_pool(y, [2, 2], [1, 1], [1, 1], [3, 3], "floor")
+    cin = 64
+    for cout, stride in [(64, 1), (128, 2), (256, 2), (512, 2)]:
+        for block in range(2):
+            s = stride if block == 0 else 1
+            h = conv(y, cin, cout, 3, s)
+            h = conv(h, cout, cout, 3, 1, relu=False)
+            skip = conv(y, cin, cout, 1, s, relu=False) if (s != 1 or cin != cout) else y
+            y = o1.relu(o1.add(h, skip))
+            cin = cout
+    y = o1.reduce_mean(y, const([2, 3], np.int64), False)
+    y = o1.add(o1.matmul(y, const(rng.standard_normal((512, 1000)) * 0.03), False, False),
+               const(rng.standard_normal(1000) * 0.01))
+    return ov.Model([o1.result(y)], [x], "resnet18"), {"image": rng.standard_normal((1, 3, 224, 224)).astype(np.float32)}
+
+
+def bert_block(layers=4, hidden=256, heads=4, seq=128, mlp=1024):
+    x = o1.parameter([1, seq, hidden], np.float32, name="hidden")
+    y = x
+    dh = hidden // heads
+
+    def linear(t, n_in, n_out):
+        w = const(rng.standard_normal((n_in, n_out)) * math.sqrt(1.0 / n_in))
+        return o1.add(o1.matmul(t, w, False, False), const(rng.standard_normal(n_out) * 0.02))
+
+    def norm(t):
+        t = o6.mvn(t, const([-1], np.int64), True, 1e-12, "inside_sqrt")
+        return o1.add(o1.multiply(t, const(1 + 0.1 * rng.standard_normal(hidden))), const(0.1 * rng.standard_normal(hidden)))
+
+    def split_heads(t):
+        t = o1.reshape(t, const([1, seq, heads, dh], np.int64), False)
+        return o1.transpose(t, const([0, 2, 1, 3], np.int64))
+
+    for _ in range(layers):
+        q, k, v = (split_heads(linear(y, hidden, hidden)) for _ in range(3))
+        scores = o1.multiply(o1.matmul(q, k, False, True), const(1.0 / math.sqrt(dh)))
+        probs = o8.softmax(scores, -1)
+        ctx = o1.transpose(o1.matmul(probs, v, False, False), const([0, 2, 1, 3], np.int64))
+        ctx = o1.reshape(ctx, const([1, seq, hidden], np.int64), False)
+        y = norm(o1.add(y, linear(ctx, hidden, hidden)))
+        h = o7.gelu(linear(y, hidden, mlp), "erf")
+        y = norm(o1.add(y, linear(h, mlp, hidden)))
+    return ov.Model([o1.result(y)], [x], "bert_block"), {"hidden": rng.standard_normal((1, seq, hidden)).astype(np.float32)}
+
+
+MODELS = {"resnet18": resnet18, "bert_block": bert_block}
+
+
+def write(out_dir):
+    for name, build in MODELS.items():
+        d = Path(out_dir) / name
+        d.mkdir(parents=True, exist_ok=True)
+        model, inputs = build()
+        ov.save_model(model, str(d / "model.xml"), compress_to_fp16=False)
+        np.savez(d / "inputs.npz", **inputs)
+
+
+def time_openvino(model_path, niter):
+    """Median latency, in a child process so that its peak RSS is OpenVINO's alone."""
+    code = f"""
+import numpy as np, openvino as ov, statistics, time, resource
+c = ov.Core().compile_model({str(model_path)!r}, "CPU", {{"INFERENCE_NUM_THREADS": 2, "PERFORMANCE_HINT": "LATENCY", "INFERENCE_PRECISION_HINT": "f32"}})
+r = c.create_infer_request()
+given = np.load({str(Path(model_path).parent / 'inputs.npz')!r})
+for i in c.inputs:
+    r.set_tensor(i, ov.Tensor(np.ascontiguousarray(given[i.get_any_name()])))
+r.infer()
+lat = []
+for _ in range({niter}):
+    t0 = time.perf_counter(); r.infer(); lat.append((time.perf_counter() - t0) * 1e3)
+print(statistics.median(lat), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+"""
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout.split()
+    return float(out[0]), int(out[1]) / 1024
+
+
+def time_irun(irun, model_path, niter):
+    inputs = Path(model_path).parent / "inputs.npz"
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    out = subprocess.run([irun, "bench", str(model_path), "-niter", str(niter), "--threads", "2", "--inputs", str(inputs)],
+                         check=True, capture_output=True, text=True).stdout
+    rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    load = float(re.search(r"Load model took\s+([\d.]+) ms", out).group(1))
+    return float(re.search(r"Median:\s+([\d.]+) ms", out).group(1)), max(rss, before) / 1024, load
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("dir")
+    ap.add_argument("--irun", default="target/release/irun")
+    ap.add_argument("--niter", type=int, default=20)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--no-write", action="store_true")
+    args = ap.parse_args()
+    if not args.no_write:
+        write(args.dir)
+    rows = []
+    for name in MODELS:
+        path = Path(args.dir) / name / "model.xml"
+        ov_ms, irun_ms, ov_rss, irun_rss, loads = [], [], 0.0, 0.0, []
+        for _ in range(args.rounds):
+            o, rss = time_openvino(path, args.niter)
+            ov_ms.append(o)
+            ov_rss = max(ov_rss, rss)
+            r, rss, load = time_irun(args.irun, path, args.niter)
+            irun_ms.append(r)
+            irun_rss = max(irun_rss, rss)
+            loads.append(load)
+        o, r = statistics.median(ov_ms), statistics.median(irun_ms)
+        rows.append((name, o, r, ov_rss, irun_rss, statistics.median(loads)))
+        print(f"{name}: OpenVINO {ov_ms} irun {irun_ms}", flush=True)
+    print()
+    print("| model | OpenVINO CPU median | irun median | irun / OpenVINO | peak RSS OpenVINO | peak RSS irun | irun load |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    for name, o, r, orss, irss, load in rows:
+        print(f"| {name} | {o:.2f} ms | {r:.2f} ms | {r / o:.2f}x | {orss:.0f} MB | {irss:.0f} MB | {load:.1f} ms |")
+    geo = math.exp(sum(math.log(r / o) for _, o, r, *_ in rows) / len(rows))
+    print(f"\ngeometric mean irun / OpenVINO: {geo:.2f}x")
+
+
+if __name__ == "__main__":
+    main()
