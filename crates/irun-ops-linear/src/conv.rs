@@ -173,8 +173,10 @@ impl Geometry {
                             let (z, y, xo) = (p / (oh * ow), (p / ow) % oh, p % ow);
                             let run = (ow - xo).min(cols - done);
                             let seg = &mut dst[done..done + run];
-                            let iz = (z * self.stride[0] + a * self.dil[0]) as isize - self.pad[0] as isize;
-                            let iy = (y * self.stride[1] + b * self.dil[1]) as isize - self.pad[1] as isize;
+                            let iz = (z * self.stride[0] + a * self.dil[0]) as isize
+                                - self.pad[0] as isize;
+                            let iy = (y * self.stride[1] + b * self.dil[1]) as isize
+                                - self.pad[1] as isize;
                             if iz < 0 || iz as usize >= id || iy < 0 || iy as usize >= ih {
                                 seg.fill(T::default());
                             } else {
@@ -184,7 +186,8 @@ impl Geometry {
                                 if sx == 1 {
                                     // Zeros before and after the in-bounds span, one copy inside.
                                     let lo = (-start).clamp(0, run as isize) as usize;
-                                    let hi = (iw as isize - start).clamp(lo as isize, run as isize) as usize;
+                                    let hi = (iw as isize - start).clamp(lo as isize, run as isize)
+                                        as usize;
                                     seg[..lo].fill(T::default());
                                     let from = (start + lo as isize) as usize;
                                     seg[lo..hi].copy_from_slice(&src[from..from + (hi - lo)]);
@@ -192,7 +195,11 @@ impl Geometry {
                                 } else {
                                     for (k, d) in seg.iter_mut().enumerate() {
                                         let ix = start + k as isize * sx;
-                                        *d = if ix >= 0 && (ix as usize) < iw { src[ix as usize] } else { T::default() };
+                                        *d = if ix >= 0 && (ix as usize) < iw {
+                                            src[ix as usize]
+                                        } else {
+                                            T::default()
+                                        };
                                     }
                                 }
                             }

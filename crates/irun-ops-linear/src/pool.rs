@@ -91,33 +91,37 @@ impl Windows {
                     (o / self.out[2]) % self.out[1],
                     o % self.out[2],
                 ];
-                taps.clear();
-                let mut padded = 0;
-                let mut coord = [0isize; 3];
-                for a in 0..self.kernel[0] {
-                    for b in 0..self.kernel[1] {
-                        for e in 0..self.kernel[2] {
-                            let mut inside = true;
-                            let mut in_pads = true;
-                            for (k, t) in [a, b, e].into_iter().enumerate() {
-                                let c = (oc[k] * self.stride[k] + t * self.dil[k]) as isize
-                                    - self.pad[k] as isize;
-                                coord[k] = c;
-                                inside &= c >= 0 && (c as usize) < self.input[k];
-                                in_pads &= c < (self.input[k] + self.pad_end[k]) as isize;
+                // Per dim: the first input coordinate and the number of taps inside the input
+                // (inside taps are consecutive in tap order), and how many taps lie inside
+                // the input or its explicit padding.
+                let mut first = [0usize; 3];
+                let mut count = [0usize; 3];
+                let mut in_pads = [0usize; 3];
+                for k in 0..3 {
+                    let base = (oc[k] * self.stride[k]) as isize - self.pad[k] as isize;
+                    for t in 0..self.kernel[k] {
+                        let c = base + (t * self.dil[k]) as isize;
+                        if c >= 0 && (c as usize) < self.input[k] {
+                            if count[k] == 0 {
+                                first[k] = c as usize;
                             }
-                            if inside {
-                                taps.push(
-                                    (coord[0] as usize * self.input[1] + coord[1] as usize)
-                                        * self.input[2]
-                                        + coord[2] as usize,
-                                );
-                            } else if in_pads {
-                                padded += 1;
-                            }
+                            count[k] += 1;
+                        }
+                        if c < (self.input[k] + self.pad_end[k]) as isize {
+                            in_pads[k] += 1;
                         }
                     }
                 }
+                taps.clear();
+                for a in 0..count[0] {
+                    let z = first[0] + a * self.dil[0];
+                    for b in 0..count[1] {
+                        let row = (z * self.input[1] + first[1] + b * self.dil[1]) * self.input[2]
+                            + first[2];
+                        taps.extend((0..count[2]).map(|e| row + e * self.dil[2]));
+                    }
+                }
+                let padded = in_pads.iter().product::<usize>() - taps.len();
                 *d = f(xp, &taps, padded);
             }
         });
