@@ -12,7 +12,7 @@ use irun_tensor::{ElementType, Tensor};
 use crate::attrs::AttrReader;
 use crate::fact::Fact;
 use crate::op::{codes, expect_inputs, take_inputs, Op, OpError, Value};
-use crate::pool::{infer_pool, tensor, Windows};
+use crate::pool::{infer_pool, tensor, Window, Windows};
 use crate::spatial::{list, Spatial};
 
 #[derive(Debug)]
@@ -51,9 +51,10 @@ impl AvgPool {
             .values::<T>()
             .ok_or_else(|| OpError::new(codes::UNSUPPORTED_TYPE, "unexpected type"))?;
         let exclude = self.exclude_pad;
-        let out = w.map(v, &|plane: &[T], taps: &[usize], padded: usize| {
-            let sum: f64 = taps.iter().map(|&t| to(plane[t])).sum();
-            let n = taps.len() + if exclude { 0 } else { padded };
+        let out = w.map(v, &|plane: &[T], win: &Window| {
+            let mut sum = 0.0;
+            win.for_each(|t| sum += to(plane[t]));
+            let n = win.inside() + if exclude { 0 } else { win.padded };
             from(if n == 0 && !exclude {
                 0.0
             } else {

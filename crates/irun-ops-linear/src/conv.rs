@@ -15,7 +15,12 @@ use crate::op::{codes, OpError, Value};
 use crate::par;
 use crate::spatial::Spatial;
 
-/// Output columns per task: the im2col block stays in L2 for common channel counts.
+/// Patch matrices up to this many elements (64 MiB of f32) are built whole, and the GEMM
+/// writes straight into the output; larger ones go in column blocks.
+const WHOLE_PLANE_ELEMENTS: usize = 16 << 20;
+
+/// Output columns per task in the blocked path: the im2col block stays in L2 for common
+/// channel counts.
 const BLOCK: usize = 512;
 
 /// One grouped convolution's geometry, spatial dims padded to 3.
@@ -112,15 +117,43 @@ impl Geometry {
         );
         let positions: usize = self.out.iter().product();
         let k = self.ci * self.kernel.iter().product::<usize>();
+        let plane: usize = self.input.iter().product();
+        let items = self.n * self.groups;
+        if k.saturating_mul(positions) <= WHOLE_PLANE_ELEMENTS {
+            // Whole planes: the patches of one (batch item, group) as one matrix, one GEMM
+            // straight into the output. Items run in parallel when there are several (depthwise,
+            // batches); a single item's im2col rows and GEMM tiles are split instead.
+            let mut out = try_zeroed::<T>(items * self.co * positions)?;
+            let mut planes: Vec<&mut [T]> = out.chunks_mut((self.co * positions).max(1)).collect();
+            par::try_for_each_mut(&mut planes, &|ng, dst| {
+                let (n, grp) = (ng / self.groups, ng % self.groups);
+                let mut patches = try_zeroed::<T>(k * positions).map_err(|e| (ng, e))?;
+                let xg = &x[(n * self.groups + grp) * self.ci * plane..][..self.ci * plane];
+                self.im2col(xg, 0, positions, &mut patches);
+                let wg = &w[grp * self.co * k..][..self.co * k];
+                T::gemm(
+                    self.co,
+                    k,
+                    positions,
+                    wg,
+                    (k as isize, 1),
+                    &patches,
+                    (positions as isize, 1),
+                    dst,
+                );
+                Ok(())
+            })?;
+            return Tensor::new(data.element_type(), shape, T::wrap(out))
+                .map_err(|e| OpError::new(codes::RUN_SHAPE, e.to_string()));
+        }
         let blocks = positions.div_ceil(BLOCK).max(1);
-        let tasks = self.n * self.groups * blocks;
+        let tasks = items * blocks;
         let results = par::try_map_tasks(tasks, &|t| {
             let (ng, b) = (t / blocks, t % blocks);
             let (n, grp) = (ng / self.groups, ng % self.groups);
             let (p0, p1) = (b * BLOCK, ((b + 1) * BLOCK).min(positions));
             let cols = p1 - p0;
             let mut patches = try_zeroed::<T>(k * cols).map_err(|e| (t, e))?;
-            let plane: usize = self.input.iter().product();
             let xg = &x[(n * self.groups + grp) * self.ci * plane..][..self.ci * plane];
             self.im2col(xg, p0, cols, &mut patches);
             let mut block = try_zeroed::<T>(self.co * cols).map_err(|e| (t, e))?;
@@ -155,61 +188,83 @@ impl Geometry {
     /// each filter tap meets, 0 in padding. Walks each row run by run along the output's
     /// innermost dim: at stride 1 the in-bounds part of a run is one contiguous copy between
     /// zeros, otherwise a strided gather; no division per element.
-    fn im2col<T: Copy + Default>(&self, x: &[T], p0: usize, cols: usize, patches: &mut [T]) {
+    fn im2col<T: Copy + Default + Send + Sync>(
+        &self,
+        x: &[T],
+        p0: usize,
+        cols: usize,
+        patches: &mut [T],
+    ) {
+        if cols == 0 {
+            return;
+        }
+        let taps: usize = self.kernel.iter().product();
+        par::for_each_split_mut(
+            patches,
+            crate::kernel::PAR_MIN_ELEMENTS.max(cols) / cols * cols,
+            &|start, rows| {
+                for (r, dst) in rows.chunks_mut(cols).enumerate() {
+                    self.im2col_row(x, start / cols + r, taps, p0, dst);
+                }
+            },
+        );
+    }
+
+    /// Row `row` of the patches: channel `row / taps`, tap `row % taps` as `(kd, kh, kw)`;
+    /// columns are output positions `p0..p0 + dst.len()`. Walks the row run by run along the
+    /// output's innermost dim: at stride 1 the in-bounds part of a run is one contiguous copy
+    /// between zeros, otherwise a strided gather; no division per element.
+    fn im2col_row<T: Copy + Default>(
+        &self,
+        x: &[T],
+        row: usize,
+        taps: usize,
+        p0: usize,
+        dst: &mut [T],
+    ) {
         let [id, ih, iw] = self.input;
-        let [kd, kh, kw] = self.kernel;
+        let [_, kh, kw] = self.kernel;
         let [_, oh, ow] = self.out;
         let plane = id * ih * iw;
-        let mut row = 0;
-        for c in 0..self.ci {
-            let xc = &x[c * plane..(c + 1) * plane];
-            for a in 0..kd {
-                for b in 0..kh {
-                    for e in 0..kw {
-                        let dst = &mut patches[row * cols..(row + 1) * cols];
-                        let off_x = (e * self.dil[2]) as isize - self.pad[2] as isize;
-                        let (mut done, mut p) = (0, p0);
-                        while done < cols {
-                            let (z, y, xo) = (p / (oh * ow), (p / ow) % oh, p % ow);
-                            let run = (ow - xo).min(cols - done);
-                            let seg = &mut dst[done..done + run];
-                            let iz = (z * self.stride[0] + a * self.dil[0]) as isize
-                                - self.pad[0] as isize;
-                            let iy = (y * self.stride[1] + b * self.dil[1]) as isize
-                                - self.pad[1] as isize;
-                            if iz < 0 || iz as usize >= id || iy < 0 || iy as usize >= ih {
-                                seg.fill(T::default());
-                            } else {
-                                let src = &xc[(iz as usize * ih + iy as usize) * iw..][..iw];
-                                let sx = self.stride[2] as isize;
-                                let start = xo as isize * sx + off_x;
-                                if sx == 1 {
-                                    // Zeros before and after the in-bounds span, one copy inside.
-                                    let lo = (-start).clamp(0, run as isize) as usize;
-                                    let hi = (iw as isize - start).clamp(lo as isize, run as isize)
-                                        as usize;
-                                    seg[..lo].fill(T::default());
-                                    let from = (start + lo as isize) as usize;
-                                    seg[lo..hi].copy_from_slice(&src[from..from + (hi - lo)]);
-                                    seg[hi..].fill(T::default());
-                                } else {
-                                    for (k, d) in seg.iter_mut().enumerate() {
-                                        let ix = start + k as isize * sx;
-                                        *d = if ix >= 0 && (ix as usize) < iw {
-                                            src[ix as usize]
-                                        } else {
-                                            T::default()
-                                        };
-                                    }
-                                }
-                            }
-                            done += run;
-                            p += run;
-                        }
-                        row += 1;
+        let cols = dst.len();
+        let (c, t) = (row / taps, row % taps);
+        let (a, b, e) = (t / (kh * kw), (t / kw) % kh, t % kw);
+        let xc = &x[c * plane..(c + 1) * plane];
+        let off_x = (e * self.dil[2]) as isize - self.pad[2] as isize;
+        let (mut done, mut p) = (0, p0);
+        while done < cols {
+            let (z, y, xo) = (p / (oh * ow), (p / ow) % oh, p % ow);
+            let run = (ow - xo).min(cols - done);
+            let seg = &mut dst[done..done + run];
+            let iz = (z * self.stride[0] + a * self.dil[0]) as isize - self.pad[0] as isize;
+            let iy = (y * self.stride[1] + b * self.dil[1]) as isize - self.pad[1] as isize;
+            if iz < 0 || iz as usize >= id || iy < 0 || iy as usize >= ih {
+                seg.fill(T::default());
+            } else {
+                let src = &xc[(iz as usize * ih + iy as usize) * iw..][..iw];
+                let sx = self.stride[2] as isize;
+                let start = xo as isize * sx + off_x;
+                if sx == 1 {
+                    // Zeros before and after the in-bounds span, one copy inside.
+                    let lo = (-start).clamp(0, run as isize) as usize;
+                    let hi = (iw as isize - start).clamp(lo as isize, run as isize) as usize;
+                    seg[..lo].fill(T::default());
+                    let from = (start + lo as isize) as usize;
+                    seg[lo..hi].copy_from_slice(&src[from..from + (hi - lo)]);
+                    seg[hi..].fill(T::default());
+                } else {
+                    for (k, d) in seg.iter_mut().enumerate() {
+                        let ix = start + k as isize * sx;
+                        *d = if ix >= 0 && (ix as usize) < iw {
+                            src[ix as usize]
+                        } else {
+                            T::default()
+                        };
                     }
                 }
             }
+            done += run;
+            p += run;
         }
     }
 }

@@ -1,8 +1,10 @@
-//! The matrix product every linear op runs on: `c = a x b` for one matrix, f32/f64 on
-//! matrixmultiply's packed, runtime-dispatched (AVX2/FMA) kernels, integers exact with
-//! wrapping.
+//! The matrix product every linear op runs on: `c = a x b` for one matrix. f32 on rten-gemm,
+//! f64 on matrixmultiply (both pick AVX-512/AVX2/FMA kernels at run time), integers exact
+//! with wrapping.
 
 use irun_tensor::Scalar;
+use rten_gemm::{GemmExecutor, GemmInputA, GemmInputB, GemmOptions};
+use rten_tensor::NdTensorView;
 
 /// A scalar type the linear ops multiply.
 pub trait Mul: Scalar {
@@ -21,6 +23,9 @@ pub trait Mul: Scalar {
 }
 
 impl Mul for f32 {
+    /// rten-gemm: AVX-512 or FMA kernels chosen at run time; it packs both operands per call
+    /// and splits the output tiles over the current pool (each element by one tile, so the
+    /// result does not depend on the thread count).
     fn gemm(
         m: usize,
         k: usize,
@@ -34,30 +39,38 @@ impl Mul for f32 {
         if m == 0 || n == 0 {
             return;
         }
-        assert!(a.len() >= reach(m, k, sa) && b.len() >= reach(k, n, sb) && c.len() >= m * n);
-        // SAFETY: every element of the m x k matrix at strides `sa` lies in `a`, every element
-        // of the k x n one at `sb` in `b` (`reach`, asserted just above; the strides are
-        // non-negative), and `c` is an exclusive m x n row-major block: matrixmultiply reads
-        // and writes only those elements.
-        unsafe {
-            matrixmultiply::sgemm(
-                m,
-                k,
-                n,
-                1.0,
-                a.as_ptr(),
-                sa.0,
-                sa.1,
-                b.as_ptr(),
-                sb.0,
-                sb.1,
-                0.0,
-                c.as_mut_ptr(),
-                n as isize,
-                1,
-            );
+        let c = &mut c[..m * n];
+        if k == 0 {
+            c.fill(0.0);
+            return;
         }
+        F32_GEMM.with(|g| {
+            g.gemm(
+                c,
+                GemmInputA::Unpacked(view(m, k, a, sa)),
+                GemmInputB::Unpacked(view(k, n, b, sb)),
+                GemmOptions::default(),
+            )
+            .expect("shapes agree by construction")
+        });
     }
+}
+
+thread_local! {
+    /// The f32 GEMM of this thread (the executor is not `Sync`); built once per thread, when
+    /// it probes the CPU's features.
+    pub static F32_GEMM: GemmExecutor<f32> = GemmExecutor::default();
+}
+
+/// A strided `rows x cols` view of `data`: rten-tensor checks that it fits and does not
+/// overlap, which the callers' strides guarantee.
+fn view(rows: usize, cols: usize, data: &[f32], s: (isize, isize)) -> NdTensorView<'_, f32, 2> {
+    NdTensorView::from_data_with_strides(
+        [rows, cols],
+        &data[..reach(rows, cols, s)],
+        [s.0 as usize, s.1 as usize],
+    )
+    .expect("the callers' strides stay inside their slices and never overlap")
 }
 
 impl Mul for f64 {

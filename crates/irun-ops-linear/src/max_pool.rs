@@ -14,7 +14,7 @@ use irun_tensor::{ElementType, Scalar, Tensor};
 use crate::attrs::AttrReader;
 use crate::fact::Fact;
 use crate::op::{codes, expect_inputs, take_inputs, Op, OpError, Value};
-use crate::pool::{infer_pool, tensor, Windows};
+use crate::pool::{infer_pool, tensor, Window, Windows};
 use crate::spatial::{list, Spatial};
 use crate::util::norm_axis;
 
@@ -98,18 +98,16 @@ impl MaxPool {
         let v = x
             .values::<T>()
             .ok_or_else(|| OpError::new(codes::UNSUPPORTED_TYPE, "unexpected type"))?;
-        let best: Vec<(T, usize)> = w.map(v, &|plane: &[T], taps: &[usize], _| {
-            let mut best: Option<(T, usize)> = None;
-            for &t in taps {
-                let val = plane[t];
-                if val.nan() {
-                    continue;
+        let best: Vec<(T, usize)> = w.map(v, &|plane: &[T], win: &Window| {
+            // The first largest non-NaN tap; `usize::MAX` while there is none.
+            let (mut value, mut at) = (T::LOWEST, usize::MAX);
+            win.for_each(|t| {
+                let v = plane[t];
+                if !v.nan() && (at == usize::MAX || v.gt(value)) {
+                    (value, at) = (v, t);
                 }
-                if best.is_none_or(|(b, _)| val.gt(b)) {
-                    best = Some((val, t));
-                }
-            }
-            best.unwrap_or((T::LOWEST, usize::MAX))
+            });
+            (value, at)
         })?;
         let plane_in: usize = w.input.iter().product();
         let plane_out: usize = w.out.iter().product();

@@ -10,9 +10,41 @@ use crate::op::{codes, OpError};
 use crate::par;
 use crate::spatial::Spatial;
 
-/// What a pool computes for one window: `(plane values, taps inside the input as plane
-/// offsets, taps in the padding) -> output`.
-pub type WindowFn<'a, T, O> = &'a (dyn Fn(&[T], &[usize], usize) -> O + Sync);
+/// What a pool computes for one window: `(plane values, the window) -> output`.
+pub type WindowFn<'a, T, O> = &'a (dyn Fn(&[T], &Window) -> O + Sync);
+
+/// One output's window over its input plane: per dim, the first in-bounds input coordinate,
+/// how many taps are in bounds (they are consecutive) and the dilation; and how many taps
+/// lie in the explicit or same_* padding (not in cells only ceil rounding added).
+pub struct Window {
+    first: [usize; 3],
+    count: [usize; 3],
+    dil: [usize; 3],
+    input: [usize; 3],
+    pub padded: usize,
+}
+
+impl Window {
+    /// Taps inside the input.
+    pub fn inside(&self) -> usize {
+        self.count.iter().product()
+    }
+
+    /// Calls `f` with the plane offset of every tap inside the input, in scan order.
+    #[inline(always)]
+    pub fn for_each(&self, mut f: impl FnMut(usize)) {
+        for a in 0..self.count[0] {
+            let z = self.first[0] + a * self.dil[0];
+            for b in 0..self.count[1] {
+                let row = (z * self.input[1] + self.first[1] + b * self.dil[1]) * self.input[2]
+                    + self.first[2];
+                for e in 0..self.count[2] {
+                    f(row + e * self.dil[2]);
+                }
+            }
+        }
+    }
+}
 
 /// A pool's window geometry for one input shape, spatial dims padded to 3.
 pub struct Windows {
@@ -67,9 +99,7 @@ impl Windows {
         })
     }
 
-    /// For every output position of every plane, `f(plane values, window taps, padded taps)`:
-    /// the taps inside the input as plane offsets, and how many taps fall in the explicit or
-    /// same_* padding (not in cells that only ceil rounding added).
+    /// For every output position of every plane, `f(plane values, its window)`.
     pub fn map<T: Copy + Sync, O: Copy + Default + Send>(
         &self,
         x: &[T],
@@ -84,45 +114,37 @@ impl Windows {
         par::for_each_chunk_mut(&mut out, plane_out, &|start, dst| {
             let p = start / plane_out;
             let xp = &x[p * plane_in..(p + 1) * plane_in];
-            let mut taps = Vec::with_capacity(self.kernel.iter().product());
             for (o, d) in dst.iter_mut().enumerate() {
                 let oc = [
                     o / (self.out[1] * self.out[2]),
                     (o / self.out[2]) % self.out[1],
                     o % self.out[2],
                 ];
-                // Per dim: the first input coordinate and the number of taps inside the input
-                // (inside taps are consecutive in tap order), and how many taps lie inside
-                // the input or its explicit padding.
-                let mut first = [0usize; 3];
-                let mut count = [0usize; 3];
+                let mut w = Window {
+                    first: [0; 3],
+                    count: [0; 3],
+                    dil: self.dil,
+                    input: self.input,
+                    padded: 0,
+                };
                 let mut in_pads = [0usize; 3];
                 for k in 0..3 {
                     let base = (oc[k] * self.stride[k]) as isize - self.pad[k] as isize;
                     for t in 0..self.kernel[k] {
                         let c = base + (t * self.dil[k]) as isize;
                         if c >= 0 && (c as usize) < self.input[k] {
-                            if count[k] == 0 {
-                                first[k] = c as usize;
+                            if w.count[k] == 0 {
+                                w.first[k] = c as usize;
                             }
-                            count[k] += 1;
+                            w.count[k] += 1;
                         }
                         if c < (self.input[k] + self.pad_end[k]) as isize {
                             in_pads[k] += 1;
                         }
                     }
                 }
-                taps.clear();
-                for a in 0..count[0] {
-                    let z = first[0] + a * self.dil[0];
-                    for b in 0..count[1] {
-                        let row = (z * self.input[1] + first[1] + b * self.dil[1]) * self.input[2]
-                            + first[2];
-                        taps.extend((0..count[2]).map(|e| row + e * self.dil[2]));
-                    }
-                }
-                let padded = in_pads.iter().product::<usize>() - taps.len();
-                *d = f(xp, &taps, padded);
+                w.padded = in_pads.iter().product::<usize>() - w.inside();
+                *d = f(xp, &w);
             }
         });
         Ok(out)
