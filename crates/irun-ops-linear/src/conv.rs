@@ -9,11 +9,12 @@ use std::sync::Arc;
 use half::{bf16, f16};
 use irun_tensor::{ElementType, Tensor};
 
-use crate::gemm::Mul;
+use crate::gemm::{view, Mul, F32_GEMM};
 use crate::kernel::try_zeroed;
-use crate::op::{codes, OpError, Value};
+use crate::op::{codes, take_inputs, OpError, Prepared, Value};
 use crate::par;
 use crate::spatial::Spatial;
+use rten_gemm::{GemmInputA, GemmInputB, GemmOptions};
 
 /// Patch matrices up to this many elements (64 MiB of f32) are built whole, and the GEMM
 /// writes straight into the output; larger ones go in column blocks.
@@ -22,6 +23,51 @@ const WHOLE_PLANE_ELEMENTS: usize = 16 << 20;
 /// Output columns per task in the blocked path: the im2col block stays in L2 for common
 /// channel counts.
 const BLOCK: usize = 512;
+
+/// Multiplies one group's filters by a patch matrix: `(group, k, cols, patches, out)`.
+type GroupGemm<'a, T> = &'a (dyn Fn(usize, usize, usize, &[T], &mut [T]) + Sync);
+
+/// f32 filters packed once for the GEMM, one matrix `[Cout/G, Cin/G * k]` per group: the
+/// per-call packing of the constant operand was a fifth of a convolution's time.
+pub struct PackedFilters {
+    groups: Vec<rten_gemm::PackedAMatrix<f32>>,
+    bytes: usize,
+}
+
+impl PackedFilters {
+    /// Packs `filters [G, co, ci, *k]`; `None` unless they are f32.
+    pub fn new(filters: &Tensor) -> Option<PackedFilters> {
+        let w = filters.values::<f32>()?;
+        let fs = filters.shape();
+        let (g, co) = (*fs.first()?, *fs.get(1)?);
+        let k: usize = fs.get(2..)?.iter().product();
+        if g == 0 || co == 0 || k == 0 {
+            return None;
+        }
+        let groups: Vec<_> = (0..g)
+            .map(|grp| {
+                F32_GEMM.with(|e| {
+                    e.prepack_a(view(co, k, &w[grp * co * k..][..co * k], (k as isize, 1)))
+                })
+            })
+            .collect();
+        Some(PackedFilters {
+            groups,
+            bytes: w.len() * 4,
+        })
+    }
+
+    /// About the bytes held (the packed panels are the filters' size, rounded up to tiles).
+    pub fn byte_size(&self) -> usize {
+        self.bytes
+    }
+}
+
+impl std::fmt::Debug for PackedFilters {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "PackedFilters({} groups)", self.groups.len())
+    }
+}
 
 /// One grouped convolution's geometry, spatial dims padded to 3.
 struct Geometry {
@@ -51,6 +97,19 @@ pub fn grouped(
     groups: usize,
     sp: &Spatial,
     name: &str,
+) -> Result<Value, OpError> {
+    grouped_with(data, filters, groups, sp, name, None)
+}
+
+/// [`grouped`], with the f32 filters of each group packed for the GEMM ahead of time (by
+/// [`PackedFilters::new`]) when they are.
+pub fn grouped_with(
+    data: &Value,
+    filters: &Tensor,
+    groups: usize,
+    sp: &Spatial,
+    name: &str,
+    packed: Option<&PackedFilters>,
 ) -> Result<Value, OpError> {
     let (ds, fs) = (data.shape(), filters.shape());
     let r = sp.rank();
@@ -89,7 +148,20 @@ pub fn grouped(
     let mut shape = vec![g.n, groups * co];
     shape.extend(dims.iter().map(|d| d.2));
     let out = match data.element_type() {
-        ElementType::F32 => g.run::<f32>(data, filters, shape),
+        ElementType::F32 => match packed {
+            Some(p) => g.run_with::<f32>(data, filters, shape, &|grp, k, cols, patches, dst| {
+                F32_GEMM.with(|e| {
+                    e.gemm(
+                        dst,
+                        GemmInputA::Packed(&p.groups[grp]),
+                        GemmInputB::Unpacked(view(k, cols, patches, (cols as isize, 1))),
+                        GemmOptions::default(),
+                    )
+                    .expect("packed for this geometry")
+                })
+            }),
+            None => g.run::<f32>(data, filters, shape),
+        },
         ElementType::F64 => g.run::<f64>(data, filters, shape),
         ty @ (ElementType::F16 | ElementType::Bf16) => {
             let wide = g.run::<f32>(&widen(data)?, &widen(filters)?, shape)?;
@@ -110,11 +182,37 @@ impl Geometry {
         filters: &Tensor,
         shape: Vec<usize>,
     ) -> Result<Tensor, OpError> {
+        let w = filters
+            .values::<T>()
+            .ok_or_else(|| OpError::new(codes::UNSUPPORTED_TYPE, "unexpected element type"))?;
+        let (co, k) = (self.co, self.ci * self.kernel.iter().product::<usize>());
+        self.run_with(data, filters, shape, &|grp, k2, cols, patches, dst| {
+            let wg = &w[grp * co * k..][..co * k];
+            T::gemm(
+                co,
+                k2,
+                cols,
+                wg,
+                (k as isize, 1),
+                patches,
+                (cols as isize, 1),
+                dst,
+            )
+        })
+    }
+
+    /// The convolution with `gemm(group, k, cols, patches [k, cols], out [co, cols])`
+    /// multiplying one group's filters by a patch matrix.
+    fn run_with<T: Mul + Default>(
+        &self,
+        data: &Tensor,
+        filters: &Tensor,
+        shape: Vec<usize>,
+        gemm: GroupGemm<T>,
+    ) -> Result<Tensor, OpError> {
         let bad = || OpError::new(codes::UNSUPPORTED_TYPE, "unexpected element type");
-        let (x, w) = (
-            data.values::<T>().ok_or_else(bad)?,
-            filters.values::<T>().ok_or_else(bad)?,
-        );
+        let x = data.values::<T>().ok_or_else(bad)?;
+        let _ = filters;
         let positions: usize = self.out.iter().product();
         let k = self.ci * self.kernel.iter().product::<usize>();
         let plane: usize = self.input.iter().product();
@@ -130,17 +228,7 @@ impl Geometry {
                 let mut patches = try_zeroed::<T>(k * positions).map_err(|e| (ng, e))?;
                 let xg = &x[(n * self.groups + grp) * self.ci * plane..][..self.ci * plane];
                 self.im2col(xg, 0, positions, &mut patches);
-                let wg = &w[grp * self.co * k..][..self.co * k];
-                T::gemm(
-                    self.co,
-                    k,
-                    positions,
-                    wg,
-                    (k as isize, 1),
-                    &patches,
-                    (positions as isize, 1),
-                    dst,
-                );
+                gemm(grp, k, positions, &patches, dst);
                 Ok(())
             })?;
             return Tensor::new(data.element_type(), shape, T::wrap(out))
@@ -157,17 +245,7 @@ impl Geometry {
             let xg = &x[(n * self.groups + grp) * self.ci * plane..][..self.ci * plane];
             self.im2col(xg, p0, cols, &mut patches);
             let mut block = try_zeroed::<T>(self.co * cols).map_err(|e| (t, e))?;
-            let wg = &w[grp * self.co * k..][..self.co * k];
-            T::gemm(
-                self.co,
-                k,
-                cols,
-                wg,
-                (k as isize, 1),
-                &patches,
-                (cols as isize, 1),
-                &mut block,
-            );
+            gemm(grp, k, cols, &patches, &mut block);
             Ok(block)
         })?;
         let mut out = try_zeroed::<T>(self.n * self.groups * self.co * positions)?;
@@ -295,4 +373,73 @@ pub fn narrow(t: &Tensor, ty: ElementType) -> Result<Tensor, OpError> {
         Tensor::from_bf16(shape, par::map(v, bf16::from_f32))
     };
     r.map_err(|e| OpError::new(codes::RUN_SHAPE, e.to_string()))
+}
+
+/// A convolution whose f32 filters are a constant, packed at compile time
+/// ([`crate::op::Op::prepare`]). Runs exactly as the op does; other filters than the packed
+/// ones (by identity) take the unpacked path.
+#[derive(Debug)]
+pub struct PreparedConv {
+    filters: Value,
+    packed: PackedFilters,
+    spatial: Spatial,
+    /// `None` for a plain Convolution (filters `[Cout, Cin, *k]` seen as one group).
+    groups: Option<usize>,
+    name: &'static str,
+}
+
+impl PreparedConv {
+    /// The prepared kernel when input 1 (the filters) is a constant f32 tensor.
+    pub fn new(
+        constants: &[Option<Value>],
+        spatial: &Spatial,
+        grouped: bool,
+        name: &'static str,
+    ) -> Option<Box<dyn Prepared>> {
+        let filters = constants.get(1)?.clone()?;
+        let as_groups = grouped_view(&filters, grouped).ok()?;
+        let packed = PackedFilters::new(&as_groups)?;
+        let groups = grouped.then(|| filters.shape().first().copied().unwrap_or(0));
+        Some(Box::new(PreparedConv {
+            filters,
+            packed,
+            spatial: spatial.clone(),
+            groups,
+            name,
+        }))
+    }
+}
+
+/// Filters as `[G, co, ci, *k]`: a plain convolution's gain a leading 1 (no copy).
+pub fn grouped_view(filters: &Tensor, grouped: bool) -> Result<Tensor, OpError> {
+    if grouped {
+        return Ok(filters.clone());
+    }
+    let mut shape = vec![1];
+    shape.extend_from_slice(filters.shape());
+    filters
+        .with_shape(shape)
+        .map_err(|e| OpError::new(codes::RUN_SHAPE, e.to_string()))
+}
+
+impl Prepared for PreparedConv {
+    fn eval(&self, inputs: Vec<Value>) -> Result<Vec<Value>, OpError> {
+        let [data, filters] = take_inputs::<2>(inputs, self.name)?;
+        let grouped = self.groups.is_some();
+        let as_groups = grouped_view(&filters, grouped)?;
+        let groups = self.groups.unwrap_or(1);
+        let packed = Arc::ptr_eq(&filters, &self.filters).then_some(&self.packed);
+        Ok(vec![grouped_with(
+            &data,
+            &as_groups,
+            groups,
+            &self.spatial,
+            self.name,
+            packed,
+        )?])
+    }
+
+    fn byte_size(&self) -> usize {
+        self.packed.byte_size()
+    }
 }

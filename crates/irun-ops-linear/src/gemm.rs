@@ -64,7 +64,7 @@ thread_local! {
 
 /// A strided `rows x cols` view of `data`: rten-tensor checks that it fits and does not
 /// overlap, which the callers' strides guarantee.
-fn view(rows: usize, cols: usize, data: &[f32], s: (isize, isize)) -> NdTensorView<'_, f32, 2> {
+pub fn view(rows: usize, cols: usize, data: &[f32], s: (isize, isize)) -> NdTensorView<'_, f32, 2> {
     NdTensorView::from_data_with_strides(
         [rows, cols],
         &data[..reach(rows, cols, s)],

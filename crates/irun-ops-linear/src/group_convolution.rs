@@ -5,10 +5,12 @@
 use irun_tensor::{Dim, PartialShape};
 
 use crate::attrs::AttrReader;
-use crate::conv::grouped;
+use crate::conv::{grouped, PreparedConv};
 use crate::convolution::conv_shape;
 use crate::fact::Fact;
-use crate::op::{codes, expect_inputs, same_element_type, take_inputs, Op, OpError, Value};
+use crate::op::{
+    codes, expect_inputs, same_element_type, take_inputs, Op, OpError, Prepared, Value,
+};
 use crate::spatial::Spatial;
 
 #[derive(Debug)]
@@ -74,6 +76,10 @@ impl Op for GroupConvolution {
             &self.spatial,
             self.name(),
         )?])
+    }
+
+    fn prepare(&self, _: &[Fact], constants: &[Option<Value>]) -> Option<Box<dyn Prepared>> {
+        PreparedConv::new(constants, &self.spatial, true, "GroupConvolution-1")
     }
 }
 
