@@ -15,6 +15,11 @@ impl UnaryKind for Exp {
         Ok(Self)
     }
 
+    fn f32_slice(&self, values: &mut [f32]) -> bool {
+        rten_simd::SimdUnaryOp::map_mut(&rten_vecmath::Exp {}, values);
+        true
+    }
+
     #[inline(always)]
     fn real<R: Real>(&self, x: R) -> R {
         x.exp()

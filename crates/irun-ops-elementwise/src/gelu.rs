@@ -21,6 +21,15 @@ impl UnaryKind for Gelu {
         })
     }
 
+    fn f32_slice(&self, values: &mut [f32]) -> bool {
+        if self.tanh {
+            rten_simd::SimdUnaryOp::map_mut(&rten_vecmath::ApproxGelu {}, values);
+        } else {
+            rten_simd::SimdUnaryOp::map_mut(&rten_vecmath::Gelu {}, values);
+        }
+        true
+    }
+
     #[inline(always)]
     fn real<R: Real>(&self, x: R) -> R {
         if self.tanh {

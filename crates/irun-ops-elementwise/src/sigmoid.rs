@@ -14,6 +14,11 @@ impl UnaryKind for Sigmoid {
         Ok(Self)
     }
 
+    fn f32_slice(&self, values: &mut [f32]) -> bool {
+        rten_simd::SimdUnaryOp::map_mut(&rten_vecmath::Sigmoid {}, values);
+        true
+    }
+
     #[inline(always)]
     fn real<R: Real>(&self, x: R) -> R {
         R::c(1.0) / (R::c(1.0) + (-x).exp())

@@ -14,6 +14,11 @@ impl UnaryKind for Tanh {
         Ok(Self)
     }
 
+    fn f32_slice(&self, values: &mut [f32]) -> bool {
+        rten_simd::SimdUnaryOp::map_mut(&rten_vecmath::Tanh {}, values);
+        true
+    }
+
     #[inline(always)]
     fn real<R: Real>(&self, x: R) -> R {
         x.tanh()

@@ -140,6 +140,11 @@ pub trait UnaryKind: Debug + Send + Sync + Sized + 'static {
     const INTEGERS: bool = false;
     fn build(a: &AttrReader) -> Result<Self, OpError>;
     fn real<R: Real>(&self, x: R) -> R;
+    /// A vectorised f32 form over a whole slice, in place (rten-vecmath: within a few ULP of
+    /// `real`, 0.2-0.4 ns per element instead of 3-25 ns); `false` when the op has none.
+    fn f32_slice(&self, _values: &mut [f32]) -> bool {
+        false
+    }
     /// The integer form; only called when `INTEGERS` is true.
     fn int<T: Number>(&self, x: T) -> T {
         x
@@ -188,6 +193,9 @@ impl<K: UnaryKind> Op for Unary<K> {
         let [x] = take_inputs::<1>(inputs, K::NAME)?;
         let k = &self.0;
         let out = match x.element_type() {
+            ElementType::F32 if k.f32_slice(&mut []) => map_slices_in_place(x, |s| {
+                k.f32_slice(s);
+            }),
             ElementType::F32 => map_in_place::<f32>(x, |v| k.real(v)),
             ElementType::F64 => map_in_place::<f64>(x, |v| k.real(v)),
             ElementType::F16 => map_in_place::<f16>(x, |v| f16::from_f32(k.real(v.to_f32()))),
@@ -225,6 +233,19 @@ pub fn map_in_place<T: Scalar>(x: Value, f: impl Fn(T) -> T + Sync) -> Result<Te
         Ok(t) => map_new(&t, f),
         Err(shared) => map_new(&shared, f),
     }
+}
+
+/// `f` over the values in chunks, in place when allowed (as [`map_in_place`]), else on a copy.
+pub fn map_slices_in_place(x: Value, f: impl Fn(&mut [f32]) + Sync) -> Result<Tensor, OpError> {
+    let mut own = match Arc::try_unwrap(x) {
+        Ok(t) if t.is_exclusive() => t,
+        Ok(t) => crate::kernel::par_clone(&t),
+        Err(shared) => crate::kernel::par_clone(&shared),
+    };
+    if let Some(v) = own.values_mut::<f32>() {
+        par::for_each_split_mut(v, PAR_MIN_ELEMENTS, &|_, chunk| f(chunk));
+    }
+    Ok(own)
 }
 
 fn map_new<T: Scalar>(x: &Tensor, f: impl Fn(T) -> T + Sync) -> Result<Tensor, OpError> {

@@ -390,7 +390,7 @@ pub struct PreparedConv {
 
 impl PreparedConv {
     /// The prepared kernel when input 1 (the filters) is a constant f32 tensor.
-    pub fn new(
+    pub fn kernel(
         constants: &[Option<Value>],
         spatial: &Spatial,
         grouped: bool,

@@ -121,7 +121,7 @@ impl Op for Convolution {
     }
 
     fn prepare(&self, _: &[Fact], constants: &[Option<Value>]) -> Option<Box<dyn Prepared>> {
-        PreparedConv::new(constants, &self.spatial, false, "Convolution-1")
+        PreparedConv::kernel(constants, &self.spatial, false, "Convolution-1")
     }
 }
 

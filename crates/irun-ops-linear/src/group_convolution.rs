@@ -79,7 +79,7 @@ impl Op for GroupConvolution {
     }
 
     fn prepare(&self, _: &[Fact], constants: &[Option<Value>]) -> Option<Box<dyn Prepared>> {
-        PreparedConv::new(constants, &self.spatial, true, "GroupConvolution-1")
+        PreparedConv::kernel(constants, &self.spatial, true, "GroupConvolution-1")
     }
 }
 

@@ -12,10 +12,13 @@ use crate::attrs::AttrReader;
 use crate::broadcast::{broadcast_or_error, Broadcast};
 use crate::conv::{narrow, widen};
 use crate::fact::Fact;
-use crate::gemm::{reach, Mul};
+use crate::gemm::{reach, view, Mul, F32_GEMM};
 use crate::kernel::try_zeroed;
-use crate::op::{codes, expect_inputs, same_element_type, take_inputs, Op, OpError, Value};
+use crate::op::{
+    codes, expect_inputs, same_element_type, take_inputs, Op, OpError, Prepared, Value,
+};
 use crate::par;
+use rten_gemm::{GemmInputA, GemmInputB, GemmOptions};
 
 #[derive(Debug)]
 pub struct MatMul {
@@ -164,6 +167,94 @@ impl Op for MatMul {
                 else Err(OpError::new(codes::UNSUPPORTED_TYPE, format!("MatMul-1 on {ty}")))),
         }?;
         Ok(vec![Arc::new(out)])
+    }
+
+    fn prepare(&self, _: &[Fact], constants: &[Option<Value>]) -> Option<Box<dyn Prepared>> {
+        PreparedMatMul::new(self, constants).map(|p| Box::new(p) as Box<dyn Prepared>)
+    }
+}
+
+/// A MatMul whose B is a constant f32 matrix (the weights of a linear layer), packed once
+/// at compile time. A (not transposed) of any batch shape is one `[rows, k]` matrix times the
+/// packed B. Anything else, or another B than the packed one, runs as the op does.
+#[derive(Debug)]
+struct PreparedMatMul {
+    op: MatMul,
+    b: Value,
+    packed: PackedB,
+    k: usize,
+    n: usize,
+}
+
+struct PackedB(rten_gemm::PackedBMatrix<f32>);
+
+impl std::fmt::Debug for PackedB {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "PackedB")
+    }
+}
+
+impl PreparedMatMul {
+    fn new(op: &MatMul, constants: &[Option<Value>]) -> Option<PreparedMatMul> {
+        let b = constants.get(1)?.clone()?;
+        let bv = b.values::<f32>()?;
+        let &[rows, cols] = b.shape() else {
+            return None;
+        };
+        let (k, n, strides) = if op.transpose_b {
+            (cols, rows, (1, cols as isize))
+        } else {
+            (rows, cols, (cols as isize, 1))
+        };
+        if k == 0 || n == 0 {
+            return None;
+        }
+        let packed = PackedB(F32_GEMM.with(|e| e.prepack_b(view(k, n, bv, strides))));
+        Some(PreparedMatMul {
+            op: MatMul {
+                transpose_a: op.transpose_a,
+                transpose_b: op.transpose_b,
+            },
+            b,
+            packed,
+            k,
+            n,
+        })
+    }
+}
+
+impl Prepared for PreparedMatMul {
+    fn eval(&self, inputs: Vec<Value>) -> Result<Vec<Value>, OpError> {
+        let covered = inputs.len() == 2
+            && Arc::ptr_eq(&inputs[1], &self.b)
+            && !self.op.transpose_a
+            && inputs[0].shape().len() >= 2
+            && inputs[0].shape().last() == Some(&self.k);
+        let Some(av) = inputs[0].values::<f32>().filter(|_| covered) else {
+            return self.op.eval(inputs);
+        };
+        let rows = av.len() / self.k;
+        let mut out = try_zeroed::<f32>(rows * self.n)?;
+        if rows > 0 {
+            F32_GEMM.with(|e| {
+                e.gemm(
+                    &mut out,
+                    GemmInputA::Unpacked(view(rows, self.k, av, (self.k as isize, 1))),
+                    GemmInputB::Packed(&self.packed.0),
+                    GemmOptions::default(),
+                )
+                .expect("shapes agree by construction")
+            });
+        }
+        let mut shape = inputs[0].shape().to_vec();
+        *shape.last_mut().expect("rank 2 or more") = self.n;
+        let t = Tensor::from_f32(shape, out)
+            .map_err(|e| OpError::new(codes::RUN_SHAPE, e.to_string()))?;
+        Ok(vec![Arc::new(t)])
+    }
+
+    fn byte_size(&self) -> usize {
+        self.k * self.n * 4
     }
 }
 
@@ -319,6 +410,43 @@ mod tests {
             out.values::<f64>().unwrap(),
             naive(&a[..m * k], &b, m, k, n).as_slice()
         );
+    }
+
+    /// A constant B packed at compile time gives the run-time kernel's output bit for bit,
+    /// for a batched A and both transpose_b settings; a transposed A falls back to it.
+    #[test]
+    fn packed_weights_match_the_run_time_kernel() {
+        let (m, k, n) = (37, 70, 45);
+        let a: Vec<f32> = (0..3 * m * k)
+            .map(|i| ((i * 7) % 19) as f32 * 0.13 - 1.0)
+            .collect();
+        let b: Vec<f32> = (0..k * n)
+            .map(|i| ((i * 3) % 23) as f32 * 0.07 - 0.5)
+            .collect();
+        for (tb, bshape) in [(false, vec![k, n]), (true, vec![n, k])] {
+            for ta in [false, true] {
+                let ashape = if ta { vec![3, k, m] } else { vec![3, m, k] };
+                let inputs = || {
+                    vec![
+                        Tensor::from_f32(ashape.clone(), a.clone()).unwrap(),
+                        Tensor::from_f32(bshape.clone(), b.clone()).unwrap(),
+                    ]
+                };
+                let op = mm(ta, tb);
+                let plain = eval1(&op, inputs()).unwrap();
+                for threads in [1, 2] {
+                    let packed =
+                        crate::testing::eval_prepared(&op, inputs(), &[false, true], threads)
+                            .expect("prepared")
+                            .unwrap();
+                    assert_eq!(
+                        format!("{packed:?}"),
+                        format!("{plain:?}"),
+                        "ta {ta} tb {tb}, {threads} threads"
+                    );
+                }
+            }
+        }
     }
 
     #[test]

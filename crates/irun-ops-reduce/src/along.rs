@@ -7,8 +7,32 @@ use irun_tensor::{ElementType, Tensor};
 
 use crate::kernel::try_zeroed;
 use crate::num::Float;
-use crate::op::{codes, OpError};
+use std::sync::Arc;
+
+use crate::op::{codes, OpError, Value};
 use crate::par;
+
+/// `f` over every contiguous row of `along` f32 values (the slices of `[outer, along, 1]`), in
+/// place when the executor handed over the only reference, else on a copy: the vectorised
+/// path of SoftMax and LogSoftmax over the last axis.
+pub fn map_rows_f32(
+    x: Value,
+    along: usize,
+    f: &(dyn Fn(&mut [f32]) + Sync),
+) -> Result<Tensor, OpError> {
+    let mut own = match Arc::try_unwrap(x) {
+        Ok(t) if t.is_exclusive() => t,
+        Ok(t) => crate::kernel::par_clone(&t),
+        Err(shared) => crate::kernel::par_clone(&shared),
+    };
+    if let Some(v) = own.values_mut::<f32>() {
+        if along > 0 {
+            let grain = (crate::kernel::PAR_MIN_ELEMENTS / along).max(1) * along;
+            par::for_each_split_mut(v, grain, &|_, rows| rows.chunks_mut(along).for_each(f));
+        }
+    }
+    Ok(own)
+}
 
 /// What one slice becomes: `f(values) -> values`, both `along` long.
 pub type SliceFn<'a> = &'a (dyn Fn(&[f64], &mut [f64]) + Sync);

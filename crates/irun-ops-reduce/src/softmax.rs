@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use irun_tensor::ElementType;
 
-use crate::along::map_slices;
+use crate::along::{map_rows_f32, map_slices};
 use crate::attrs::AttrReader;
 use crate::fact::Fact;
 use crate::op::{codes, expect_inputs, take_inputs, Op, OpError, Value};
@@ -109,17 +109,23 @@ impl Op for Softmax {
         infer_along(inputs, self.axis, self.version, self.name())
     }
 
+    fn inplace_input(&self) -> Option<usize> {
+        Some(0)
+    }
+
     fn eval(&self, inputs: Vec<Value>) -> Result<Vec<Value>, OpError> {
         let [x] = take_inputs::<1>(inputs, self.name())?;
         let s = x.shape();
         let k = softmax_axis(self.axis, s.len(), self.version, self.name())?;
-        let out = map_slices(
-            &x,
-            s[..k].iter().product(),
-            s[k],
-            s[k + 1..].iter().product(),
-            &softmax,
-        )?;
+        let (outer, along, inner): (usize, usize, usize) =
+            (s[..k].iter().product(), s[k], s[k + 1..].iter().product());
+        if inner == 1 && x.element_type() == ElementType::F32 {
+            let out = map_rows_f32(x, along, &|row| {
+                rten_simd::SimdOp::dispatch(rten_vecmath::Softmax::new_mut(row));
+            })?;
+            return Ok(vec![Arc::new(out)]);
+        }
+        let out = map_slices(&x, outer, along, inner, &softmax)?;
         Ok(vec![Arc::new(out)])
     }
 }
