@@ -26,8 +26,8 @@ pub fn map_rows_f32(
         Err(shared) => crate::kernel::par_clone(&shared),
     };
     if let Some(v) = own.values_mut::<f32>() {
-        if along > 0 {
-            let grain = (crate::kernel::PAR_MIN_ELEMENTS / along).max(1) * along;
+        if let Some(rows) = crate::kernel::PAR_MIN_ELEMENTS.checked_div(along) {
+            let grain = rows.max(1) * along;
             par::for_each_split_mut(v, grain, &|_, rows| rows.chunks_mut(along).for_each(f));
         }
     }
