@@ -19,7 +19,6 @@ irun: `irun bench MODEL -niter N --threads 2`.
 import argparse
 import math
 import re
-import resource
 import statistics
 import subprocess
 import sys
@@ -111,7 +110,10 @@ def time_openvino(model_path, niter):
     """Median latency, in a child process so that its peak RSS is OpenVINO's alone."""
     code = f"""
 import numpy as np, openvino as ov, statistics, time, resource
-c = ov.Core().compile_model({str(model_path)!r}, "CPU", {{"INFERENCE_NUM_THREADS": 2, "PERFORMANCE_HINT": "LATENCY", "INFERENCE_PRECISION_HINT": "f32"}})
+t0 = time.perf_counter()
+core = ov.Core()
+c = core.compile_model(core.read_model({str(model_path)!r}), "CPU", {{"INFERENCE_NUM_THREADS": 2, "PERFORMANCE_HINT": "LATENCY", "INFERENCE_PRECISION_HINT": "f32"}})
+load = (time.perf_counter() - t0) * 1e3
 r = c.create_infer_request()
 given = np.load({str(Path(model_path).parent / 'inputs.npz')!r})
 for i in c.inputs:
@@ -120,20 +122,21 @@ r.infer()
 lat = []
 for _ in range({niter}):
     t0 = time.perf_counter(); r.infer(); lat.append((time.perf_counter() - t0) * 1e3)
-print(statistics.median(lat), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+print(statistics.median(lat), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, load)
 """
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout.split()
-    return float(out[0]), int(out[1]) / 1024
+    return float(out[0]), int(out[1]) / 1024, float(out[2])
 
 
 def time_irun(irun, model_path, niter):
     inputs = Path(model_path).parent / "inputs.npz"
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    out = subprocess.run([irun, "bench", str(model_path), "-niter", str(niter), "--threads", "2", "--inputs", str(inputs)],
-                         check=True, capture_output=True, text=True).stdout
-    rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    # GNU time reports the child's own peak RSS (KiB) on stderr.
+    run = subprocess.run(["/usr/bin/time", "-f", "%M", irun, "bench", str(model_path), "-niter", str(niter), "--threads", "2",
+                          "--inputs", str(inputs)], check=True, capture_output=True, text=True)
+    out = run.stdout
+    rss = int(run.stderr.strip().splitlines()[-1])
     load = float(re.search(r"Load model took\s+([\d.]+) ms", out).group(1))
-    return float(re.search(r"Median:\s+([\d.]+) ms", out).group(1)), max(rss, before) / 1024, load
+    return float(re.search(r"Median:\s+([\d.]+) ms", out).group(1)), rss / 1024, load
 
 
 def main():
@@ -149,23 +152,24 @@ def main():
     rows = []
     for name in MODELS:
         path = Path(args.dir) / name / "model.xml"
-        ov_ms, irun_ms, ov_rss, irun_rss, loads = [], [], 0.0, 0.0, []
+        ov_ms, irun_ms, ov_rss, irun_rss, loads, ov_loads = [], [], 0.0, 0.0, [], []
         for _ in range(args.rounds):
-            o, rss = time_openvino(path, args.niter)
+            o, rss, ov_load = time_openvino(path, args.niter)
             ov_ms.append(o)
+            ov_loads.append(ov_load)
             ov_rss = max(ov_rss, rss)
             r, rss, load = time_irun(args.irun, path, args.niter)
             irun_ms.append(r)
             irun_rss = max(irun_rss, rss)
             loads.append(load)
         o, r = statistics.median(ov_ms), statistics.median(irun_ms)
-        rows.append((name, o, r, ov_rss, irun_rss, statistics.median(loads)))
+        rows.append((name, o, r, ov_rss, irun_rss, statistics.median(loads), statistics.median(ov_loads)))
         print(f"{name}: OpenVINO {ov_ms} irun {irun_ms}", flush=True)
     print()
-    print("| model | OpenVINO CPU median | irun median | irun / OpenVINO | peak RSS OpenVINO | peak RSS irun | irun load |")
-    print("|---|---:|---:|---:|---:|---:|---:|")
-    for name, o, r, orss, irss, load in rows:
-        print(f"| {name} | {o:.2f} ms | {r:.2f} ms | {r / o:.2f}x | {orss:.0f} MB | {irss:.0f} MB | {load:.1f} ms |")
+    print("| model | OpenVINO CPU median | irun median | irun / OpenVINO | peak RSS OpenVINO | peak RSS irun | load OpenVINO | load irun |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for name, o, r, orss, irss, load, ov_load in rows:
+        print(f"| {name} | {o:.2f} ms | {r:.2f} ms | {r / o:.2f}x | {orss:.0f} MB | {irss:.0f} MB | {ov_load:.1f} ms | {load:.1f} ms |")
     geo = math.exp(sum(math.log(r / o) for _, o, r, *_ in rows) / len(rows))
     print(f"\ngeometric mean irun / OpenVINO: {geo:.2f}x")
 

@@ -1,7 +1,13 @@
-//! The linear-algebra family: MatMul (and next Einsum, Convolution, pools, attention). One file
-//! per op. f32 and f64 products run on `matrixmultiply`'s packed, runtime-dispatched (AVX2/FMA)
-//! kernels; f16/bf16 are widened to f32 once and rounded once; integers are exact with
-//! wrapping, as OpenVINO's reference computes them.
+//! The linear-algebra family: MatMul, Convolution, GroupConvolution, MaxPool, AvgPool,
+//! ScaledDotProductAttention (Einsum next). One file per op; `gemm.rs` is the one matrix
+//! product (f32 on rten-gemm, f64 on matrixmultiply, integers exact with wrapping), `conv.rs`
+//! the convolution kernel, `spatial.rs` the padding rules, `pool.rs` the window walk. f16/bf16
+//! are widened to f32 once and rounded once. Constant f32 weights (convolution filters, a
+//! MatMul's B) are packed for the GEMM once, by `Op::prepare`.
+//!
+//! Architecture invariant: every output element of a product is computed by one task, so
+//! results do not depend on the thread count (the prepared kernels give the run-time ones'
+//! results bit for bit; tests compare them).
 
 // The kit under the paths the op files use (`crate::op::Op`, `crate::par`, ...).
 #[cfg(test)]
