@@ -32,6 +32,7 @@ import openvino.opset5 as o5
 import openvino.opset6 as o6
 import openvino.opset7 as o7
 import openvino.opset8 as o8
+import openvino.opset9 as o9
 import openvino.opset10 as o10
 import openvino.opset11 as o11
 import openvino.opset13 as o13
@@ -330,6 +331,28 @@ def attention():
     }
 
 
+def fft():
+    """RDFT-9 and IRDFT-9 as an FNO block uses them (rfft2, a spectral product, irfft2 back to
+    the signal size), the last listed axis not being the last dim, a trimming signal_size, and
+    an odd inverse length."""
+    x = param("x", np.float32, [2, 4, 8, 6])
+    y = param("y", np.float32, [3, 5])
+    spec = o9.rdft(x, const([2, 3]))
+    weights = const(rng.standard_normal((1, 4, 8, 4, 2)) * 0.5, np.float32)
+    back = o9.irdft(o1.multiply(spec, weights), const([2, 3]), const([8, 6]))
+    outs = [
+        ("spectrum", spec),
+        ("fno", back),
+        ("swapped_axes", o9.rdft(y, const([1, 0]))),
+        ("trimmed", o9.rdft(y, const([-1]), const([4]))),
+        ("odd_inverse", o9.irdft(o9.rdft(y, const([1])), const([1]), const([5]))),
+    ]
+    return model(outs, [x, y], "fft"), {
+        "x": rng.standard_normal((2, 4, 8, 6)).astype(np.float32),
+        "y": rng.standard_normal((3, 5)).astype(np.float32),
+    }
+
+
 def converted():
     """The committed PyTorch conversions that irun can run: inputs for each."""
     n, f, e = 10, 16, 40
@@ -346,7 +369,7 @@ def converted():
 
 def main():
     only = set(sys.argv[1:])
-    for build in (shape_ops, int_arith, activations, gather_split_tile, reduce_norm, small_cnn, index_ops, attention):
+    for build in (shape_ops, int_arith, activations, gather_split_tile, reduce_norm, small_cnn, index_ops, attention, fft):
         name = build.__name__
         if only and name not in only:
             continue

@@ -18,4 +18,5 @@ pub use irun_ops_linear as linear;
 pub use irun_ops_movement as movement;
 pub use irun_ops_reduce as reduce;
 pub use irun_ops_scatter as scatter;
+pub use irun_ops_signal as signal;
 pub use registry::{resolve, Resolution};

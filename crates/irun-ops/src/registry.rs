@@ -14,6 +14,7 @@ use irun_ops_linear as linear;
 use irun_ops_movement as mv;
 use irun_ops_reduce as rd;
 use irun_ops_scatter as scatter;
+use irun_ops_signal as signal;
 
 /// The newest opset OpenVINO 2026.4 has; `opset17` and later are rejected as it rejects them.
 pub const NEWEST_OPSET: u32 = 16;
@@ -142,6 +143,9 @@ pub static REGISTRY: &[Entry] = &[
     op("TopK", 3, 3, ix::top_k::build_v3),
     op("TopK", 11, 11, ix::top_k::build_v11),
     op("Unique", 10, 10, ix::unique::build),
+    // Signal.
+    op("RDFT", 9, 9, signal::rdft::build),
+    op("IRDFT", 9, 9, signal::irdft::build),
     // Linear algebra.
     op("AvgPool", 1, 1, linear::avg_pool::build_v1),
     op("AvgPool", 14, 14, linear::avg_pool::build_v14),

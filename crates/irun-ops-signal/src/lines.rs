@@ -1,0 +1,111 @@
+//! What RDFT and IRDFT share: reading `axes` and `signal_size`, resizing an axis (trim or
+//! zero-pad at the end), and running a transform over every 1-D line along an axis of a
+//! row-major complex array. Computed in f64 (inputs are f32, f16 or bf16).
+
+use realfft::num_complex::Complex;
+use rustfft::FftPlanner;
+
+use crate::op::{codes, OpError};
+use crate::util::norm_axis;
+
+pub type C = Complex<f64>;
+
+/// `axes` normalised against `rank`, checked unique; `sizes` checked against them.
+pub fn axes_and_sizes(
+    axes: &[i64],
+    sizes: Option<&[i64]>,
+    rank: usize,
+    name: &str,
+) -> Result<(Vec<usize>, Vec<Option<usize>>), OpError> {
+    let axes: Vec<usize> = axes
+        .iter()
+        .map(|&a| norm_axis(a, rank, Some(1), name))
+        .collect::<Result<_, _>>()?;
+    let mut seen = axes.clone();
+    seen.sort_unstable();
+    seen.dedup();
+    if seen.len() != axes.len() || axes.is_empty() {
+        return Err(OpError::input(
+            1,
+            codes::BAD_VALUE,
+            format!("{name}: axes {axes:?} must be unique and not empty"),
+        ));
+    }
+    let sizes = match sizes {
+        None => vec![None; axes.len()],
+        Some(s) if s.len() != axes.len() => {
+            return Err(OpError::input(
+                2,
+                codes::BAD_VALUE,
+                format!("{name}: {} signal sizes for {} axes", s.len(), axes.len()),
+            ))
+        }
+        Some(s) => s
+            .iter()
+            .map(|&v| match v {
+                -1 => Ok(None),
+                v if v >= 0 => Ok(Some(v as usize)),
+                v => Err(OpError::input(
+                    2,
+                    codes::BAD_VALUE,
+                    format!("{name}: signal size {v}"),
+                )),
+            })
+            .collect::<Result<_, _>>()?,
+    };
+    Ok((axes, sizes))
+}
+
+/// `data` (row-major, `dims`) with axis `k` trimmed or zero-padded at the end to `n`.
+pub fn resize<T: Copy + Default>(
+    data: &[T],
+    dims: &[usize],
+    k: usize,
+    n: usize,
+) -> (Vec<T>, Vec<usize>) {
+    let (outer, len, inner): (usize, usize, usize) = (
+        dims[..k].iter().product(),
+        dims[k],
+        dims[k + 1..].iter().product(),
+    );
+    let mut out = vec![T::default(); outer * n * inner];
+    for o in 0..outer {
+        for j in 0..len.min(n) {
+            let (src, dst) = ((o * len + j) * inner, (o * n + j) * inner);
+            out[dst..dst + inner].copy_from_slice(&data[src..src + inner]);
+        }
+    }
+    let mut new_dims = dims.to_vec();
+    new_dims[k] = n;
+    (out, new_dims)
+}
+
+/// The (unnormalised) complex DFT, forward or inverse, of every line along axis `k`.
+pub fn fft_axis(data: &mut [C], dims: &[usize], k: usize, inverse: bool) {
+    let (outer, len, inner): (usize, usize, usize) = (
+        dims[..k].iter().product(),
+        dims[k],
+        dims[k + 1..].iter().product(),
+    );
+    if len == 0 {
+        return;
+    }
+    let mut planner = FftPlanner::<f64>::new();
+    let fft = if inverse {
+        planner.plan_fft_inverse(len)
+    } else {
+        planner.plan_fft_forward(len)
+    };
+    let mut line = vec![C::default(); len];
+    for o in 0..outer {
+        for i in 0..inner {
+            for (j, v) in line.iter_mut().enumerate() {
+                *v = data[(o * len + j) * inner + i];
+            }
+            fft.process(&mut line);
+            for (j, v) in line.iter().enumerate() {
+                data[(o * len + j) * inner + i] = *v;
+            }
+        }
+    }
+}
