@@ -353,6 +353,31 @@ def fft():
     }
 
 
+def einsum():
+    """Einsum-7: matrix product, batched product, broadcasting ellipses, transpose, diagonal,
+    a three-operand contraction, and the implicit form."""
+    a = param("a", np.float32, [2, 3])
+    b = param("b", np.float32, [3, 4])
+    c = param("c", np.float32, [2, 1, 3, 4])
+    d = param("d", np.float32, [5, 4, 2])
+    sq = param("sq", np.float32, [3, 3])
+    outs = [
+        ("matmul", o7.einsum([a, b], "ij,jk->ik")),
+        ("implicit", o7.einsum([a, b], "ij,jk")),
+        ("ellipsis", o7.einsum([c, d], "...ij,...jk->...ik")),
+        ("transpose", o7.einsum([c], "abcd->dcba")),
+        ("diagonal", o7.einsum([sq], "ii->i")),
+        ("three", o7.einsum([a, b, sq], "ij,jk,jl->lk")),
+    ]
+    return model(outs, [a, b, c, d, sq], "einsum"), {
+        "a": rng.standard_normal((2, 3)).astype(np.float32),
+        "b": rng.standard_normal((3, 4)).astype(np.float32),
+        "c": rng.standard_normal((2, 1, 3, 4)).astype(np.float32),
+        "d": rng.standard_normal((5, 4, 2)).astype(np.float32),
+        "sq": rng.standard_normal((3, 3)).astype(np.float32),
+    }
+
+
 def converted():
     """The committed PyTorch conversions that irun can run: inputs for each."""
     n, f, e = 10, 16, 40
@@ -369,7 +394,7 @@ def converted():
 
 def main():
     only = set(sys.argv[1:])
-    for build in (shape_ops, int_arith, activations, gather_split_tile, reduce_norm, small_cnn, index_ops, attention, fft):
+    for build in (shape_ops, int_arith, activations, gather_split_tile, reduce_norm, small_cnn, index_ops, attention, fft, einsum):
         name = build.__name__
         if only and name not in only:
             continue

@@ -18,6 +18,7 @@ pub(crate) use irun_opkit::{attrs, broadcast, fact, kernel, op, par, util};
 pub mod avg_pool;
 pub mod conv;
 pub mod convolution;
+pub mod einsum;
 pub mod gemm;
 pub mod group_convolution;
 pub mod matmul;

@@ -151,6 +151,7 @@ pub static REGISTRY: &[Entry] = &[
     op("AvgPool", 14, 14, linear::avg_pool::build_v14),
     op("Convolution", 1, 1, linear::convolution::build),
     op("GroupConvolution", 1, 1, linear::group_convolution::build),
+    op("Einsum", 7, 7, linear::einsum::build),
     op("MatMul", 1, 1, linear::matmul::build),
     op("MaxPool", 1, 1, linear::max_pool::build_v1),
     op("MaxPool", 8, 8, linear::max_pool::build_v8),
