@@ -78,6 +78,21 @@ impl<'a> AttrReader<'a> {
         }
     }
 
+    /// An integer attribute; `default` when omitted (`None`: the attribute is required).
+    pub fn i64_or(&self, name: &'a str, default: Option<i64>) -> Result<i64, OpError> {
+        let Some(a) = self.get(name) else {
+            return default.ok_or_else(|| {
+                OpError::attribute(
+                    name,
+                    format!("{} requires the attribute `{name}`", self.layer.type_name),
+                )
+            });
+        };
+        a.value.trim().parse::<i64>().map_err(|_| {
+            OpError::attribute(name, format!("`{name}=\"{}\"` is not an integer", a.value))
+        })
+    }
+
     /// A floating-point attribute (`alpha="0.5"`, `min="-inf"` is not valid IR); `default`
     /// when omitted, which is what OpenVINO's loader gives for omitted required attributes.
     pub fn f64_or(&self, name: &'a str, default: f64) -> Result<f64, OpError> {

@@ -94,14 +94,23 @@ pub fn eval_prepared(
     )
 }
 
-pub fn i32s(shape: &[usize], v: &[i32]) -> Tensor {
-    Tensor::from_i32(shape.to_vec(), v.to_vec()).unwrap()
+macro_rules! makers {
+    ($($name:ident: $t:ty => $ctor:ident;)*) => {$(
+        #[doc = concat!("A `", stringify!($t), "` tensor of the given shape and values.")]
+        pub fn $name(shape: &[usize], v: &[$t]) -> Tensor {
+            Tensor::$ctor(shape.to_vec(), v.to_vec()).expect("test tensor")
+        }
+    )*};
 }
 
-pub fn i64s(shape: &[usize], v: &[i64]) -> Tensor {
-    Tensor::from_i64(shape.to_vec(), v.to_vec()).unwrap()
+makers! {
+    f32s: f32 => from_f32; f64s: f64 => from_f64; f16s: half::f16 => from_f16;
+    i8s: i8 => from_i8; i32s: i32 => from_i32; i64s: i64 => from_i64;
+    u8s: u8 => from_u8; u32s: u32 => from_u32; u64s: u64 => from_u64;
+    bools: bool => from_bool;
 }
 
-pub fn f32s(shape: &[usize], v: &[f32]) -> Tensor {
-    Tensor::from_f32(shape.to_vec(), v.to_vec()).unwrap()
+/// A known 1-D i64 value input.
+pub fn i64_value(v: &[i64]) -> Fact {
+    Fact::of_static(ElementType::I64, &[v.len()]).with_value(i64s(&[v.len()], v))
 }

@@ -1,12 +1,18 @@
 //! Helpers for this family's unit tests.
 
+// A prelude for the tests: not every test file uses every helper.
+#![allow(unused_imports)]
+
 pub use irun_tensor::ElementType::*;
 pub use irun_tensor::{f16, Tensor};
 
 pub use crate::binary::{ArithKind, AutoBroadcast, Binary, BitsKind, CompareKind, LogicKind};
 pub use crate::fact::Fact;
 pub use crate::op::{codes, Op, OpError};
-pub use crate::testing_kit::{fact, infer1};
+pub use crate::testing_kit::scalar_i64 as i64_scalar;
+pub use crate::testing_kit::{
+    bools, f16s, f32s, f64s, fact, i32s, i64_value, i64s, i8s, infer1, u32s, u64s, u8s,
+};
 
 /// Runs `op` at 1 and 2 threads (which must agree) on `inputs`.
 pub fn run(op: &dyn Op, inputs: Vec<Tensor>) -> Result<Tensor, OpError> {
@@ -48,19 +54,4 @@ pub fn logic<K: crate::binary::Logic>() -> Binary<LogicKind<K>> {
         kind: LogicKind::default(),
         broadcast: AutoBroadcast::Numpy,
     }
-}
-
-macro_rules! makers {
-    ($($name:ident: $t:ty => $ctor:ident;)*) => {$(
-        pub fn $name(shape: &[usize], v: &[$t]) -> Tensor {
-            Tensor::$ctor(shape.to_vec(), v.to_vec()).expect("test tensor")
-        }
-    )*};
-}
-
-makers! {
-    f32s: f32 => from_f32; f64s: f64 => from_f64; f16s: f16 => from_f16;
-    i8s: i8 => from_i8; i32s: i32 => from_i32; i64s: i64 => from_i64;
-    u8s: u8 => from_u8; u32s: u32 => from_u32; u64s: u64 => from_u64;
-    bools: bool => from_bool;
 }

@@ -19,10 +19,7 @@ pub struct GatherElements {
 }
 
 pub fn build(a: &AttrReader) -> Result<Box<dyn Op>, OpError> {
-    let v = a.required("axis")?;
-    let axis = v.value.trim().parse().map_err(|_| {
-        OpError::attribute("axis", format!("`axis=\"{}\"` is not an integer", v.value))
-    })?;
+    let axis = a.i64_or("axis", None)?;
     Ok(Box::new(GatherElements { axis }))
 }
 

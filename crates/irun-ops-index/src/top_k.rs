@@ -28,13 +28,7 @@ pub struct TopK {
 }
 
 fn build(a: &AttrReader, version: u32) -> Result<Box<dyn Op>, OpError> {
-    let axis = a.required("axis")?;
-    let axis = axis.value.trim().parse().map_err(|_| {
-        OpError::attribute(
-            "axis",
-            format!("`axis=\"{}\"` is not an integer", axis.value),
-        )
-    })?;
+    let axis = a.i64_or("axis", None)?;
     a.required("mode")?;
     let largest = a.enum_or("mode", &["max", "min"], "max")? == "max";
     a.required("sort")?;

@@ -24,6 +24,36 @@ pub fn build(a: &AttrReader) -> Result<Box<dyn Op>, OpError> {
     }))
 }
 
+/// The inference of Convolution (`groups_dims` 0: filters `[Cout, Cin, *k]`) and
+/// GroupConvolution (1: `[G, Cout/G, Cin/G, *k]`): same types, the filters' rank, and
+/// [`conv_shape`] with `(in_channels, out_channels)` from the filter dims.
+pub fn infer_conv(
+    name: &str,
+    sp: &Spatial,
+    inputs: &[Fact],
+    groups_dims: usize,
+    channels: impl Fn(&[Dim]) -> (Dim, Dim),
+) -> Result<Vec<Fact>, OpError> {
+    expect_inputs(inputs, 2, name)?;
+    let ty = same_element_type(inputs, &[0, 1], name)?;
+    let rank = sp.rank() + 2 + groups_dims;
+    let shape = match inputs[1].shape.dims() {
+        Some(f) if f.len() != rank => {
+            return Err(OpError::input(
+                1,
+                codes::RANK,
+                format!("{name}: filters {} must have rank {rank}", inputs[1].shape),
+            ))
+        }
+        Some(f) => {
+            let (cin, cout) = channels(f);
+            conv_shape(name, sp, &inputs[0], cin, cout, &f[2 + groups_dims..])?
+        }
+        None => PartialShape::dynamic_rank(),
+    };
+    Ok(vec![Fact::new(ty, shape)])
+}
+
 /// The output shape of a (grouped) convolution: batch, `out_channels`, spatial dims; checks
 /// ranks and that `in_channels` matches the data's channel dim.
 pub fn conv_shape(
@@ -87,25 +117,7 @@ impl Op for Convolution {
     }
 
     fn infer(&self, inputs: &[Fact]) -> Result<Vec<Fact>, OpError> {
-        expect_inputs(inputs, 2, self.name())?;
-        let ty = same_element_type(inputs, &[0, 1], self.name())?;
-        let shape = match inputs[1].shape.dims() {
-            Some(f) if f.len() != self.spatial.rank() + 2 => {
-                return Err(OpError::input(
-                    1,
-                    codes::RANK,
-                    format!(
-                        "{}: filters {} must have rank {}",
-                        self.name(),
-                        inputs[1].shape,
-                        self.spatial.rank() + 2
-                    ),
-                ))
-            }
-            Some(f) => conv_shape(self.name(), &self.spatial, &inputs[0], f[1], f[0], &f[2..])?,
-            None => PartialShape::dynamic_rank(),
-        };
-        Ok(vec![Fact::new(ty, shape)])
+        infer_conv(self.name(), &self.spatial, inputs, 0, |f| (f[1], f[0]))
     }
 
     fn eval(&self, inputs: Vec<Value>) -> Result<Vec<Value>, OpError> {

@@ -424,54 +424,23 @@ macro_rules! exact_int {
 }
 exact_int!(i8, i16, i32, i64, u8, u16, u32, u64);
 
-macro_rules! exact_half {
-    ($($t:ty),*) => {$(
+macro_rules! exact_float {
+    ($($t:ty: $to:expr, $from:expr;)*) => {$(
         impl Exact for $t {
             type Acc = f64;
-            fn acc(self) -> f64 { self.to_f64() }
+            fn acc(self) -> f64 { $to(self) }
             fn one() -> f64 { 1.0 }
             fn mul(a: f64, b: f64) -> f64 { a * b }
             fn add(a: f64, b: f64) -> f64 { a + b }
-            fn finish(a: f64) -> $t { <$t>::from_f64(a) }
+            fn finish(a: f64) -> $t { $from(a) }
         }
     )*};
 }
-exact_half!(half::f16, half::bf16);
-impl Exact for f32 {
-    type Acc = f64;
-    fn acc(self) -> f64 {
-        self as f64
-    }
-    fn one() -> f64 {
-        1.0
-    }
-    fn mul(a: f64, b: f64) -> f64 {
-        a * b
-    }
-    fn add(a: f64, b: f64) -> f64 {
-        a + b
-    }
-    fn finish(a: f64) -> f32 {
-        a as f32
-    }
-}
-impl Exact for f64 {
-    type Acc = f64;
-    fn acc(self) -> f64 {
-        self
-    }
-    fn one() -> f64 {
-        1.0
-    }
-    fn mul(a: f64, b: f64) -> f64 {
-        a * b
-    }
-    fn add(a: f64, b: f64) -> f64 {
-        a + b
-    }
-    fn finish(a: f64) -> f64 {
-        a
-    }
+exact_float! {
+    f32: |x: f32| x as f64, |a: f64| a as f32;
+    f64: |x: f64| x, |a: f64| a;
+    half::f16: half::f16::to_f64, half::f16::from_f64;
+    half::bf16: half::bf16::to_f64, half::bf16::from_f64;
 }
 
 #[cfg(test)]

@@ -2,15 +2,13 @@
 //! only input channels `[g * Cin/G, (g + 1) * Cin/G)`. Depthwise is `[C, 1, 1, *k]`.
 //! Attributes and shape rules as Convolution-1.
 
-use irun_tensor::{Dim, PartialShape};
+use irun_tensor::Dim;
 
 use crate::attrs::AttrReader;
 use crate::conv::{grouped, PreparedConv};
-use crate::convolution::conv_shape;
+use crate::convolution::infer_conv;
 use crate::fact::Fact;
-use crate::op::{
-    codes, expect_inputs, same_element_type, take_inputs, Op, OpError, Prepared, Value,
-};
+use crate::op::{take_inputs, Op, OpError, Prepared, Value};
 use crate::spatial::Spatial;
 
 #[derive(Debug)]
@@ -38,32 +36,9 @@ impl Op for GroupConvolution {
     }
 
     fn infer(&self, inputs: &[Fact]) -> Result<Vec<Fact>, OpError> {
-        expect_inputs(inputs, 2, self.name())?;
-        let ty = same_element_type(inputs, &[0, 1], self.name())?;
-        let shape = match inputs[1].shape.dims() {
-            Some(f) if f.len() != self.spatial.rank() + 3 => {
-                return Err(OpError::input(
-                    1,
-                    codes::RANK,
-                    format!(
-                        "{}: filters {} must have rank {}",
-                        self.name(),
-                        inputs[1].shape,
-                        self.spatial.rank() + 3
-                    ),
-                ))
-            }
-            Some(f) => conv_shape(
-                self.name(),
-                &self.spatial,
-                &inputs[0],
-                times(f[0], f[2]),
-                times(f[0], f[1]),
-                &f[3..],
-            )?,
-            None => PartialShape::dynamic_rank(),
-        };
-        Ok(vec![Fact::new(ty, shape)])
+        infer_conv(self.name(), &self.spatial, inputs, 1, |f| {
+            (times(f[0], f[2]), times(f[0], f[1]))
+        })
     }
 
     fn eval(&self, inputs: Vec<Value>) -> Result<Vec<Value>, OpError> {
@@ -86,6 +61,7 @@ impl Op for GroupConvolution {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::op::codes;
     use crate::spatial::{AutoPad, Rounding};
     use crate::testing::{eval1, fact, infer1};
     use irun_tensor::ElementType::*;

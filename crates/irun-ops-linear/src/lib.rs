@@ -26,17 +26,3 @@ pub mod max_pool;
 pub mod pool;
 pub mod scaled_dot_product_attention;
 pub mod spatial;
-
-/// An integer attribute, `default` when omitted.
-pub(crate) fn softmax_like_int(
-    a: &attrs::AttrReader,
-    name: &'static str,
-    default: i64,
-) -> Result<i64, op::OpError> {
-    match a.get(name) {
-        None => Ok(default),
-        Some(v) => v.value.trim().parse().map_err(|_| {
-            op::OpError::attribute(name, format!("`{name}=\"{}\"` is not an integer", v.value))
-        }),
-    }
-}

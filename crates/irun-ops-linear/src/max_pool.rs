@@ -41,7 +41,7 @@ fn build(a: &AttrReader, version: u32) -> Result<Box<dyn Op>, OpError> {
                 "index_element_type must be i32 or i64",
             ));
         }
-        (ty, crate::softmax_like_int(a, "axis", 0)?)
+        (ty, a.i64_or("axis", Some(0))?)
     } else {
         (ElementType::I64, 0)
     };

@@ -17,12 +17,7 @@ pub struct Concat {
 }
 
 pub fn build(a: &AttrReader) -> Result<Box<dyn Op>, OpError> {
-    let axis = match a.get("axis") {
-        None => 0,
-        Some(v) => v.value.trim().parse::<i64>().map_err(|_| {
-            OpError::attribute("axis", format!("`axis=\"{}\"` is not an integer", v.value))
-        })?,
-    };
+    let axis = a.i64_or("axis", Some(0))?;
     Ok(Box::new(Concat { axis }))
 }
 

@@ -27,15 +27,7 @@ fn build(a: &AttrReader, version: u32) -> Result<Box<dyn Op>, OpError> {
     let batch_dims = if version == 1 {
         0
     } else {
-        match a.get("batch_dims") {
-            None => 0,
-            Some(v) => v.value.trim().parse::<i64>().map_err(|_| {
-                OpError::attribute(
-                    "batch_dims",
-                    format!("`batch_dims=\"{}\"` is not an integer", v.value),
-                )
-            })?,
-        }
+        a.i64_or("batch_dims", Some(0))?
     };
     Ok(Box::new(Gather {
         version,

@@ -7,7 +7,7 @@ use crate::along::map_slices;
 use crate::attrs::AttrReader;
 use crate::fact::Fact;
 use crate::op::{take_inputs, Op, OpError, Value};
-use crate::softmax::{infer_along, int_attr, softmax_axis};
+use crate::softmax::{infer_along, softmax_axis};
 
 #[derive(Debug)]
 pub struct LogSoftmax {
@@ -16,7 +16,7 @@ pub struct LogSoftmax {
 
 pub fn build(a: &AttrReader) -> Result<Box<dyn Op>, OpError> {
     Ok(Box::new(LogSoftmax {
-        axis: int_attr(a, "axis", 1)?,
+        axis: a.i64_or("axis", Some(1))?,
     }))
 }
 

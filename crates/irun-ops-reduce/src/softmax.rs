@@ -19,26 +19,16 @@ pub struct Softmax {
     pub version: u32,
 }
 
-/// An integer attribute, `default` when omitted.
-pub fn int_attr(a: &AttrReader, name: &'static str, default: i64) -> Result<i64, OpError> {
-    match a.get(name) {
-        None => Ok(default),
-        Some(v) => v.value.trim().parse().map_err(|_| {
-            OpError::attribute(name, format!("`{name}=\"{}\"` is not an integer", v.value))
-        }),
-    }
-}
-
 pub fn build_v1(a: &AttrReader) -> Result<Box<dyn Op>, OpError> {
     Ok(Box::new(Softmax {
-        axis: int_attr(a, "axis", 0)?,
+        axis: a.i64_or("axis", Some(0))?,
         version: 1,
     }))
 }
 
 pub fn build_v8(a: &AttrReader) -> Result<Box<dyn Op>, OpError> {
     Ok(Box::new(Softmax {
-        axis: int_attr(a, "axis", 1)?,
+        axis: a.i64_or("axis", Some(1))?,
         version: 8,
     }))
 }
