@@ -1,5 +1,7 @@
-//! Whole-model golden cases: every directory under models/ops and models/converted with an
-//! `expected.npz` (written by tools/gen_model_goldens.py from OpenVINO CPU, f32 precision).
+//! Whole-model golden cases: every directory under models/ops, models/converted and models/real
+//! (real PyTorch models converted by OpenVINO: MobileNetV3-small, a 2-layer BERT) with an
+//! `expected.npz` (written by tools/gen_model_goldens.py or tools/convert_real_models.py from
+//! OpenVINO CPU, f32 precision).
 //!
 //! Each model runs through the public API at 1 and 2 threads. The two runs must agree bit for
 //! bit; every output (not only the first) must carry the expected key, element type and shape,
@@ -13,7 +15,7 @@ use irun::{Model, Options};
 
 fn cases() -> Vec<PathBuf> {
     let mut v = Vec::new();
-    for family in ["ops", "converted"] {
+    for family in ["ops", "converted", "real"] {
         let root = Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("models")
             .join(family);
@@ -80,7 +82,7 @@ fn mismatch(got: &Tensor, want: &Tensor) -> Option<String> {
 #[test]
 fn every_model_matches_openvino_at_1_and_2_threads() {
     let cases = cases();
-    assert!(cases.len() >= 7, "the golden models are committed");
+    assert!(cases.len() >= 15, "the golden models are committed");
     let mut failures = Vec::new();
     for dir in &cases {
         let one = run(dir, 1);

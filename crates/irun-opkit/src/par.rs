@@ -102,15 +102,17 @@ pub fn for_each_chunk_mut<T: Send>(
     for_each_mut(&mut chunks, &|i, c| f(i * chunk, c));
 }
 
-/// `out` in contiguous chunks of at least `grain` elements, a few per thread (see
-/// [`for_each_range`]), each given to `f(first_index, chunk)`.
+/// `out` in contiguous chunks, a few per thread (see [`for_each_range`]), each given to
+/// `f(first_index, chunk)`. Every chunk but the last is a whole multiple of `grain`, so a
+/// kernel that passes a row length (or a multiple of it) gets whole rows.
 pub fn for_each_split_mut<T: Send>(
     out: &mut [T],
     grain: usize,
     f: &(dyn Fn(usize, &mut [T]) + Sync),
 ) {
+    let grain = grain.max(1);
     let k = crate::kernel::pieces(out.len(), grain);
-    let chunk = out.len().div_ceil(k.max(1));
+    let chunk = out.len().div_ceil(k.max(1)).div_ceil(grain) * grain;
     for_each_chunk_mut(out, chunk, f);
 }
 
@@ -165,6 +167,30 @@ mod tests {
                 let mut items = vec![0usize; 9];
                 for_each_mut(&mut items, &|i, x| *x = i * i);
                 assert_eq!(items, (0..9).map(|i| i * i).collect::<Vec<_>>());
+            });
+        }
+    }
+
+    /// Kernels pass a row length as the grain and walk whole rows in each chunk: a chunk that
+    /// started mid-row put rows in the wrong place (ResNet-18 differed at 2 threads).
+    #[test]
+    fn split_chunks_are_whole_multiples_of_the_grain() {
+        for threads in [2, 3] {
+            pool(threads).install(|| {
+                for (len, grain) in [(100_000, 147), (1 << 16, 3), (70_000, 70_000), (5, 7)] {
+                    let mut v = vec![0u8; len];
+                    let starts = std::sync::Mutex::new(Vec::new());
+                    for_each_split_mut(&mut v, grain, &|start, chunk| {
+                        starts.lock().unwrap().push((start, chunk.len()));
+                    });
+                    let mut s = starts.into_inner().unwrap();
+                    s.sort_unstable();
+                    assert!(
+                        s.iter().all(|&(start, _)| start % grain == 0),
+                        "{len} {grain}: {s:?}"
+                    );
+                    assert_eq!(s.iter().map(|p| p.1).sum::<usize>(), len);
+                }
             });
         }
     }
