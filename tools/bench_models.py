@@ -13,7 +13,8 @@ mean, and each tool's peak RSS.
 OpenVINO: CPU, INFERENCE_NUM_THREADS=2, PERFORMANCE_HINT=LATENCY, INFERENCE_PRECISION_HINT=f32.
 irun: `irun bench MODEL -niter N --threads 2`.
 
-    /tmp/ov/bin/python tools/bench_models.py tools/out/models --irun target/release/irun
+    /tmp/ov/bin/python tools/bench_models.py tools/out/models --irun target/release/irun \
+        --extra tools/out/real/resnet18 tools/out/real/mobilenet_v3 tools/out/real/bert
 """
 
 import argparse
@@ -146,12 +147,15 @@ def main():
     ap.add_argument("--niter", type=int, default=20)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--no-write", action="store_true")
+    ap.add_argument("--extra", nargs="*", default=[],
+                    help="more model directories (model.xml + inputs.npz), e.g. tools/out/real/*")
     args = ap.parse_args()
     if not args.no_write:
         write(args.dir)
     rows = []
-    for name in MODELS:
-        path = Path(args.dir) / name / "model.xml"
+    paths = [(name, Path(args.dir) / name / "model.xml") for name in MODELS]
+    paths += [(Path(d).name, Path(d) / "model.xml") for d in args.extra]
+    for name, path in paths:
         ov_ms, irun_ms, ov_rss, irun_rss, loads, ov_loads = [], [], 0.0, 0.0, [], []
         for _ in range(args.rounds):
             o, rss, ov_load = time_openvino(path, args.niter)

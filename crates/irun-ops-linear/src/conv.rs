@@ -176,6 +176,14 @@ pub fn grouped_with(
 }
 
 impl Geometry {
+    /// A 1x1(x1) kernel at stride 1 without padding, whose patches are the input itself.
+    fn is_pointwise(&self) -> bool {
+        self.kernel == [1, 1, 1]
+            && self.stride == [1, 1, 1]
+            && self.pad == [0, 0, 0]
+            && self.input == self.out
+    }
+
     fn run<T: Mul + Default>(
         &self,
         data: &Tensor,
@@ -225,8 +233,14 @@ impl Geometry {
             let mut planes: Vec<&mut [T]> = out.chunks_mut((self.co * positions).max(1)).collect();
             par::try_for_each_mut(&mut planes, &|ng, dst| {
                 let (n, grp) = (ng / self.groups, ng % self.groups);
-                let mut patches = try_zeroed::<T>(k * positions).map_err(|e| (ng, e))?;
                 let xg = &x[(n * self.groups + grp) * self.ci * plane..][..self.ci * plane];
+                if self.is_pointwise() {
+                    // A 1x1 kernel at stride 1 without padding: the input already is the
+                    // patch matrix [ci, positions].
+                    gemm(grp, k, positions, xg, dst);
+                    return Ok(());
+                }
+                let mut patches = try_zeroed::<T>(k * positions).map_err(|e| (ng, e))?;
                 self.im2col(xg, 0, positions, &mut patches);
                 gemm(grp, k, positions, &patches, dst);
                 Ok(())
