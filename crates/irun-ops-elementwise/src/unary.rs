@@ -237,11 +237,7 @@ pub fn map_in_place<T: Scalar>(x: Value, f: impl Fn(T) -> T + Sync) -> Result<Te
 
 /// `f` over the values in chunks, in place when allowed (as [`map_in_place`]), else on a copy.
 pub fn map_slices_in_place(x: Value, f: impl Fn(&mut [f32]) + Sync) -> Result<Tensor, OpError> {
-    let mut own = match Arc::try_unwrap(x) {
-        Ok(t) if t.is_exclusive() => t,
-        Ok(t) => crate::kernel::par_clone(&t),
-        Err(shared) => crate::kernel::par_clone(&shared),
-    };
+    let mut own = crate::kernel::take_or_copy(x);
     if let Some(v) = own.values_mut::<f32>() {
         par::for_each_split_mut(v, PAR_MIN_ELEMENTS, &|_, chunk| f(chunk));
     }

@@ -7,8 +7,6 @@ use irun_tensor::{ElementType, Tensor};
 
 use crate::kernel::try_zeroed;
 use crate::num::Float;
-use std::sync::Arc;
-
 use crate::op::{codes, OpError, Value};
 use crate::par;
 
@@ -20,11 +18,7 @@ pub fn map_rows_f32(
     along: usize,
     f: &(dyn Fn(&mut [f32]) + Sync),
 ) -> Result<Tensor, OpError> {
-    let mut own = match Arc::try_unwrap(x) {
-        Ok(t) if t.is_exclusive() => t,
-        Ok(t) => crate::kernel::par_clone(&t),
-        Err(shared) => crate::kernel::par_clone(&shared),
-    };
+    let mut own = crate::kernel::take_or_copy(x);
     if let Some(v) = own.values_mut::<f32>() {
         if let Some(rows) = crate::kernel::PAR_MIN_ELEMENTS.checked_div(along) {
             let grain = rows.max(1) * along;
