@@ -1,5 +1,6 @@
 //! Whole-model golden cases: every directory under models/ops, models/converted and models/real
-//! (real PyTorch models converted by OpenVINO: MobileNetV3-small, a 2-layer BERT) with an
+//! (real PyTorch models converted by OpenVINO: MobileNetV3-small, a 2-layer BERT, a 2-layer
+//! GPT-2) with an
 //! `expected.npz` (written by tools/gen_model_goldens.py or tools/convert_real_models.py from
 //! OpenVINO CPU, f32 precision).
 //!
@@ -82,7 +83,7 @@ fn mismatch(got: &Tensor, want: &Tensor) -> Option<String> {
 #[test]
 fn every_model_matches_openvino_at_1_and_2_threads() {
     let cases = cases();
-    assert!(cases.len() >= 15, "the golden models are committed");
+    assert!(cases.len() >= 16, "the golden models are committed");
     let mut failures = Vec::new();
     for dir in &cases {
         let one = run(dir, 1);

@@ -8,9 +8,8 @@ to compare irun with. Full-size models stay out of the repository (tools/out/rea
   mobilenet_v3    torchvision MobileNetV3-small, 1x3x224x224
   bert            transformers BertModel, 2 layers, hidden 128, 2 heads, sequence 32
   gpt2            transformers GPT2LMHeadModel, 2 layers, hidden 128, 2 heads, sequence 16
-  gpt2_step       the same GPT-2, one token with a 15-token KV cache (past_key_values)
 
-    python3 -m venv venv && venv/bin/pip install openvino numpy torch torchvision transformers
+    python3 -m venv venv && venv/bin/pip install openvino numpy torch torchvision "transformers<5"
     venv/bin/python tools/convert_real_models.py [OUT_DIR]      # default tools/out/real
 """
 import os
@@ -80,7 +79,10 @@ def main():
     gpt2 = GPT2LMHeadModel(cfg)
     gpt2.config.use_cache = False
     ids = torch.tensor(rng.integers(0, 1000, (1, 16)), dtype=torch.int64)
-    save(out, "gpt2", gpt2, {"input_ids": ids}, None)
+    try:
+        save(out, "gpt2", gpt2, {"input_ids": ids}, None)
+    except Exception as e:  # transformers 5.x's GPT-2 uses aten::diff, which OpenVINO cannot convert
+        print("gpt2 not converted:", str(e).splitlines()[-1])
 
 
 if __name__ == "__main__":
