@@ -148,6 +148,7 @@ pub fn grouped_with(
     let mut shape = vec![g.n, groups * co];
     shape.extend(dims.iter().map(|d| d.2));
     let out = match data.element_type() {
+        ElementType::F32 if g.is_depthwise() => g.depthwise(data, filters, shape),
         ElementType::F32 => match packed {
             Some(p) => g.run_with::<f32>(data, filters, shape, &|grp, k, cols, patches, dst| {
                 F32_GEMM.with(|e| {
@@ -176,6 +177,83 @@ pub fn grouped_with(
 }
 
 impl Geometry {
+    /// One input and one output channel per group: each output plane is a weighted sum of
+    /// shifted copies of one input plane, computed directly rather than as a GEMM of 1 row.
+    fn is_depthwise(&self) -> bool {
+        self.groups > 1 && self.ci == 1 && self.co == 1
+    }
+
+    /// The depthwise convolution: planes in parallel; each output element adds its taps in
+    /// tap order (so results do not depend on the thread count). Walks output runs as
+    /// `im2col_row` does, with the in-bounds span of each run computed once.
+    fn depthwise(
+        &self,
+        data: &Tensor,
+        filters: &Tensor,
+        shape: Vec<usize>,
+    ) -> Result<Tensor, OpError> {
+        let bad = || OpError::new(codes::UNSUPPORTED_TYPE, "unexpected element type");
+        let (x, w) = (
+            data.values::<f32>().ok_or_else(bad)?,
+            filters.values::<f32>().ok_or_else(bad)?,
+        );
+        let [id, ih, iw] = self.input;
+        let [kd, kh, kw] = self.kernel;
+        let [od, oh, ow] = self.out;
+        let (plane_in, plane_out, taps) = (id * ih * iw, od * oh * ow, kd * kh * kw);
+        let mut out = try_zeroed::<f32>(self.n * self.groups * plane_out)?;
+        if plane_out > 0 {
+            par::for_each_chunk_mut(&mut out, plane_out, &|start, dst| {
+                let p = start / plane_out;
+                let (xc, wc) = (
+                    &x[p * plane_in..(p + 1) * plane_in],
+                    &w[(p % self.groups) * taps..][..taps],
+                );
+                for (t, &wt) in wc.iter().enumerate() {
+                    let (a, b, e) = (t / (kh * kw), (t / kw) % kh, t % kw);
+                    let off_x = (e * self.dil[2]) as isize - self.pad[2] as isize;
+                    let sx = self.stride[2] as isize;
+                    for z in 0..od {
+                        let iz =
+                            (z * self.stride[0] + a * self.dil[0]) as isize - self.pad[0] as isize;
+                        if iz < 0 || iz as usize >= id {
+                            continue;
+                        }
+                        for y in 0..oh {
+                            let iy = (y * self.stride[1] + b * self.dil[1]) as isize
+                                - self.pad[1] as isize;
+                            if iy < 0 || iy as usize >= ih {
+                                continue;
+                            }
+                            let src = &xc[(iz as usize * ih + iy as usize) * iw..][..iw];
+                            let row = &mut dst[(z * oh + y) * ow..][..ow];
+                            // Output columns whose input column off_x + ox * sx lies in [0, iw).
+                            let lo = ((-off_x).max(0) as usize).div_ceil(sx as usize).min(ow);
+                            let hi = if off_x >= iw as isize {
+                                0
+                            } else {
+                                (((iw as isize - 1 - off_x) / sx) + 1).clamp(0, ow as isize)
+                                    as usize
+                            };
+                            if sx == 1 {
+                                let from = (off_x + lo as isize) as usize;
+                                for (d, &v) in row[lo..hi.max(lo)].iter_mut().zip(&src[from..]) {
+                                    *d += wt * v;
+                                }
+                            } else {
+                                for ox in lo..hi.max(lo) {
+                                    row[ox] += wt * src[(off_x + ox as isize * sx) as usize];
+                                }
+                            }
+                        }
+                    }
+                }
+            });
+        }
+        Tensor::new(data.element_type(), shape, irun_tensor::Scalar::wrap(out))
+            .map_err(|e| OpError::new(codes::RUN_SHAPE, e.to_string()))
+    }
+
     /// A 1x1(x1) kernel at stride 1 without padding, whose patches are the input itself.
     fn is_pointwise(&self) -> bool {
         self.kernel == [1, 1, 1]

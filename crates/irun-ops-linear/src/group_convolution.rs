@@ -80,6 +80,58 @@ mod tests {
         }
     }
 
+    /// The direct depthwise path (f32) against the im2col + GEMM path (f64 takes it), 2-D,
+    /// strides 1 and 2, padding on both sides, dilation.
+    #[test]
+    fn direct_depthwise_matches_the_gemm_path() {
+        let (c, h, w) = (3, 9, 8);
+        let x: Vec<f64> = (0..c * h * w)
+            .map(|i| ((i * 7) % 13) as f64 * 0.25 - 1.5)
+            .collect();
+        let f: Vec<f64> = (0..c * 9)
+            .map(|i| ((i * 5) % 7) as f64 * 0.5 - 1.0)
+            .collect();
+        for (s, p, d) in [(1, 1, 1), (2, 1, 1), (2, 2, 2), (1, 0, 1)] {
+            let op = GroupConvolution {
+                spatial: Spatial {
+                    strides: vec![s, s],
+                    pads_begin: vec![p, p],
+                    pads_end: vec![p, p + 1],
+                    dilations: vec![d, d],
+                    auto_pad: AutoPad::Explicit,
+                    rounding: Rounding::Floor,
+                },
+            };
+            let wide = eval1(
+                &op,
+                vec![
+                    Tensor::from_f64(vec![1, c, h, w], x.clone()).unwrap(),
+                    Tensor::from_f64(vec![c, 1, 1, 3, 3], f.clone()).unwrap(),
+                ],
+            )
+            .unwrap();
+            let narrow = eval1(
+                &op,
+                vec![
+                    Tensor::from_f32(vec![1, c, h, w], x.iter().map(|&v| v as f32).collect())
+                        .unwrap(),
+                    Tensor::from_f32(vec![c, 1, 1, 3, 3], f.iter().map(|&v| v as f32).collect())
+                        .unwrap(),
+                ],
+            )
+            .unwrap();
+            assert_eq!(narrow.shape(), wide.shape());
+            // Quarters and halves: exact in f32 whatever the order.
+            let same = narrow
+                .values::<f32>()
+                .unwrap()
+                .iter()
+                .zip(wide.values::<f64>().unwrap())
+                .all(|(&a, &b)| a as f64 == b);
+            assert!(same, "stride {s} pad {p} dilation {d}");
+        }
+    }
+
     #[test]
     fn depthwise_reads_its_own_channel() {
         // Two channels, kernel [1, 1, 1] per channel scaled by 1 and 10.
