@@ -463,10 +463,12 @@ impl Executable {
                         Some(kernel) => kernel.eval(args),
                         None => op.eval(args),
                     };
-                    result.map_err(|e| {
+                    let produced = result.map_err(|e| {
                         self.layer_error(n, RunErrorKind::Op, e.message)
                             .with_code(e.code)
-                    })?
+                    })?;
+                    self.check_outputs(n, &produced, &facts[n])?;
+                    produced
                 }
             };
             if let Some(k) = step.output_index {
@@ -485,6 +487,35 @@ impl Executable {
             .into_iter()
             .map(|o| o.expect("every Result runs"))
             .collect())
+    }
+
+    /// A kernel's outputs against the inferred facts (a Result's one fact is the model
+    /// output): as many, of the inferred element types, of the inferred shapes where those are
+    /// static. A contradiction is an internal error naming the layer, never a panic further on.
+    fn check_outputs(&self, n: NodeId, produced: &[Value], facts: &[Fact]) -> Result<(), RunError> {
+        let want = facts.len();
+        let internal = |msg: String| {
+            self.layer_error(n, RunErrorKind::Op, format!("internal error: {msg}"))
+                .with_code(irun_ops::codes::INTERNAL)
+        };
+        if produced.len() != want {
+            return Err(internal(format!(
+                "the kernel returned {} output(s), the layer has {want}",
+                produced.len()
+            )));
+        }
+        for (slot, (v, f)) in produced.iter().zip(facts).enumerate() {
+            let type_ok = f.ty == ElementType::Dynamic || v.element_type() == f.ty;
+            let shape_ok = f.shape.to_static().is_none_or(|s| s == v.shape());
+            if !type_ok || !shape_ok {
+                return Err(internal(format!(
+                    "output {slot} is {} {}, inference said {f}",
+                    v.element_type(),
+                    irun_tensor::fmt_shape(v.shape())
+                )));
+            }
+        }
+        Ok(())
     }
 
     /// The decoded value of Const node `n`, decoded once.

@@ -118,6 +118,8 @@ pub mod codes {
     pub const NOT_EXECUTABLE: &str = "E0605";
     /// An input value the op cannot compute with (integer division by zero), found at run time.
     pub const RUN_VALUE: &str = "E0606";
+    /// A kernel returned outputs that contradict its op's inferred facts (a bug in irun).
+    pub const INTERNAL: &str = "E0607";
     pub use super::ir_codes::*;
 }
 

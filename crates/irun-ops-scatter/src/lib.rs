@@ -32,16 +32,24 @@ pub enum Reduction {
 }
 
 impl Reduction {
-    pub fn parse(s: &str) -> Reduction {
-        match s {
+    /// The reduction an attribute value names; an error for any other value, even one an
+    /// earlier check should have caught (nothing silently becomes `none`).
+    pub fn parse(s: &str) -> Result<Reduction, OpError> {
+        Ok(match s {
+            "none" => Reduction::None,
             "sum" => Reduction::Sum,
             "sub" => Reduction::Sub,
             "prod" => Reduction::Prod,
             "min" => Reduction::Min,
             "max" => Reduction::Max,
             "mean" => Reduction::Mean,
-            _ => Reduction::None,
-        }
+            other => {
+                return Err(OpError::attribute(
+                    "reduction",
+                    format!("`reduction=\"{other}\"` is not a reduction"),
+                ))
+            }
+        })
     }
 }
 
@@ -181,4 +189,20 @@ pub fn check_same_type(data: &Tensor, updates: &Tensor) -> Result<(), OpError> {
 /// The product of `dims` (callers pass dims of existing tensors, whose products fit).
 pub fn product(dims: &[usize]) -> usize {
     dims.iter().product()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An unknown reduction is an error, never a silent `none` (hostile-input rule).
+    #[test]
+    fn reduction_names_are_strict() {
+        assert_eq!(Reduction::parse("none"), Ok(Reduction::None));
+        assert_eq!(Reduction::parse("mean"), Ok(Reduction::Mean));
+        let e = Reduction::parse("avg").unwrap_err();
+        assert_eq!(e.code, codes::BAD_ATTRIBUTE);
+        assert_eq!(e.attribute.as_deref(), Some("reduction"));
+        assert!(Reduction::parse("").is_err());
+    }
 }

@@ -38,7 +38,7 @@ pub fn build_v15(a: &AttrReader) -> Result<Box<dyn Op>, OpError> {
         "reduction",
         &["none", "sum", "sub", "prod", "min", "max"],
         "none",
-    )?);
+    )?)?;
     Ok(Box::new(ScatterNDUpdate {
         version: 15,
         reduction,

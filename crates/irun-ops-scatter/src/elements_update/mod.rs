@@ -60,7 +60,7 @@ pub fn build_v12(a: &AttrReader) -> Result<Box<dyn Op>, OpError> {
         "reduction",
         &["none", "sum", "prod", "min", "max", "mean"],
         "none",
-    )?);
+    )?)?;
     let use_init_val = a.bool_or("use_init_val", true)?;
     Ok(Box::new(ScatterElementsUpdate {
         version: 12,
