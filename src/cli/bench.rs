@@ -31,7 +31,7 @@ fn try_run(exec: &ExecArgs, niter: Option<u64>, seconds: Option<f64>) -> Result<
     let exe = exec.compile(false)?;
     let load = start.elapsed();
     let inputs: Vec<(String, Arc<Tensor>)> = if exec.has_inputs() {
-        exec.read_inputs()?
+        exec.read_inputs(&exe)?
             .into_iter()
             .map(|(k, t)| (k, Arc::new(t)))
             .collect()

@@ -56,17 +56,20 @@ pub fn compile(
     })
 }
 
-/// Reads `--inputs IN.npz` and every `-i NAME=FILE.npy`; a file that cannot be read is a usage
-/// error (exit 2). Later entries with the same key replace earlier ones.
+/// Reads `--inputs IN.npz` and every `-i NAME=FILE.npy`, their arrays together within `limit`
+/// bytes; a file that cannot be read is a usage error (exit 2). Later entries with the same key
+/// replace earlier ones.
 pub fn read_inputs(
     npz: Option<&Path>,
     singles: &[String],
+    limit: u64,
 ) -> Result<Vec<(String, Tensor)>, Failure> {
     let mut inputs: Vec<(String, Tensor)> = Vec::new();
+    let mut budget = limit;
     if let Some(p) = npz {
         let f = std::fs::File::open(p)
             .map_err(|e| Failure::usage(format!("cannot open inputs file {}: {e}", p.display())))?;
-        let entries = irun::tensor::read_npz(std::io::BufReader::new(f))
+        let entries = irun::tensor::read_npz_within(std::io::BufReader::new(f), &mut budget)
             .map_err(|e| Failure::usage(format!("cannot read inputs file {}: {e}", p.display())))?;
         inputs.extend(entries);
     }
@@ -74,9 +77,9 @@ pub fn read_inputs(
         let (name, file) = spec
             .split_once('=')
             .ok_or_else(|| Failure::usage(format!("-i expects NAME=FILE.npy, got `{spec}`")))?;
-        let bytes =
-            std::fs::read(file).map_err(|e| Failure::usage(format!("cannot read {file}: {e}")))?;
-        let t = irun::tensor::read_npy(&bytes)
+        let f = std::fs::File::open(file)
+            .map_err(|e| Failure::usage(format!("cannot read {file}: {e}")))?;
+        let t = irun::tensor::read_npy_from(&mut std::io::BufReader::new(f), &mut budget)
             .map_err(|e| Failure::usage(format!("cannot read {file} as .npy: {e}")))?;
         inputs.retain(|(k, _)| k != name);
         inputs.push((name.to_string(), t));
@@ -124,8 +127,8 @@ impl ExecArgs {
         self.inputs.is_some() || !self.input.is_empty()
     }
 
-    pub fn read_inputs(&self) -> Result<Vec<(String, Tensor)>, Failure> {
-        read_inputs(self.inputs.as_deref(), &self.input)
+    pub fn read_inputs(&self, exe: &Executable) -> Result<Vec<(String, Tensor)>, Failure> {
+        read_inputs(self.inputs.as_deref(), &self.input, exe.memory_limit())
     }
 }
 
@@ -165,7 +168,7 @@ pub fn run(exec: &ExecArgs, outputs: Option<&Path>) -> u8 {
 
 fn try_run(exec: &ExecArgs, outputs_file: Option<&Path>) -> Result<(), Failure> {
     let exe = exec.compile(true)?;
-    let inputs = exec.read_inputs()?;
+    let inputs = exec.read_inputs(&exe)?;
     let outputs = exe.run(inputs).map_err(Failure::of_run)?;
     match outputs_file {
         Some(path) => {

@@ -265,6 +265,12 @@ impl Executable {
         self.pool.current_num_threads()
     }
 
+    /// The most bytes of tensors a run may hold at once (`Options::memory_limit`, by default
+    /// the physical memory); what reading the inputs may take as well.
+    pub fn memory_limit(&self) -> u64 {
+        self.memory_limit
+    }
+
     /// Runs the model on named inputs (a tensor name of a model input, or the Parameter's
     /// layer name); the outputs in model order, each with its key. Owned inputs let a scatter
     /// op update its data input in place.

@@ -43,12 +43,14 @@ fn descr_of(t: &Tensor) -> &'static str {
 
 /// (element type, item size, big-endian) for an npy descriptor.
 fn parse_descr(descr: &str) -> Result<(ElementType, usize, bool), TensorError> {
-    let (order, code) = descr.split_at(descr.len().min(1));
-    let big = match order {
-        "<" | "|" | "=" => false,
-        ">" => true,
+    // Split at a character, not a byte: the descriptor is untrusted text.
+    let mut chars = descr.chars();
+    let big = match chars.next() {
+        Some('<' | '|' | '=') => false,
+        Some('>') => true,
         _ => return Err(bad(format!("unsupported dtype descriptor '{descr}'"))),
     };
+    let code = chars.as_str();
     let ty = match code {
         "b1" => ElementType::Boolean,
         "f2" => ElementType::F16,
@@ -109,52 +111,113 @@ fn parse_header(header: &str) -> Result<(String, bool, Vec<usize>), TensorError>
     Ok((descr, fortran, shape))
 }
 
+/// The longest header irun reads; numpy's own headers are a few hundred bytes.
+const MAX_HEADER: usize = 1 << 20;
+
 /// Reads one `.npy` document from a byte slice.
 pub fn read_npy(bytes: &[u8]) -> Result<Tensor, TensorError> {
-    if bytes.len() < 10 || &bytes[..6] != MAGIC {
+    let mut budget = u64::MAX;
+    read_npy_from(&mut &bytes[..], &mut budget)
+}
+
+/// Reads one `.npy` document from a stream, reading no further than its header declares: a
+/// stream that expands beyond that (a zip bomb) is never read. The array's bytes are taken
+/// from `budget` before anything is allocated; an array larger than what is left is an error.
+pub fn read_npy_from<R: Read>(r: &mut R, budget: &mut u64) -> Result<Tensor, TensorError> {
+    let mut lead = [0u8; 8];
+    r.read_exact(&mut lead)
+        .map_err(|_| bad("not an .npy file (bad magic)"))?;
+    if &lead[..6] != MAGIC {
         return Err(bad("not an .npy file (bad magic)"));
     }
-    let major = bytes[6];
-    let (header_len, start) = match major {
-        1 => (u16::from_le_bytes([bytes[8], bytes[9]]) as usize, 10usize),
+    let header_len = match lead[6] {
+        1 => {
+            let mut n = [0u8; 2];
+            r.read_exact(&mut n).map_err(|_| bad("truncated header"))?;
+            u16::from_le_bytes(n) as usize
+        }
         2 | 3 => {
-            if bytes.len() < 12 {
-                return Err(bad("truncated header"));
-            }
-            (
-                u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]) as usize,
-                12,
-            )
+            let mut n = [0u8; 4];
+            r.read_exact(&mut n).map_err(|_| bad("truncated header"))?;
+            u32::from_le_bytes(n) as usize
         }
         v => return Err(bad(format!("unsupported .npy format version {v}"))),
     };
-    let header_end = start
-        .checked_add(header_len)
-        .filter(|&e| e <= bytes.len())
-        .ok_or_else(|| bad("truncated header"))?;
-    let header =
-        std::str::from_utf8(&bytes[start..header_end]).map_err(|_| bad("header is not text"))?;
+    if header_len > MAX_HEADER {
+        return Err(bad(format!(
+            "header of {header_len} bytes is longer than the {MAX_HEADER} irun reads"
+        )));
+    }
+    let mut header = vec![0u8; header_len];
+    r.read_exact(&mut header)
+        .map_err(|_| bad("truncated header"))?;
+    let header = std::str::from_utf8(&header).map_err(|_| bad("header is not text"))?;
     let (descr, fortran, shape) = parse_header(header)?;
     let (ty, size, big) = parse_descr(&descr)?;
     let count = element_count(&shape).ok_or_else(|| bad("shape overflows"))?;
     let nbytes = count
         .checked_mul(size)
         .ok_or_else(|| bad("shape overflows"))?;
-    let data = &bytes[header_end..];
+    if nbytes as u64 > *budget {
+        return Err(bad(format!(
+            "shape {shape:?} needs {nbytes} bytes, more than the memory limit leaves ({budget} bytes)"
+        )));
+    }
+    let mut data = Vec::new();
+    data.try_reserve_exact(nbytes).map_err(|_| {
+        bad(format!(
+            "cannot allocate {nbytes} bytes for shape {shape:?}"
+        ))
+    })?;
+    r.take(nbytes as u64)
+        .read_to_end(&mut data)
+        .map_err(|e| bad(format!("cannot read the data: {e}")))?;
     if data.len() < nbytes {
         return Err(bad(format!(
             "data is truncated: shape needs {nbytes} bytes, file has {}",
             data.len()
         )));
     }
-    if fortran && shape.iter().filter(|&&d| d > 1).count() > 1 {
-        return Err(bad(
-            "Fortran-order arrays are not supported; save with np.ascontiguousarray",
-        ));
+    *budget -= nbytes as u64;
+    if fortran {
+        data = fortran_to_c_order(&data, &shape, size)?;
     }
-    let storage = Storage::from_bytes(ty, &data[..nbytes], big)
-        .expect("parse_descr yields byte-aligned types");
+    let storage =
+        Storage::from_bytes(ty, &data, big).ok_or_else(|| bad("element type is not byte-sized"))?;
     Tensor::new(ty, shape, storage)
+}
+
+/// Reorders the items of a column-major (Fortran-order) array, in which the first index varies
+/// fastest, into row-major order: what numpy writes for `a.T` and other column-major arrays.
+fn fortran_to_c_order(data: &[u8], shape: &[usize], size: usize) -> Result<Vec<u8>, TensorError> {
+    let mut out = Vec::new();
+    out.try_reserve_exact(data.len())
+        .map_err(|_| bad(format!("cannot allocate {} bytes to reorder", data.len())))?;
+    if data.is_empty() {
+        return Ok(out);
+    }
+    // Column-major strides, in items; walked as an odometer over row-major indices.
+    let mut strides = vec![0usize; shape.len()];
+    let mut s = 1usize;
+    for (k, &d) in shape.iter().enumerate() {
+        strides[k] = s;
+        s *= d;
+    }
+    let mut index = vec![0usize; shape.len()];
+    let mut at = 0usize;
+    for _ in 0..data.len() / size {
+        out.extend_from_slice(&data[at * size..(at + 1) * size]);
+        for k in (0..shape.len()).rev() {
+            index[k] += 1;
+            at += strides[k];
+            if index[k] < shape[k] {
+                break;
+            }
+            at -= strides[k] * shape[k];
+            index[k] = 0;
+        }
+    }
+    Ok(out)
 }
 
 /// Writes one tensor as an `.npy` (format 1.0, or 2.0 for very long headers) document.
@@ -227,6 +290,17 @@ fn encode_le<T: LeBytes>(v: &[T], out: &mut Vec<u8>) {
 
 /// Reads every array of an `.npz` archive, in archive order; keys lose their `.npy` suffix.
 pub fn read_npz<R: Read + Seek>(r: R) -> Result<Vec<(String, Tensor)>, TensorError> {
+    let mut unlimited = u64::MAX;
+    read_npz_within(r, &mut unlimited)
+}
+
+/// [`read_npz`] whose arrays are taken from `budget` bytes (see [`read_npy_from`]); each entry
+/// is read only as far as its `.npy` header declares, whatever its compressed stream would
+/// expand to.
+pub fn read_npz_within<R: Read + Seek>(
+    r: R,
+    budget: &mut u64,
+) -> Result<Vec<(String, Tensor)>, TensorError> {
     let mut zip =
         zip::ZipArchive::new(r).map_err(|e| bad(format!("not a valid .npz archive: {e}")))?;
     let mut out = Vec::with_capacity(zip.len());
@@ -242,10 +316,8 @@ pub fn read_npz<R: Read + Seek>(r: R) -> Result<Vec<(String, Tensor)>, TensorErr
             .map_err(|e| bad(format!("archive entry {i} has a bad name: {e}")))?
             .to_string();
         let key = name.strip_suffix(".npy").unwrap_or(&name).to_string();
-        let mut bytes = Vec::with_capacity(file.size().min(1 << 30) as usize);
-        file.read_to_end(&mut bytes)
-            .map_err(|e| bad(format!("cannot read '{name}': {e}")))?;
-        let t = read_npy(&bytes).map_err(|e| bad(format!("entry '{name}': {e}")))?;
+        let t =
+            read_npy_from(&mut file, budget).map_err(|e| bad(format!("entry '{name}': {e}")))?;
         out.push((key, t));
     }
     Ok(out)
@@ -306,7 +378,7 @@ mod tests {
     }
 
     #[test]
-    fn reads_big_endian_and_rejects_fortran() {
+    fn reads_big_endian() {
         let mut buf = Vec::new();
         write_npy(&Tensor::from_i32(vec![2], vec![1, 2]).unwrap(), &mut buf).unwrap();
         let mut be = replace_bytes(&buf, b"'<i4'", b"'>i4'");
@@ -316,15 +388,129 @@ mod tests {
             read_npy(&be).unwrap(),
             Tensor::from_i32(vec![2], vec![1, 2]).unwrap()
         );
+    }
 
+    /// An `.npy` document in Fortran order with the given descriptor, shape and raw items.
+    fn fortran_npy(descr: &str, shape: &str, data: &[u8]) -> Vec<u8> {
+        let mut header =
+            format!("{{'descr': '{descr}', 'fortran_order': True, 'shape': {shape}, }}");
+        while (10 + header.len() + 1) % 64 != 0 {
+            header.push(' ');
+        }
+        header.push('\n');
+        let mut out = b"\x93NUMPY\x01\x00".to_vec();
+        out.extend_from_slice(&(header.len() as u16).to_le_bytes());
+        out.extend_from_slice(header.as_bytes());
+        out.extend_from_slice(data);
+        out
+    }
+
+    #[test]
+    fn reads_fortran_order_as_row_major() {
+        // numpy's `np.arange(6).reshape(2, 3).T` is saved as shape (3, 2), Fortran order, with
+        // the items 0..6 in memory: its row-major reading is [[0, 3], [1, 4], [2, 5]].
+        let raw: Vec<u8> = (0..6i32).flat_map(|v| v.to_le_bytes()).collect();
+        let t = read_npy(&fortran_npy("<i4", "(3, 2)", &raw)).unwrap();
+        assert_eq!(
+            t,
+            Tensor::from_i32(vec![3, 2], vec![0, 3, 1, 4, 2, 5]).unwrap()
+        );
+
+        // Rank 3, (2, 3, 2): the item at [i, j, k] sits at i + 2j + 6k in memory.
+        let raw: Vec<u8> = (0..12i64).flat_map(|v| v.to_le_bytes()).collect();
+        let t = read_npy(&fortran_npy("<i8", "(2, 3, 2)", &raw)).unwrap();
+        let mut want = Vec::new();
+        for i in 0..2 {
+            for j in 0..3 {
+                for k in 0..2 {
+                    want.push(i + 2 * j + 6 * k);
+                }
+            }
+        }
+        assert_eq!(t, Tensor::from_i64(vec![2, 3, 2], want).unwrap());
+
+        // Every byte width: 1-byte bool, 2-byte f16, 8-byte f64; and the empty and 1-D cases.
+        let t = read_npy(&fortran_npy("|b1", "(2, 2)", &[1, 0, 0, 1])).unwrap();
+        assert_eq!(
+            t,
+            Tensor::from_bool(vec![2, 2], vec![true, false, false, true]).unwrap()
+        );
+        let halves: Vec<f16> = (0..4).map(|v| f16::from_f32(v as f32)).collect();
+        let raw: Vec<u8> = halves.iter().flat_map(|v| v.to_le_bytes()).collect();
+        let t = read_npy(&fortran_npy("<f2", "(2, 2)", &raw)).unwrap();
+        let want = [0, 2, 1, 3].map(|i| halves[i]).to_vec();
+        assert_eq!(t, Tensor::from_f16(vec![2, 2], want).unwrap());
+        let raw: Vec<u8> = [1.5f64, -2.0]
+            .iter()
+            .flat_map(|v| v.to_be_bytes())
+            .collect();
+        let t = read_npy(&fortran_npy(">f8", "(2,)", &raw)).unwrap();
+        assert_eq!(t, Tensor::from_f64(vec![2], vec![1.5, -2.0]).unwrap());
+        let t = read_npy(&fortran_npy("<f4", "(0, 3)", &[])).unwrap();
+        assert_eq!(t, Tensor::from_f32(vec![0, 3], vec![]).unwrap());
+    }
+
+    #[test]
+    fn a_descriptor_of_any_text_is_a_clean_error() {
+        for descr in ["\u{e9}f4", "\u{1f600}", "<\u{e9}", ""] {
+            let doc = fortran_npy(descr, "(1,)", &[0; 4]);
+            let err = read_npy(&doc).unwrap_err().to_string();
+            assert!(
+                err.contains("unsupported dtype descriptor"),
+                "{descr}: {err}"
+            );
+        }
+    }
+
+    #[test]
+    fn reading_stops_where_the_header_says_the_data_ends() {
+        // A header for 4 f32 followed by an endless stream: only 16 bytes are read.
         let mut buf = Vec::new();
-        write_npy(
-            &Tensor::from_i32(vec![2, 2], vec![1, 2, 3, 4]).unwrap(),
-            &mut buf,
-        )
-        .unwrap();
-        let f = replace_bytes(&buf, b"False", b"True ");
-        assert!(read_npy(&f).unwrap_err().to_string().contains("Fortran"));
+        write_npy(&Tensor::from_f32(vec![4], vec![0.0; 4]).unwrap(), &mut buf).unwrap();
+        let header = &buf[..buf.len() - 16];
+        let mut endless = header.chain(std::io::repeat(0));
+        let mut budget = u64::MAX;
+        let t = read_npy_from(&mut endless, &mut budget).unwrap();
+        assert_eq!(t, Tensor::from_f32(vec![4], vec![0.0; 4]).unwrap());
+        assert_eq!(budget, u64::MAX - 16);
+
+        // A declared size beyond the budget is refused before anything is allocated.
+        let mut budget = 15;
+        let err = read_npy_from(&mut &buf[..], &mut budget)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("memory limit"), "{err}");
+        let huge = replace_bytes(&buf, b"(4,)", b"(1000000000000,)");
+        let err = read_npy(&huge).unwrap_err().to_string();
+        assert!(
+            err.contains("cannot allocate") || err.contains("truncated"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_deflated_npz_entry_that_expands_past_its_header_is_not_read_past_it() {
+        use std::io::Write as _;
+        // The entry's header declares 4 f32; its deflated stream holds 64 MiB more zeros.
+        let mut doc = Vec::new();
+        write_npy(&Tensor::from_f32(vec![4], vec![1.0; 4]).unwrap(), &mut doc).unwrap();
+        let mut zip = zip::ZipWriter::new(Cursor::new(Vec::new()));
+        let opts = zip::write::SimpleFileOptions::default()
+            .compression_method(zip::CompressionMethod::Deflated);
+        zip.start_file("x.npy", opts).unwrap();
+        zip.write_all(&doc).unwrap();
+        let zeros = vec![0u8; 1 << 20];
+        for _ in 0..64 {
+            zip.write_all(&zeros).unwrap();
+        }
+        let archive = zip.finish().unwrap().into_inner();
+        assert!(archive.len() < 1 << 20, "the bomb is small on disk");
+        let read = read_npz_within(Cursor::new(&archive), &mut 16).unwrap();
+        assert_eq!(read[0].1, Tensor::from_f32(vec![4], vec![1.0; 4]).unwrap());
+        let err = read_npz_within(Cursor::new(&archive), &mut 15)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("memory limit"), "{err}");
     }
 
     #[test]
