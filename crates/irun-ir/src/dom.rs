@@ -3,10 +3,13 @@
 //! The IR is read in two steps: this module checks well-formedness and keeps every element and
 //! attribute with its line and column; `reader.rs` then interprets the tree as IR. Entity
 //! references other than the five predefined ones and character references are errors and are
-//! never expanded; a DOCTYPE is tolerated (nothing in it is ever used).
+//! never expanded; one DOCTYPE before the root element is tolerated (nothing in it is ever used).
+//! XML 1.0's character rule holds for the raw text and for what character references produce:
+//! tab, LF, CR and U+0020 and above, without U+FFFE and U+FFFF (a `str` holds no surrogates).
 
 use std::borrow::Cow;
 
+use quick_xml::escape::EscapeError;
 use quick_xml::events::{BytesStart, Event};
 use quick_xml::{Reader, XmlVersion};
 
@@ -145,6 +148,53 @@ fn offset_in(src: &str, slice: &str, fallback: usize) -> usize {
     }
 }
 
+/// XML 1.0's `Char` production, for the characters a Rust `str` can hold.
+fn is_xml_char(c: char) -> bool {
+    matches!(c, '\t' | '\n' | '\r') || (c >= ' ' && c != '\u{fffe}' && c != '\u{ffff}')
+}
+
+/// The first character of the document that XML 1.0 forbids, as a diagnostic.
+fn check_characters(src: &str, lines: &LineIndex) -> Result<(), Diagnostic> {
+    // Bytes first: every forbidden character starts with a control byte or with 0xEF (the
+    // lead byte of U+FFFE/U+FFFF), so text without them, nearly all of it, is not decoded.
+    let bytes = src.as_bytes();
+    let suspect = |b: &u8| (*b < 0x20 && !matches!(b, b'\t' | b'\n' | b'\r')) || *b == 0xEF;
+    let mut from = 0;
+    while let Some(i) = bytes[from..].iter().position(suspect) {
+        let at = from + i;
+        let c = src[at..].chars().next().unwrap_or(' ');
+        if !is_xml_char(c) {
+            return Err(malformed(
+                lines,
+                at,
+                format!("character U+{:04X} is not allowed in XML", c as u32),
+            ));
+        }
+        from = at + c.len_utf8();
+    }
+    Ok(())
+}
+
+/// An error if a character reference produced a character XML 1.0 forbids.
+fn check_referenced(
+    text: &str,
+    lines: &LineIndex,
+    at: usize,
+    what: &str,
+) -> Result<(), Diagnostic> {
+    match text.chars().find(|c| !is_xml_char(*c)) {
+        None => Ok(()),
+        Some(c) => Err(malformed(
+            lines,
+            at,
+            format!(
+                "{what} holds a reference to U+{:04X}, which is not allowed in XML",
+                c as u32
+            ),
+        )),
+    }
+}
+
 fn resolve_predefined(name: &str) -> Option<char> {
     Some(match name {
         "lt" => '<',
@@ -178,7 +228,13 @@ fn start_element(
             .normalized_value(XmlVersion::Implicit1_0)
             .map_err(|err| {
                 let msg = format!("attribute `{key}` of <{}>: {err}", el.name);
-                if matches!(err, quick_xml::Error::Escape(_)) {
+                let entity = matches!(
+                    err,
+                    quick_xml::Error::Escape(
+                        EscapeError::UnrecognizedEntity(..) | EscapeError::TooManyNestedEntities
+                    )
+                );
+                if entity {
                     Diagnostic::error(
                         codes::ENTITY,
                         format!("{msg} (entity references are never expanded)"),
@@ -188,6 +244,12 @@ fn start_element(
                     malformed(lines, key_off, msg)
                 }
             })?;
+        check_referenced(
+            &value,
+            lines,
+            key_off,
+            &format!("attribute `{key}` of <{}>", el.name),
+        )?;
         el.attrs.push(Attr {
             name: key,
             value: value.into_owned(),
@@ -200,11 +262,13 @@ fn start_element(
 /// Parses a whole document into its root element.
 pub fn parse(src: &str) -> Result<Element, Diagnostic> {
     let lines = LineIndex::new(src);
+    check_characters(src, &lines)?;
     let mut reader = Reader::from_str(src);
     reader.config_mut().check_end_names = true;
     reader.config_mut().check_comments = true;
     let mut stack: Vec<Element> = Vec::new();
     let mut root: Option<Element> = None;
+    let mut doctype_seen = false;
     loop {
         let before = reader.buffer_position() as usize;
         let event = reader.read_event().map_err(|err| {
@@ -269,13 +333,33 @@ pub fn parse(src: &str) -> Result<Element, Diagnostic> {
                 } else {
                     resolve_predefined(&name)
                 };
-                let ch = ch.ok_or_else(|| {
-                    Diagnostic::error(
-                        codes::ENTITY,
-                        format!("entity reference `&{name};` is not allowed in IR (entities are never expanded)"),
-                    )
-                    .at(lines.pos(before))
-                })?;
+                let ch = match ch {
+                    Some(c) if is_xml_char(c) => c,
+                    Some(c) => {
+                        return Err(malformed(
+                            &lines,
+                            before,
+                            format!(
+                                "character reference `&{name};` is to U+{:04X}, which is not allowed in XML",
+                                c as u32
+                            ),
+                        ))
+                    }
+                    None if r.is_char_ref() => {
+                        return Err(malformed(
+                            &lines,
+                            before,
+                            format!("character reference `&{name};` does not name a character allowed in XML"),
+                        ))
+                    }
+                    None => {
+                        return Err(Diagnostic::error(
+                            codes::ENTITY,
+                            format!("entity reference `&{name};` is not allowed in IR (entities are never expanded)"),
+                        )
+                        .at(lines.pos(before)))
+                    }
+                };
                 match stack.last_mut() {
                     Some(el) => el.text.push(ch),
                     None => {
@@ -287,7 +371,26 @@ pub fn parse(src: &str) -> Result<Element, Diagnostic> {
                     }
                 }
             }
-            Event::Decl(_) | Event::PI(_) | Event::Comment(_) | Event::DocType(_) => {}
+            // The declaration may only open the document (after a byte-order mark at most).
+            Event::Decl(_) if !src[..before].trim_start_matches('\u{feff}').is_empty() => {
+                return Err(malformed(
+                    &lines,
+                    before,
+                    "the XML declaration must be at the very start of the file",
+                ));
+            }
+            Event::DocType(_) if doctype_seen => {
+                return Err(malformed(&lines, before, "a second DOCTYPE"));
+            }
+            Event::DocType(_) if root.is_some() || !stack.is_empty() => {
+                return Err(malformed(
+                    &lines,
+                    before,
+                    "the DOCTYPE must come before the root element",
+                ));
+            }
+            Event::DocType(_) => doctype_seen = true,
+            Event::Decl(_) | Event::PI(_) | Event::Comment(_) => {}
             Event::Eof => break,
         }
     }
@@ -351,6 +454,53 @@ mod tests {
         assert_eq!(e.code, codes::ENTITY);
         let ok = parse("<!DOCTYPE net><net>&#65;&lt;</net>").unwrap();
         assert_eq!(ok.text, "A<");
+    }
+
+    #[test]
+    fn characters_xml_forbids_are_errors_with_their_position() {
+        let e = err("<net>\n  <a x=\"1\u{1}\"/></net>");
+        assert_eq!(e.code, codes::MALFORMED_XML);
+        assert!(e.message.contains("U+0001"), "{}", e.message);
+        assert_eq!(e.pos, Some(Pos { line: 2, col: 10 }));
+        for bad in [
+            "<net>\u{0}</net>",
+            "<net>\u{ffff}</net>",
+            "<net a='\u{fffe}'/>",
+            "<!-- \u{1b} --><net/>",
+        ] {
+            assert_eq!(err(bad).code, codes::MALFORMED_XML, "{bad:?}");
+        }
+        // References that resolve to forbidden characters, in text and in attributes.
+        for bad in [
+            "<net>&#0;</net>",
+            "<net>&#x1;</net>",
+            "<net a=\"&#0;\"/>",
+            "<net a=\"x&#xFFFE;\"/>",
+        ] {
+            let e = err(bad);
+            assert_eq!(e.code, codes::MALFORMED_XML, "{bad:?}: {}", e.message);
+            assert!(e.message.contains("in XML"), "{bad:?}: {}", e.message);
+        }
+        // What XML allows: tab, LF, CR, the rest of the BMP and beyond, and their references.
+        let ok = parse("<net a=\"&#9;\u{e9}\u{1f600}\">\t\r\n&#x10FFFF;\u{fffd}</net>").unwrap();
+        assert_eq!(ok.text, "\t\n\u{10ffff}\u{fffd}");
+    }
+
+    #[test]
+    fn declaration_and_doctype_only_where_xml_allows_them() {
+        let e = err("\n<?xml version=\"1.0\"?><net/>");
+        assert!(e.message.contains("very start"), "{}", e.message);
+        assert_eq!(e.pos, Some(Pos { line: 2, col: 1 }));
+        assert!(err("<net/><?xml version=\"1.0\"?>")
+            .message
+            .contains("very start"));
+        assert!(err("<net/><!DOCTYPE net>")
+            .message
+            .contains("before the root"));
+        assert!(err("<!DOCTYPE net><!DOCTYPE net><net/>")
+            .message
+            .contains("second DOCTYPE"));
+        parse("\u{feff}<?xml version=\"1.0\"?>\n<!DOCTYPE net>\n<net/>\n<!-- end -->").unwrap();
     }
 
     #[test]
