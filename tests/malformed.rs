@@ -215,13 +215,31 @@ fn bad_precision_ids_and_missing_attributes() {
         1,
         &[
             "E0201",
-            "`id=\"one\"` of <layer> is not an unsigned integer",
+            "`id=\"one\"` of <layer id=\"one\" name=\"y\" type=\"Result\" version=\"opset1\"> is not an unsigned integer",
         ],
     );
     expect_error(
         &info(base.replace(" type=\"Result\"", "").as_bytes(), None),
         1,
-        &["<layer id=\"1\"> has no `type` attribute"],
+        &["<layer id=\"1\" name=\"y\" version=\"opset1\"> has no `type` attribute"],
+    );
+    for bad_id in ["-1", "", "0x1", "1.5"] {
+        expect_error(
+            &info(
+                base.replace("layer id=\"1\"", &format!("layer id=\"{bad_id}\""))
+                    .as_bytes(),
+                None,
+            ),
+            1,
+            &[&format!(
+                "`id=\"{bad_id}\"` of <layer id=\"{bad_id}\" name=\"y\" type=\"Result\""
+            )],
+        );
+    }
+    expect_error(
+        &info(base.replace("layer id=\"1\" ", "layer ").as_bytes(), None),
+        1,
+        &["<layer name=\"y\" type=\"Result\" version=\"opset1\"> has no `id` attribute"],
     );
     expect_error(
         &info(base.replace(" to-port=\"0\"", "").as_bytes(), None),

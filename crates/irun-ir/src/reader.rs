@@ -150,6 +150,19 @@ fn read_up_to(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
     Ok(filled)
 }
 
+/// A `<layer>` element as its identifying attributes read, for messages about a layer that
+/// could not be read (whose `id` may be missing or invalid): `<layer id="3" name="x" type="Add">`.
+fn describe_layer(e: &Element) -> String {
+    let mut out = String::from("<layer");
+    for key in ["id", "name", "type", "version"] {
+        if let Some(a) = e.attr(key) {
+            out.push_str(&format!(" {key}=\"{}\"", a.value));
+        }
+    }
+    out.push('>');
+    out
+}
+
 fn sniff_xml(head: &[u8], path: &Path) -> Result<(), Diagnostic> {
     let body = head.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(head);
     let first = body.iter().copied().find(|b| !b.is_ascii_whitespace());
@@ -259,7 +272,7 @@ impl Reader {
     }
 
     fn layer(&mut self, mut e: Element, version: u32, weights: &Weights) -> Option<Layer> {
-        let id = self.uint_attr(&e, "id", "<layer>")?;
+        let id = self.uint_attr(&e, "id", &describe_layer(&e))?;
         let mut layer = Layer {
             id,
             name: String::new(),
@@ -274,6 +287,7 @@ impl Reader {
             constant: None,
         };
         let (has_type, has_name) = (e.attr("type").is_some(), e.attr("name").is_some());
+        let described = describe_layer(&e);
         for a in std::mem::take(&mut e.attrs) {
             match &*a.name {
                 "id" => {}
@@ -287,7 +301,7 @@ impl Reader {
             self.push(
                 Diagnostic::error(
                     codes::BAD_ATTRIBUTE,
-                    format!("<layer id=\"{id}\"> has no `type` attribute"),
+                    format!("{described} has no `type` attribute"),
                 )
                 .at(e.pos),
             );
