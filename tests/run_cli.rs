@@ -159,6 +159,64 @@ fn a_memory_limit_is_a_clean_error() {
 }
 
 #[test]
+fn tensors_and_decoded_constants_count_against_the_memory_limit() {
+    // The inputs (100 bytes) and the Const fit in 110 bytes; the op's output does not.
+    let model = format!("{CASE}/model.xml");
+    let inputs = format!("{CASE}/inputs.npz");
+    let o = irun(&["run", &model, "--inputs", &inputs, "--memory-limit", "110"]);
+    expect(&o, 1, "over the memory limit of 110 bytes");
+
+    // A u1 constant of 80,000 elements is 10,000 bytes in the .bin and 80,000 decoded.
+    use irun::graph::testing::{edge, ir, layer, port, result};
+    let d = scratch_dir("run_cli");
+    let xml = ir(
+        &[
+            layer(
+                0,
+                "bits",
+                "Const",
+                "opset1",
+                Some("element_type=\"u1\" shape=\"80000\" offset=\"0\" size=\"10000\""),
+                &[],
+                &[port(0, "U1", &[80000])],
+            ),
+            result(1, "out", "U1", &[80000]),
+        ],
+        &[edge(0, 0, 1, 0)],
+    );
+    std::fs::write(d.join("model.xml"), xml).unwrap();
+    std::fs::write(d.join("model.bin"), vec![0xA5u8; 10_000]).unwrap();
+    let model = d.join("model.xml");
+    let model = model.to_str().unwrap();
+    let o = irun(&["run", model, "--memory-limit", "50000"]);
+    expect(
+        &o,
+        1,
+        "needs 80000 bytes, more than the memory limit of 50000 bytes leaves",
+    );
+    assert!(
+        o.stderr.contains("E0604") || o.stderr.contains("[E06"),
+        "{}",
+        o.stderr
+    );
+    let out = d.join("out.npz");
+    let o = irun(&[
+        "run",
+        model,
+        "--memory-limit",
+        "200000",
+        "--outputs",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let got = read_npz(std::fs::File::open(&out).unwrap()).unwrap();
+    let bits = got[0].1.values::<u8>().unwrap();
+    assert_eq!(bits.len(), 80000);
+    // 0xA5 = 1010_0101, most significant bit first.
+    assert_eq!(&bits[..8], &[1, 0, 1, 0, 0, 1, 0, 1]);
+}
+
+#[test]
 fn bench_prints_the_benchmark_app_block() {
     let model = format!("{CASE}/model.xml");
     let inputs = format!("{CASE}/inputs.npz");

@@ -70,7 +70,7 @@ pub fn read_inputs(
         let f = std::fs::File::open(p)
             .map_err(|e| Failure::usage(format!("cannot open inputs file {}: {e}", p.display())))?;
         let entries = irun::tensor::read_npz_within(std::io::BufReader::new(f), &mut budget)
-            .map_err(|e| Failure::usage(format!("cannot read inputs file {}: {e}", p.display())))?;
+            .map_err(|e| input_failure(&p.display().to_string(), e, limit))?;
         inputs.extend(entries);
     }
     for spec in singles {
@@ -80,11 +80,23 @@ pub fn read_inputs(
         let f = std::fs::File::open(file)
             .map_err(|e| Failure::usage(format!("cannot read {file}: {e}")))?;
         let t = irun::tensor::read_npy_from(&mut std::io::BufReader::new(f), &mut budget)
-            .map_err(|e| Failure::usage(format!("cannot read {file} as .npy: {e}")))?;
+            .map_err(|e| input_failure(file, e, limit))?;
         inputs.retain(|(k, _)| k != name);
         inputs.push((name.to_string(), t));
     }
     Ok(inputs)
+}
+
+/// An inputs file that cannot be read is a usage error (exit 2); one whose arrays do not fit
+/// in the memory limit is a resource error, as a tensor of the run would be (exit 1).
+fn input_failure(file: &str, e: irun::tensor::TensorError, limit: u64) -> Failure {
+    match e {
+        irun::tensor::TensorError::OverLimit { what, need, left } => Failure::invalid(format!(
+            "inputs file {file}: {what} needs {need} bytes with {} already read, over the memory limit of {limit} bytes",
+            limit.saturating_sub(left)
+        )),
+        e => Failure::usage(format!("cannot read inputs file {file}: {e}")),
+    }
 }
 
 /// What `run` and `bench` share: the model, its inputs, threads and the memory limit.

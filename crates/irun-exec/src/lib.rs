@@ -214,7 +214,7 @@ impl Executable {
                 );
                 let is_const = self.graph.layer(o.node).type_name == "Const";
                 constants.push(if is_const {
-                    Some(self.constant(o.node)?)
+                    Some(self.constant(o.node, self.memory_limit.saturating_sub(total))?)
                 } else {
                     None
                 });
@@ -422,7 +422,9 @@ impl Executable {
             let n = step.node;
             let produced: Vec<Value> = match &step.source {
                 Source::Input(i) => vec![inputs[*i].take().expect("each input is read once")],
-                Source::Const => vec![self.constant(n)?],
+                Source::Const => {
+                    vec![self.constant(n, self.memory_limit.saturating_sub(live_bytes))?]
+                }
                 Source::Op if self.folded[n].is_some() => {
                     for &o in &step.inputs {
                         remaining[o] -= 1;
@@ -481,11 +483,18 @@ impl Executable {
                 outputs[k] = produced.into_iter().next();
                 continue;
             }
+            // Inputs were counted from the start; everything else from when it is produced.
+            let counted = matches!(step.source, Source::Input(_));
             for (slot, v) in produced.into_iter().enumerate() {
                 let o = self.plan.outlet(n, slot);
+                let bytes = v.byte_size() as u64;
                 if remaining[o] > 0 {
-                    live_bytes = live_bytes.saturating_add(v.byte_size() as u64);
+                    if !counted {
+                        live_bytes = live_bytes.saturating_add(bytes);
+                    }
                     values[o] = Some(v);
+                } else if counted {
+                    live_bytes = live_bytes.saturating_sub(bytes);
                 }
             }
         }
@@ -524,8 +533,10 @@ impl Executable {
         Ok(())
     }
 
-    /// The decoded value of Const node `n`, decoded once.
-    fn constant(&self, n: NodeId) -> Result<Value, RunError> {
+    /// The decoded value of Const node `n`, decoded once. Its decoded size (a packed type such
+    /// as u1 or nf4 expands up to 32 times) is checked against the `available` bytes before
+    /// anything is allocated.
+    fn constant(&self, n: NodeId, available: u64) -> Result<Value, RunError> {
         if let Some(v) = self.consts[n].get() {
             return Ok(v.clone());
         }
@@ -537,6 +548,27 @@ impl Executable {
                 "a Const without element_type, shape, offset and size".into(),
             )
         })?;
+        let need = (info.element_count() as u64)
+            .saturating_mul(storage_bytes(info.element_type))
+            .saturating_add(if info.element_type == ElementType::String {
+                info.size
+            } else {
+                0
+            });
+        if need > available {
+            return Err(self
+                .layer_error(
+                    n,
+                    RunErrorKind::Resources,
+                    format!(
+                        "its value of shape {} {} needs {need} bytes, more than the memory limit of {} bytes leaves ({available})",
+                        info.element_type,
+                        irun_tensor::fmt_shape(&info.shape),
+                        self.memory_limit
+                    ),
+                )
+                .with_code(irun_ops::codes::MEMORY));
+        }
         let t = self
             .graph
             .model

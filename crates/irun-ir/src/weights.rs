@@ -213,8 +213,9 @@ pub struct ConstInfo {
 }
 
 impl ConstInfo {
+    /// Elements of the shape (saturating: a checked constant's shape never overflows).
     pub fn element_count(&self) -> usize {
-        self.shape.iter().product()
+        element_count(&self.shape).unwrap_or(usize::MAX)
     }
 }
 

@@ -37,6 +37,9 @@ pub enum TensorError {
     ShapeOverflow { shape: String },
     #[error("{0}")]
     Npy(String),
+    /// Reading an array would take more bytes than the memory limit leaves.
+    #[error("{what} needs {need} bytes, more than the memory limit leaves ({left} bytes)")]
+    OverLimit { what: String, need: u64, left: u64 },
     #[error(transparent)]
     Io(#[from] std::io::Error),
 }

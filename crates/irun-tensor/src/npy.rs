@@ -159,9 +159,11 @@ pub fn read_npy_from<R: Read>(r: &mut R, budget: &mut u64) -> Result<Tensor, Ten
         .checked_mul(size)
         .ok_or_else(|| bad("shape overflows"))?;
     if nbytes as u64 > *budget {
-        return Err(bad(format!(
-            "shape {shape:?} needs {nbytes} bytes, more than the memory limit leaves ({budget} bytes)"
-        )));
+        return Err(TensorError::OverLimit {
+            what: format!("an array of shape {}", crate::fmt_shape(&shape)),
+            need: nbytes as u64,
+            left: *budget,
+        });
     }
     let mut data = Vec::new();
     data.try_reserve_exact(nbytes).map_err(|_| {
@@ -316,8 +318,14 @@ pub fn read_npz_within<R: Read + Seek>(
             .map_err(|e| bad(format!("archive entry {i} has a bad name: {e}")))?
             .to_string();
         let key = name.strip_suffix(".npy").unwrap_or(&name).to_string();
-        let t =
-            read_npy_from(&mut file, budget).map_err(|e| bad(format!("entry '{name}': {e}")))?;
+        let t = read_npy_from(&mut file, budget).map_err(|e| match e {
+            TensorError::OverLimit { what, need, left } => TensorError::OverLimit {
+                what: format!("entry '{name}', {what},"),
+                need,
+                left,
+            },
+            e => bad(format!("entry '{name}': {e}")),
+        })?;
         out.push((key, t));
     }
     Ok(out)
