@@ -195,18 +195,26 @@ pub fn coordinates(shape: &[usize], mut pos: usize) -> Vec<usize> {
 ///
 /// Safe code cannot express "task A writes elements {i : i mod 512 < 256}, task B the rest",
 /// which is what a kernel splitting an output along an inner dimension needs. This wrapper
-/// allows it under one contract, stated on [`DisjointSlice::get`] and [`DisjointSlice::set`]:
-/// no element is accessed by two tasks. Every access is bounds-checked, so a broken partition
-/// can at worst give a wrong value in a racing element, never touch memory outside the slice.
+/// allows it: each task accesses the buffer through its own [`Part`], whose `get`/`set` are
+/// `unsafe` with one proof obligation: **no element is accessed through two different parts
+/// while one of them may write it**. Two threads touching one element would be a data race,
+/// which is undefined behaviour whatever the values; the bounds checks only keep accesses
+/// inside the slice. In builds with debug assertions (the tests) every access records its
+/// part, and an element reached through a second part panics naming both, so a broken
+/// partition fails the test suite instead of racing silently.
 pub struct DisjointSlice<'a, T> {
     ptr: *mut T,
     len: usize,
+    /// Per element: 0 while untouched, else 1 + the task of the part that touched it.
+    #[cfg(debug_assertions)]
+    owners: Vec<std::sync::atomic::AtomicUsize>,
     _borrow: PhantomData<&'a mut [T]>,
 }
 
 // SAFETY: a DisjointSlice is built from a `&mut [T]` it borrows for 'a, so no one else can touch
 // the memory meanwhile; sending or sharing it across threads is sound for `T: Send` given the
-// disjoint-access contract of `get`/`set` (which are `unsafe` for exactly that reason).
+// disjoint-access contract of `Part::get`/`Part::set` (which are `unsafe` for exactly that
+// reason).
 unsafe impl<T: Send> Send for DisjointSlice<'_, T> {}
 unsafe impl<T: Send> Sync for DisjointSlice<'_, T> {}
 
@@ -215,6 +223,10 @@ impl<'a, T: Copy> DisjointSlice<'a, T> {
         DisjointSlice {
             ptr: s.as_mut_ptr(),
             len: s.len(),
+            #[cfg(debug_assertions)]
+            owners: (0..s.len())
+                .map(|_| std::sync::atomic::AtomicUsize::new(0))
+                .collect(),
             _borrow: PhantomData,
         }
     }
@@ -227,28 +239,78 @@ impl<'a, T: Copy> DisjointSlice<'a, T> {
         self.len == 0
     }
 
+    /// The access of task `task`: the elements it reaches must be reached by no other task.
+    pub fn part(&self, task: usize) -> Part<'_, 'a, T> {
+        Part { slice: self, task }
+    }
+
+    /// Panics if element `i` was reached through a part of another task (debug builds).
+    #[inline]
+    fn claim(&self, i: usize, task: usize) {
+        #[cfg(debug_assertions)]
+        {
+            use std::sync::atomic::Ordering::Relaxed;
+            let me = task + 1;
+            if let Err(other) = self.owners[i].compare_exchange(0, me, Relaxed, Relaxed) {
+                assert!(
+                    other == me,
+                    "DisjointSlice: element {i} is reached by tasks {} and {task}",
+                    other - 1
+                );
+            }
+        }
+        #[cfg(not(debug_assertions))]
+        let _ = (i, task);
+    }
+}
+
+/// One task's access to a [`DisjointSlice`].
+pub struct Part<'s, 'a, T> {
+    slice: &'s DisjointSlice<'a, T>,
+    task: usize,
+}
+
+impl<T: Copy> Part<'_, '_, T> {
+    pub fn len(&self) -> usize {
+        self.slice.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.slice.len == 0
+    }
+
     /// Reads element `i` (panics if `i` is out of bounds).
     ///
     /// # Safety
-    /// No other thread writes element `i` while this `DisjointSlice` exists.
+    /// No part of another task writes element `i` while this part exists.
     #[inline]
     pub unsafe fn get(&self, i: usize) -> T {
-        assert!(i < self.len, "index {i} out of bounds of {}", self.len);
+        assert!(
+            i < self.slice.len,
+            "index {i} out of bounds of {}",
+            self.slice.len
+        );
+        self.slice.claim(i, self.task);
         // SAFETY: `i < len`, so the pointer is inside the borrowed slice; the caller guarantees
         // no concurrent write to element `i`.
-        unsafe { *self.ptr.add(i) }
+        unsafe { *self.slice.ptr.add(i) }
     }
 
     /// Writes element `i` (panics if `i` is out of bounds).
     ///
     /// # Safety
-    /// No other thread reads or writes element `i` while this `DisjointSlice` exists.
+    /// No part of another task reads or writes element `i` while this part exists.
     #[inline]
     pub unsafe fn set(&self, i: usize, v: T) {
-        assert!(i < self.len, "index {i} out of bounds of {}", self.len);
+        assert!(
+            i < self.slice.len,
+            "index {i} out of bounds of {}",
+            self.slice.len
+        );
+        self.slice.claim(i, self.task);
         // SAFETY: `i < len`, so the pointer is inside the borrowed slice; the caller guarantees
         // no concurrent access to element `i`.
-        unsafe { *self.ptr.add(i) = v }
+        unsafe { *self.slice.ptr.add(i) = v }
     }
 }
 
@@ -311,9 +373,10 @@ mod tests {
         let mut v = vec![0u32; 10_000];
         let d = DisjointSlice::new(&mut v);
         crate::par::for_each_task(2, &|parity| {
-            for i in (parity..d.len()).step_by(2) {
+            let part = d.part(parity);
+            for i in (parity..part.len()).step_by(2) {
                 // SAFETY: task `parity` touches only elements with i % 2 == parity.
-                unsafe { d.set(i, i as u32 * 2 + parity as u32) };
+                unsafe { part.set(i, i as u32 * 2 + parity as u32) };
             }
         });
         assert!(v
@@ -328,7 +391,22 @@ mod tests {
         let mut v = vec![0u8; 4];
         let d = DisjointSlice::new(&mut v);
         // SAFETY: single-threaded.
-        unsafe { d.set(4, 1) };
+        unsafe { d.part(0).set(4, 1) };
+    }
+
+    #[test]
+    #[cfg(debug_assertions)]
+    #[should_panic(expected = "element 2 is reached by tasks 0 and 1")]
+    fn a_broken_partition_panics_in_debug_builds() {
+        let mut v = vec![0u8; 4];
+        let d = DisjointSlice::new(&mut v);
+        // SAFETY: single-threaded, so no race; the partition is broken on purpose and the
+        // check must notice it even without a second thread.
+        unsafe {
+            d.part(0).set(2, 1);
+            d.part(0).get(2);
+            d.part(1).get(2);
+        }
     }
 
     #[test]

@@ -3,7 +3,7 @@
 
 use irun_tensor::fmt_shape;
 
-use crate::kernel::DisjointSlice;
+use crate::kernel::Part;
 use crate::op::{codes, OpError};
 use crate::product;
 use crate::reduce::{Combine, Elem};
@@ -148,11 +148,11 @@ impl Coords {
 /// hit the neutral start value when `use_init_val` is false.
 ///
 /// # Safety
-/// No other thread accesses element `off` of `out` or `counts` meanwhile.
+/// No part of another task accesses element `off` of `out` or `counts` meanwhile.
 #[inline(always)]
 pub(super) unsafe fn hit<T: Elem, C: Combine<T>, const TRACK: bool>(
-    out: &DisjointSlice<T>,
-    counts: &DisjointSlice<u32>,
+    out: &Part<T>,
+    counts: &Part<u32>,
     init: bool,
     off: usize,
     u: T,

@@ -124,17 +124,18 @@ impl ElementsPlan {
         crate::par::for_each_task(buckets, &|b| {
             let entries = self.bounds[b]..self.bounds[b + 1];
             let offsets = &self.offsets[entries.clone()];
-            // SAFETY (both loops): every offset of bucket `b` lies in bucket `b`'s range of the
-            // output (`build` sorted them there) and one task applies each bucket, so no
-            // element is touched by two tasks; `hit` checks the bounds.
+            let (out, counts) = (out.part(b), counts.part(b));
+            // SAFETY (both loops): task `b` reaches only the offsets of bucket `b`, which
+            // `build` sorted into bucket `b`'s range of the output; the buckets' ranges are
+            // disjoint, so no element is reached by two tasks. `hit` checks the bounds.
             if self.positions.is_empty() {
                 for (&off, &u) in offsets.iter().zip(&updates[entries]) {
-                    unsafe { hit::<T, C, TRACK>(out, counts, init, off as usize, u) };
+                    unsafe { hit::<T, C, TRACK>(&out, &counts, init, off as usize, u) };
                 }
             } else {
                 for (&off, &p) in offsets.iter().zip(&self.positions[entries]) {
                     let u = updates[p as usize];
-                    unsafe { hit::<T, C, TRACK>(out, counts, init, off as usize, u) };
+                    unsafe { hit::<T, C, TRACK>(&out, &counts, init, off as usize, u) };
                 }
             }
         });

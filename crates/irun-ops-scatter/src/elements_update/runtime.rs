@@ -8,7 +8,7 @@ use super::geometry::{hit, Coords, Geometry};
 use super::plan::ElementsPlan;
 use crate::index_out_of_range;
 use crate::kernel::{
-    pieces, split_range, try_zeroed, DisjointSlice, IndexValues, PAR_MIN_ELEMENTS,
+    pieces, split_range, try_zeroed, DisjointSlice, IndexValues, Part, PAR_MIN_ELEMENTS,
 };
 use crate::op::{codes, OpError};
 use crate::par;
@@ -119,12 +119,15 @@ impl ElementsKernel<'_> {
             })?;
             let parts = &parts;
             par::for_each_task(buckets, &|b| {
+                let (out, counts) = (out.part(b), counts.part(b));
                 for part in parts {
                     for &(off, u) in part.bucket(b) {
-                        // SAFETY: bucket `b` of every part holds only offsets whose axis target
-                        // is in bucket `b`'s range, and each bucket is applied by one task, so
-                        // no element is touched by two tasks.
-                        unsafe { hit::<T, C, TRACK>(out, counts, init, off as usize, u) };
+                        // SAFETY: task `b` reaches only the offsets of bucket `b`, whose axis
+                        // targets `partition` put in bucket `b`'s range of axis positions; the
+                        // ranges of different buckets are disjoint, and an offset's axis
+                        // target is a function of the offset, so no element is reached by
+                        // two tasks.
+                        unsafe { hit::<T, C, TRACK>(&out, &counts, init, off as usize, u) };
                     }
                 }
             });
@@ -250,8 +253,8 @@ impl ElementsKernel<'_> {
     pub(super) fn run_task<T: Elem, C: Combine<T>>(
         &self,
         task: &Task,
-        out: &DisjointSlice<T>,
-        counts: &DisjointSlice<u32>,
+        out: &Part<T>,
+        counts: &Part<u32>,
         updates: &[T],
     ) -> Result<(), (usize, OpError)> {
         // Monomorphised on counting, so the common path has no per-element count test.
@@ -265,8 +268,8 @@ impl ElementsKernel<'_> {
     pub(super) fn run_task_with<T: Elem, C: Combine<T>, const TRACK: bool>(
         &self,
         task: &Task,
-        out: &DisjointSlice<T>,
-        counts: &DisjointSlice<u32>,
+        out: &Part<T>,
+        counts: &Part<u32>,
         updates: &[T],
     ) -> Result<(), (usize, OpError)> {
         let g = &self.geometry;
@@ -299,9 +302,10 @@ impl ElementsKernel<'_> {
                             return Err((start + k, self.out_of_range(start + k, v)));
                         }
                         let off = base + t * g.data_inner + inner_at(i);
-                        // SAFETY: `tasks` gives each task a disjoint set of output elements
-                        // (disjoint outer rows or inner columns; the position maps are
-                        // injective), and `off` has this task's outer row and column.
+                        // SAFETY: `tasks()` gives each task disjoint outer rows or disjoint
+                        // inner columns; `off` lies in this task's outer row `o` (the outer
+                        // map is injective) and inner column `inner_at(i)` (so is the inner
+                        // map), so no element is reached by two tasks.
                         unsafe { hit::<T, C, TRACK>(out, counts, init, off, u) };
                         i += 1;
                         if i == inner_lo + inner_len {
@@ -395,7 +399,7 @@ impl ReduceKernel for ElementsKernel<'_> {
             } else {
                 let tasks = self.tasks();
                 par::try_for_each_task(tasks.len(), &|i| {
-                    self.run_task::<T, C>(&tasks[i], &o, &c, updates)
+                    self.run_task::<T, C>(&tasks[i], &o.part(i), &c.part(i), updates)
                 })?;
             }
         }
