@@ -257,3 +257,29 @@ fn bench_prints_the_benchmark_app_block() {
     expect(&o, 1, "error: [E0601] layer");
     expect(&o, 1, "out of range");
 }
+
+#[test]
+fn a_reader_that_goes_away_ends_the_output_quietly() {
+    // `irun ops | head -1`, `irun run ... | head`: the reader closes the pipe before irun has
+    // written everything; irun stops writing and keeps its exit code instead of panicking.
+    let model = format!("{CASE}/model.xml");
+    let inputs = format!("{CASE}/inputs.npz");
+    for args in [
+        vec!["ops"],
+        vec!["run", &model, "--inputs", &inputs],
+        vec!["info", &model],
+    ] {
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_irun"))
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .args(&args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+    }
+}

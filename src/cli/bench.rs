@@ -72,19 +72,19 @@ fn try_run(exec: &ExecArgs, niter: Option<u64>, seconds: Option<f64>) -> Result<
         (latencies[count / 2 - 1] + latencies[count / 2]) / 2
     };
     let average = latencies.iter().sum::<Duration>() / count as u32;
-    println!("[ INFO ] Load model took {:.2} ms", ms(load));
-    println!("[ INFO ] First inference took {:.2} ms", ms(first));
-    println!("[ INFO ] Count:            {count} iterations");
-    println!("[ INFO ] Duration:         {:.2} ms", ms(duration));
-    println!("[ INFO ] Latency:");
-    println!("[ INFO ]    Median:        {:.2} ms", ms(median));
-    println!("[ INFO ]    Average:       {:.2} ms", ms(average));
-    println!("[ INFO ]    Min:           {:.2} ms", ms(latencies[0]));
-    println!(
+    outln!("[ INFO ] Load model took {:.2} ms", ms(load));
+    outln!("[ INFO ] First inference took {:.2} ms", ms(first));
+    outln!("[ INFO ] Count:            {count} iterations");
+    outln!("[ INFO ] Duration:         {:.2} ms", ms(duration));
+    outln!("[ INFO ] Latency:");
+    outln!("[ INFO ]    Median:        {:.2} ms", ms(median));
+    outln!("[ INFO ]    Average:       {:.2} ms", ms(average));
+    outln!("[ INFO ]    Min:           {:.2} ms", ms(latencies[0]));
+    outln!(
         "[ INFO ]    Max:           {:.2} ms",
         ms(latencies[count - 1])
     );
-    println!(
+    outln!(
         "[ INFO ] Throughput:       {:.2} FPS",
         count as f64 / duration.as_secs_f64()
     );

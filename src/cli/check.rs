@@ -19,7 +19,7 @@ pub fn run(model: &Path, weights: Option<&Path>, json: bool) -> u8 {
         Err(d) => {
             let code = exit_code_for(&d);
             if json {
-                println!(
+                outln!(
                     "{}",
                     serde_json::to_string_pretty(&[&d]).expect("diagnostics serialize")
                 );
@@ -33,7 +33,7 @@ pub fn run(model: &Path, weights: Option<&Path>, json: bool) -> u8 {
     let count = |s: Severity| diags.iter().filter(|d| d.severity == s).count();
     let (errors, warnings) = (count(Severity::Error), count(Severity::Warning));
     if json {
-        println!(
+        outln!(
             "{}",
             serde_json::to_string_pretty(&diags).expect("diagnostics serialize")
         );

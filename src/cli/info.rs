@@ -16,12 +16,12 @@ pub fn run(model: &Path, weights: Option<&Path>, json: bool) -> u8 {
     };
     let info = ModelInfo::of(&graph);
     if json {
-        println!(
+        outln!(
             "{}",
             serde_json::to_string_pretty(&info).expect("ModelInfo serializes")
         );
     } else {
-        print!("{}", info.render(&file));
+        out!("{}", info.render(&file));
     }
     // info is a summary, not a validation: only problems that make the summary untrustworthy
     // (errors) are shown, and they make the exit code 1.

@@ -1,12 +1,28 @@
 //! Subcommands. Exit codes (the contract of DESIGN.md): 0 success, 1 invalid model or run
 //! error, 2 usage error or unreadable file.
 
+/// `println!` for the commands' output, through [`emit`].
+macro_rules! outln {
+    ($($arg:tt)*) => {
+        $crate::cli::emit(format_args!("{}\n", format_args!($($arg)*)))
+    };
+}
+
+/// `print!` for the commands' output, through [`emit`].
+macro_rules! out {
+    ($($arg:tt)*) => {
+        $crate::cli::emit(format_args!($($arg)*))
+    };
+}
+
 mod bench;
 mod check;
 mod info;
 mod run;
 
+use std::io::Write as _;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use clap::{Parser, Subcommand};
 use irun_ir::{codes, Diagnostic};
@@ -106,7 +122,7 @@ pub fn run(cli: Cli) -> u8 {
                 } else {
                     format!("opset{first}..opset{last}")
                 };
-                println!("{ty:<24} {range:<18} ({ty}-{version})");
+                outln!("{ty:<24} {range:<18} ({ty}-{version})");
             }
             EXIT_OK
         }
@@ -127,5 +143,17 @@ pub fn exit_code_for(d: &Diagnostic) -> u8 {
 pub fn print_diagnostics<'a>(file: &str, diags: impl Iterator<Item = &'a Diagnostic>) {
     for d in diags {
         eprint!("{}", d.render(file));
+    }
+}
+
+/// Writes to stdout. When the reader has gone (`irun ops | head`), the rest of the output is
+/// dropped quietly and the command keeps its exit code, where `println!` would panic.
+pub(crate) fn emit(args: std::fmt::Arguments) {
+    static CLOSED: AtomicBool = AtomicBool::new(false);
+    if CLOSED.load(Ordering::Relaxed) {
+        return;
+    }
+    if std::io::stdout().lock().write_fmt(args).is_err() {
+        CLOSED.store(true, Ordering::Relaxed);
     }
 }

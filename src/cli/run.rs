@@ -191,7 +191,7 @@ fn try_run(exec: &ExecArgs, outputs_file: Option<&Path>) -> Result<(), Failure> 
         }
         None => {
             for (key, t) in &outputs {
-                println!(
+                outln!(
                     "{key}: {} {} = [{}]",
                     t.element_type(),
                     irun::tensor::fmt_shape(t.shape()),
