@@ -25,6 +25,8 @@
 //! ([`info::ModelInfo`]); it re-exports the workspace crates as [`tensor`], [`ir`], [`graph`],
 //! [`ops`] and [`exec`].
 
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod info;
 
 pub use irun_exec as exec;
@@ -85,6 +87,21 @@ impl Model {
             load_graph(xml.as_ref(), Some(bin.as_ref()))
                 .map_err(|d| Error::Unreadable(Box::new(d)))?,
         )
+    }
+
+    /// A model from the contents of its `.xml` and `.bin` (for callers that hold them in
+    /// memory: a fuzzer, a Python or WebAssembly binding), with the checks of [`Model::open`].
+    pub fn from_bytes(xml: &[u8], bin: Vec<u8>) -> Result<Model, Error> {
+        Model::from_xml_and_weights(xml, irun_ir::Weights::from_vec(Path::new("model.bin"), bin))
+    }
+
+    /// As [`Model::from_bytes`], with weights that may be shared between models.
+    pub fn from_xml_and_weights(xml: &[u8], weights: irun_ir::Weights) -> Result<Model, Error> {
+        let path = Path::new("model.xml");
+        let unreadable = |d| Error::Unreadable(Box::new(d));
+        let text = irun_ir::xml_text(xml.to_vec(), path).map_err(unreadable)?;
+        let model = IrModel::parse(&text, path, weights).map_err(unreadable)?;
+        Model::from_graph(Graph::build(model))
     }
 
     fn from_graph(graph: Graph) -> Result<Model, Error> {

@@ -16,5 +16,5 @@ mod weights;
 
 pub use diag::{codes, Diagnostic, LayerRef, PortDirection, PortRef, Pos, Severity};
 pub use model::{split_tensor_names, Attr, DataAttrs, Edge, IrModel, Layer, Port, RtNode};
-pub use reader::{default_bin_path, parse_uint, read_xml_file, MAX_XML_BYTES};
+pub use reader::{default_bin_path, parse_uint, read_xml_file, xml_text, MAX_XML_BYTES};
 pub use weights::{check_const, parse_const_shape, ConstInfo, Weights};

@@ -119,6 +119,13 @@ pub fn read_xml_file(path: &Path) -> Result<String, Diagnostic> {
     limited
         .read_to_end(&mut bytes)
         .map_err(|e| unreadable(format!("cannot read {}: {e}", path.display())))?;
+    xml_text(bytes, path)
+}
+
+/// The text of an IR `.xml` held in memory (`path` names it in messages): the checks of
+/// [`read_xml_file`] on its content, the byte-order mark removed.
+pub fn xml_text(mut bytes: Vec<u8>, path: &Path) -> Result<String, Diagnostic> {
+    sniff_xml(&bytes[..bytes.len().min(512)], path)?;
     if bytes.len() as u64 > MAX_XML_BYTES {
         return Err(Diagnostic::error(
             codes::NOT_XML,

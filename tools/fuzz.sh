@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# A fuzz campaign: tools/fuzz.sh TARGET SECONDS [more libFuzzer flags]
+#
+# TARGET is one of ir_reader, npy, check_mutated, run_mutated (fuzz/fuzz_targets/; their
+# bodies are in src/fuzzing.rs). The corpus grows in fuzz/corpus/TARGET and is kept between
+# campaigns (not committed); the committed seeds in fuzz/seeds/TARGET start it. A crash, a
+# hang over 10 s or more than 2 GiB of memory stops the campaign with the input saved under
+# fuzz/artifacts/TARGET/; once fixed, copy that input into fuzz/regressions/TARGET/ so that
+# `cargo test` replays it (tests/fuzz_regressions.rs).
+#
+# Needs cargo-fuzz (installed here if missing) and the stable toolchain with RUSTC_BOOTSTRAP=1
+# for the sanitizer-coverage flags. Builds with optimisation and debug assertions, so that an
+# integer overflow or a broken partition panics instead of wrapping silently.
+set -euo pipefail
+cd "$(dirname "$0")/../fuzz"
+if [ $# -lt 2 ]; then
+    echo "usage: tools/fuzz.sh TARGET SECONDS [libFuzzer flags]" >&2
+    exit 2
+fi
+target=$1
+seconds=$2
+shift 2
+command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked
+mkdir -p "corpus/$target"
+dirs=("corpus/$target")
+if [ -d "seeds/$target" ]; then dirs+=("seeds/$target"); fi
+if [ -d "regressions/$target" ]; then dirs+=("regressions/$target"); fi
+export RUSTC_BOOTSTRAP=1
+exec cargo fuzz run -O -a "$target" "${dirs[@]}" -- \
+    -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=2048 \
+    -print_final_stats=1 "$@"
