@@ -513,19 +513,37 @@ mod tests {
         fn parallel_ranges_agree_with_one_thread() {
             let rows = 4096;
             let idx: Vec<i64> = (0..20_000).map(|i| (i * 7919) % rows - rows / 2).collect();
+            let upd: Vec<f32> = (0..320_000).map(|i| i as f32 * 0.37).collect();
             for red in [Reduction::None, Reduction::Sum, Reduction::Min] {
-                eval1(
+                let out = eval1(
                     &nd(red),
                     vec![
                         f32s(&[rows as usize, 16], &vec![0.5; rows as usize * 16]),
                         i64s(&[20_000, 1], &idx),
-                        f32s(
-                            &[20_000, 16],
-                            &(0..320_000).map(|i| i as f32).collect::<Vec<_>>(),
-                        ),
+                        f32s(&[20_000, 16], &upd),
                     ],
                 )
                 .unwrap();
+                // The spec's loop: each index row in order updates one data row.
+                let mut want = vec![0.5f32; rows as usize * 16];
+                for (p, &i) in idx.iter().enumerate() {
+                    let row = i.rem_euclid(rows) as usize;
+                    for c in 0..16 {
+                        let (acc, u) = (want[row * 16 + c], upd[p * 16 + c]);
+                        want[row * 16 + c] = match red {
+                            Reduction::None => u,
+                            Reduction::Sum => acc + u,
+                            _ => acc.min(u),
+                        };
+                    }
+                }
+                let got = out.values::<f32>().unwrap();
+                assert!(
+                    got.iter()
+                        .zip(&want)
+                        .all(|(g, w)| g.to_bits() == w.to_bits()),
+                    "{red:?} differs from the sequential reference"
+                );
             }
         }
     }

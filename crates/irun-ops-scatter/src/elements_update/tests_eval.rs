@@ -263,8 +263,57 @@ fn bucketed_path_reports_the_first_bad_index() {
     );
 }
 
+/// ScatterElementsUpdate-12 with `use_init_val=false` on 2-D f32 data, written as the spec
+/// says, one update at a time in row-major order of the indices: the values the parallel
+/// paths must reproduce bit for bit.
+fn sequential_seu(
+    red: Reduction,
+    data: &[f32],
+    dshape: &[usize],
+    idx: &[i64],
+    upd: &[f32],
+    ishape: &[usize],
+    axis: usize,
+) -> Vec<f32> {
+    // 1-D data is the row of a [1, d] matrix, scattered along axis 1.
+    let (dshape, ishape, axis) = match (dshape, ishape) {
+        ([d], [i]) => ([1, *d], [1, *i], 1),
+        ([a, b], [c, d]) => ([*a, *b], [*c, *d], axis),
+        _ => unreachable!("1-D or 2-D"),
+    };
+    let mut out = data.to_vec();
+    let mut hits = vec![0u32; out.len()];
+    for r in 0..ishape[0] {
+        for c in 0..ishape[1] {
+            let p = r * ishape[1] + c;
+            let t = idx[p].rem_euclid(dshape[axis] as i64) as usize;
+            let (tr, tc) = if axis == 0 { (t, c) } else { (r, t) };
+            let o = tr * dshape[1] + tc;
+            let (acc, u) = (out[o], upd[p]);
+            let first = hits[o] == 0;
+            hits[o] += 1;
+            out[o] = match red {
+                Reduction::None => u,
+                Reduction::Sum | Reduction::Mean if first => u,
+                Reduction::Sum | Reduction::Mean => acc + u,
+                Reduction::Max if first => u,
+                Reduction::Max => acc.max(u),
+                _ => unreachable!("the reductions this test runs"),
+            };
+        }
+    }
+    if red == Reduction::Mean {
+        for (x, &k) in out.iter_mut().zip(&hits) {
+            if k > 0 {
+                *x /= k as f32;
+            }
+        }
+    }
+    out
+}
+
 /// Large enough for the parallel paths (outer rows, inner columns, target ranges);
-/// `eval1` compares one thread against two.
+/// `eval1` compares one thread against two, and both against the sequential reference.
 #[test]
 fn parallel_splits_agree_with_one_thread() {
     let n = 1 << 16;
@@ -283,16 +332,27 @@ fn parallel_splits_agree_with_one_thread() {
         ] {
             let op = seu12(red, false);
             let dn: usize = dshape.iter().product();
-            eval1(
+            let data = vec![1.5; dn];
+            let out = eval1(
                 &op,
                 vec![
-                    f32s(&dshape, &vec![1.5; dn]),
+                    f32s(&dshape, &data),
                     i64s(&shape, &idx),
                     f32s(&shape, &upd),
                     i64s(&[], &[axis]),
                 ],
             )
             .unwrap();
+            let want = sequential_seu(red, &data, &dshape, &idx, &upd, &shape, axis as usize);
+            let got = out.values::<f32>().unwrap();
+            let same = got
+                .iter()
+                .zip(&want)
+                .all(|(g, w)| g.to_bits() == w.to_bits());
+            assert!(
+                same,
+                "{red:?} {shape:?} axis {axis}: differs from the sequential reference"
+            );
         }
     }
 }
