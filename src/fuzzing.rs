@@ -12,9 +12,11 @@ use std::io::Cursor;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use irun_ir::Weights;
+use irun_graph::Graph;
+use irun_ir::{IrModel, Weights};
 use irun_tensor::{read_npy_from, read_npz, read_npz_within, write_npy, Tensor};
 
+use crate::info::ModelInfo;
 use crate::{Model, Options};
 
 /// What one fuzz input may make irun hold: far below the fuzzer's 2 GiB RSS limit.
@@ -57,14 +59,34 @@ fn npy_bytes(t: &Tensor) -> Vec<u8> {
     out
 }
 
-/// Mutates a committed model (any of them, the real ones included) and validates and compiles
-/// the result, as `irun check` and `irun run` do before running.
+/// Mutates a committed model (any of them, the real ones included), validates it and prints
+/// what `irun check` and `irun info` print (text and JSON), and compiles it as `irun run` does.
 pub fn check_mutated(data: &[u8]) {
     let seeds = &seeds().check;
     let mut input = Bytes(data);
     let seed = &seeds[input.next() as usize % seeds.len()];
     let xml = mutate(&seed.xml, &mut input);
-    if let Ok(model) = Model::from_xml_and_weights(xml.as_bytes(), seed.weights.clone()) {
+    let path = Path::new("model.xml");
+    let Ok(text) = irun_ir::xml_text(xml.into_bytes(), path) else {
+        return;
+    };
+    let model = match IrModel::parse(&text, path, seed.weights.clone()) {
+        Ok(m) => m,
+        Err(d) => {
+            d.render("model.xml");
+            return;
+        }
+    };
+    let graph = Graph::build(model);
+    let info = ModelInfo::of(&graph);
+    info.render("model.xml");
+    serde_json::to_string(&info).expect("ModelInfo serializes");
+    for d in graph.all_diagnostics() {
+        d.render("model.xml");
+    }
+    serde_json::to_string(&graph.all_diagnostics().collect::<Vec<_>>())
+        .expect("diagnostics serialize");
+    if let Ok(model) = Model::from_graph(graph) {
         let _ = model.compile(&options(1));
     }
 }

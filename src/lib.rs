@@ -104,7 +104,8 @@ impl Model {
         Model::from_graph(Graph::build(model))
     }
 
-    fn from_graph(graph: Graph) -> Result<Model, Error> {
+    /// A model from a graph built by [`load_graph`] or [`Graph::build`]; `Err` lists its errors.
+    pub fn from_graph(graph: Graph) -> Result<Model, Error> {
         if graph.has_errors() {
             return Err(Error::Invalid(
                 graph
