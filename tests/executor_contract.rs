@@ -9,11 +9,14 @@ use irun::{Model, Options, Tensor};
 
 const CASE: &str = "models/scatter/seu12_mean_floor_negative";
 
+/// How a broken kernel rewrites the real kernel's outputs.
+type Breakage = fn(Vec<Value>) -> Vec<Value>;
+
 /// Wraps the real op: infers as it does, but returns `broken(real outputs)` from `eval`.
 #[derive(Debug)]
 struct Broken {
     real: Box<dyn Op>,
-    how: fn(Vec<Value>) -> Vec<Value>,
+    how: Breakage,
 }
 
 impl Op for Broken {
@@ -30,7 +33,7 @@ impl Op for Broken {
     }
 }
 
-fn run_with(how: fn(Vec<Value>) -> Vec<Value>) -> irun::RunError {
+fn run_with(how: Breakage) -> irun::RunError {
     let xml = format!("{CASE}/model.xml");
     let mut graph = irun::load_graph(xml.as_ref(), None).unwrap();
     let n = (0..graph.nodes.len())
@@ -49,7 +52,7 @@ fn run_with(how: fn(Vec<Value>) -> Vec<Value>) -> irun::RunError {
 
 #[test]
 fn kernel_outputs_that_contradict_inference_are_internal_errors() {
-    let cases: [(fn(Vec<Value>) -> Vec<Value>, &str); 4] = [
+    let cases: [(Breakage, &str); 4] = [
         (
             |_| Vec::new(),
             "the kernel returned 0 output(s), the layer has 1",
