@@ -93,7 +93,13 @@ impl Op for ScatterUpdate {
             winner[v as usize] = j;
         }
         let kernel = UpdateKernel {
-            winner,
+            hits: winner
+                .iter()
+                .enumerate()
+                .filter(|&(_, &j)| j != usize::MAX)
+                .map(|(a, &j)| (a, j))
+                .collect(),
+            along,
             count: values.len(),
             inner: product(&d[axis + 1..]),
         };
@@ -194,8 +200,12 @@ impl Op for ScatterUpdate {
 /// `j` that names `t`. Every output slice has at most one source, so slices are copied in
 /// parallel and the result does not depend on the thread count.
 struct UpdateKernel {
-    /// For each position along the axis, the last index position naming it (`usize::MAX`: none).
-    winner: Vec<usize>,
+    /// `(position along the axis, the last index position naming it)` of every position some
+    /// index names, by position: a KV cache step touches 16 of 4096, and the kernel's work is
+    /// those slices, not a scan of the whole output.
+    hits: Vec<(usize, usize)>,
+    /// The data's size along the axis.
+    along: usize,
     /// Number of index values.
     count: usize,
     /// Elements per slice: the product of the data dims after the axis.
@@ -204,22 +214,33 @@ struct UpdateKernel {
 
 impl ReduceKernel for UpdateKernel {
     fn run<T: Elem, C: Combine<T>>(&self, out: &mut [T], updates: &[T]) -> Result<(), OpError> {
-        let (inner, along) = (self.inner, self.winner.len());
-        if out.is_empty() || inner == 0 {
+        let (inner, along) = (self.inner, self.along);
+        if out.is_empty() || inner == 0 || self.hits.is_empty() {
             return Ok(());
         }
-        // Whole slices per task, at least PAR_MIN_ELEMENTS elements each.
+        // Whole slices per task, at least PAR_MIN_ELEMENTS elements each. A task walks the
+        // outer rows its part overlaps and, in each, the hits inside the part.
         let per_task = (PAR_MIN_ELEMENTS / inner).max(1) * inner;
         par::for_each_split_mut(out, per_task, &|start, part| {
-            for (k, dst) in part.chunks_mut(inner).enumerate() {
-                let b = start / inner + k;
-                let j = self.winner[b % along];
-                if j != usize::MAX {
-                    let src = ((b / along) * self.count + j) * inner;
-                    for (d, &u) in dst.iter_mut().zip(&updates[src..src + inner]) {
+            let first = start / inner;
+            let end = first + part.len() / inner;
+            let mut b = first;
+            while b < end {
+                let row = b / along;
+                let row_end = ((row + 1) * along).min(end);
+                let (lo, hi) = (b - row * along, row_end - row * along);
+                let from = self.hits.partition_point(|&(a, _)| a < lo);
+                for &(a, j) in self.hits[from..].iter().take_while(|&&(a, _)| a < hi) {
+                    let dst = (row * along + a - first) * inner;
+                    let src = (row * self.count + j) * inner;
+                    for (d, &u) in part[dst..dst + inner]
+                        .iter_mut()
+                        .zip(&updates[src..src + inner])
+                    {
                         *d = C::apply(*d, u);
                     }
                 }
+                b = row_end;
             }
         });
         Ok(())
