@@ -35,7 +35,9 @@ pub use irun_ir as ir;
 pub use irun_ops as ops;
 pub use irun_tensor as tensor;
 
-pub use irun_exec::{Executable, InputInfo, Options, OutputInfo, RunError, RunErrorKind};
+pub use irun_exec::{
+    Executable, InputInfo, Options, OutputInfo, RunError, RunErrorKind, State, VariableInfo,
+};
 pub use irun_tensor::{ElementType, Tensor};
 
 use std::path::Path;

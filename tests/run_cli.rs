@@ -283,3 +283,48 @@ fn a_reader_that_goes_away_ends_the_output_quietly() {
         assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
     }
 }
+
+/// A stateful model stepped from the command line: --state-out of one run is --state-in of
+/// the next; the second step's outputs are OpenVINO's second step's.
+#[test]
+fn state_files_carry_a_kv_cache_from_step_to_step() {
+    let dir = scratch_dir("state");
+    let m = "models/stateful/kv_cache";
+    let (s1, s2, out) = (dir.join("s1.npz"), dir.join("s2.npz"), dir.join("out.npz"));
+    let (s1, s2, out) = (
+        s1.to_str().unwrap(),
+        s2.to_str().unwrap(),
+        out.to_str().unwrap(),
+    );
+    let xml = format!("{m}/model.xml");
+    let step = |k: usize, extra: &[&str]| {
+        let inputs = format!("{m}/step{k}_inputs.npz");
+        let mut args = vec!["run", xml.as_str(), "--inputs", inputs.as_str()];
+        args.extend_from_slice(extra);
+        irun(&args)
+    };
+    assert_eq!(step(0, &["--state-out", s1]).code, 0);
+    let o = step(1, &["--state-in", s1, "--state-out", s2, "--outputs", out]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let got = read_npz(std::fs::File::open(out).unwrap()).unwrap();
+    let want = read_npz(std::fs::File::open(format!("{m}/step1_expected.npz")).unwrap()).unwrap();
+    assert_eq!(got[1], want[1], "the step counter");
+    let state = read_npz(std::fs::File::open(s2).unwrap()).unwrap();
+    let ids: Vec<&str> = state.iter().map(|(k, _)| k.as_str()).collect();
+    assert_eq!(ids, ["steps", "v_cache", "k_cache"]);
+    // A state file for another model, or with a value of the wrong shape: exit 2.
+    let o = step(
+        1,
+        &["--state-in", "models/stateful/growing/state_expected.npz"],
+    );
+    expect(&o, 2, "the model has no variable `history`");
+    let bad = npz(
+        &dir,
+        vec![("steps", Tensor::from_i32(vec![2], vec![1, 2]).unwrap())],
+    );
+    expect(
+        &step(1, &["--state-in", &bad]),
+        2,
+        "variable `steps` has shape [1]",
+    );
+}

@@ -38,7 +38,13 @@ fn try_run(exec: &ExecArgs, niter: Option<u64>, seconds: Option<f64>) -> Result<
     } else {
         random_inputs(&exe)?
     };
-    let infer = || exe.run_values(inputs.clone()).map_err(Failure::of_run);
+    // A stateful model runs as one OpenVINO infer request does: each inference carries the
+    // variables over from the last (a KV cache is updated step after step).
+    let mut state = exec.initial_state(&exe)?;
+    let mut infer = || {
+        exe.run_values_with_state(&mut state, inputs.clone())
+            .map_err(Failure::of_run)
+    };
     let t = Instant::now();
     drop(infer()?);
     let first = t.elapsed();

@@ -74,6 +74,10 @@ enum Command {
         /// without it, a short summary of each output is printed.
         #[arg(long)]
         outputs: Option<PathBuf>,
+        /// For a stateful model: write the variables' values after the run to this .npz (one
+        /// array per `variable_id`), to pass as --state-in to the next step.
+        #[arg(long, value_name = "FILE.npz")]
+        state_out: Option<PathBuf>,
     },
     /// Time synchronous inferences; prints a benchmark_app-style block.
     Bench {
@@ -113,7 +117,11 @@ pub fn run(cli: Cli) -> u8 {
             weights,
             json,
         } => check::run(&model, weights.as_deref(), json),
-        Command::Run { exec, outputs } => run::run(&exec, outputs.as_deref()),
+        Command::Run {
+            exec,
+            outputs,
+            state_out,
+        } => run::run(&exec, outputs.as_deref(), state_out.as_deref()),
         Command::Bench { exec, niter, time } => bench::run(&exec, niter, time),
         Command::Ops => {
             for (ty, first, last, version) in irun_ops::registry::supported() {

@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use irun::{Error, Executable, Model, Options, RunError, RunErrorKind, Tensor};
+use irun::{Error, Executable, Model, Options, RunError, RunErrorKind, State, Tensor};
 
 use super::{exit_code_for, print_diagnostics, EXIT_INVALID, EXIT_OK, EXIT_USAGE};
 
@@ -120,6 +120,11 @@ pub struct ExecArgs {
     /// The most bytes of tensors alive at once (default: physical memory).
     #[arg(long, value_name = "BYTES")]
     pub memory_limit: Option<u64>,
+    /// For a stateful model (ReadValue/Assign): the variables' values before the run, one
+    /// array per `variable_id` in an .npz (as --state-out writes them); variables it does not
+    /// name start from their initial values.
+    #[arg(long, value_name = "FILE.npz")]
+    pub state_in: Option<PathBuf>,
 }
 
 impl ExecArgs {
@@ -141,6 +146,27 @@ impl ExecArgs {
 
     pub fn read_inputs(&self, exe: &Executable) -> Result<Vec<(String, Tensor)>, Failure> {
         read_inputs(self.inputs.as_deref(), &self.input, exe.memory_limit())
+    }
+
+    /// A state for `exe`: unset variables, or those of --state-in. A file naming a variable
+    /// the model does not have, or holding a value that does not fit one, is a usage error.
+    pub fn initial_state(&self, exe: &Executable) -> Result<State, Failure> {
+        let mut state = exe.new_state();
+        let Some(path) = &self.state_in else {
+            return Ok(state);
+        };
+        let file = path.display().to_string();
+        let f = std::fs::File::open(path)
+            .map_err(|e| Failure::usage(format!("cannot open state file {file}: {e}")))?;
+        let mut budget = exe.memory_limit();
+        let entries = irun::tensor::read_npz_within(std::io::BufReader::new(f), &mut budget)
+            .map_err(|e| input_failure(&file, e, exe.memory_limit()))?;
+        for (id, value) in entries {
+            state
+                .set(&id, value)
+                .map_err(|e| Failure::usage(format!("state file {file}: {}", e.message)))?;
+        }
+        Ok(state)
     }
 }
 
@@ -174,21 +200,38 @@ impl Failure {
     }
 }
 
-pub fn run(exec: &ExecArgs, outputs: Option<&Path>) -> u8 {
-    report(try_run(exec, outputs))
+pub fn run(exec: &ExecArgs, outputs: Option<&Path>, state_out: Option<&Path>) -> u8 {
+    report(try_run(exec, outputs, state_out))
 }
 
-fn try_run(exec: &ExecArgs, outputs_file: Option<&Path>) -> Result<(), Failure> {
+/// Writes named tensors to an .npz file.
+fn write_npz(path: &Path, entries: &[(String, Tensor)]) -> Result<(), Failure> {
+    let f = std::fs::File::create(path)
+        .map_err(|e| Failure::usage(format!("cannot create {}: {e}", path.display())))?;
+    irun::tensor::write_npz(entries, std::io::BufWriter::new(f))
+        .map_err(|e| Failure::usage(format!("cannot write {}: {e}", path.display())))
+}
+
+fn try_run(
+    exec: &ExecArgs,
+    outputs_file: Option<&Path>,
+    state_out: Option<&Path>,
+) -> Result<(), Failure> {
     let exe = exec.compile(true)?;
     let inputs = exec.read_inputs(&exe)?;
-    let outputs = exe.run(inputs).map_err(Failure::of_run)?;
+    let mut state = exec.initial_state(&exe)?;
+    let outputs = exe
+        .run_with_state(&mut state, inputs)
+        .map_err(Failure::of_run)?;
+    if let Some(path) = state_out {
+        let values: Vec<(String, Tensor)> = state
+            .values()
+            .map(|(id, t)| (id.to_string(), t.clone()))
+            .collect();
+        write_npz(path, &values)?;
+    }
     match outputs_file {
-        Some(path) => {
-            let f = std::fs::File::create(path)
-                .map_err(|e| Failure::usage(format!("cannot create {}: {e}", path.display())))?;
-            irun::tensor::write_npz(&outputs, std::io::BufWriter::new(f))
-                .map_err(|e| Failure::usage(format!("cannot write {}: {e}", path.display())))?;
-        }
+        Some(path) => write_npz(path, &outputs)?,
         None => {
             for (key, t) in &outputs {
                 outln!(

@@ -13,6 +13,7 @@
 
 mod error;
 mod plan;
+mod state;
 
 use std::sync::{Arc, OnceLock};
 
@@ -22,6 +23,7 @@ use irun_tensor::{ElementType, PartialShape, Tensor};
 
 pub use error::{RunError, RunErrorKind};
 use plan::{Plan, Source};
+pub use state::{State, VariableInfo};
 
 /// How to compile a model.
 #[derive(Clone, Debug)]
@@ -81,6 +83,8 @@ pub struct Executable {
     prepared: Vec<Option<Box<dyn Prepared>>>,
     /// Bytes held by `prepared`; counted as in use by every run.
     prepared_bytes: u64,
+    /// The state variables (ReadValue/Assign), as [`State`]s of this model carry them.
+    variables: Arc<[VariableInfo]>,
 }
 
 impl std::fmt::Debug for Executable {
@@ -154,6 +158,25 @@ impl Executable {
                 }
             })
             .collect();
+        let variables: Arc<[VariableInfo]> = graph
+            .variables
+            .iter()
+            .map(|v| {
+                // The ReadValue declares the variable; a variable only written takes what the
+                // Assign stores.
+                let f = match (v.read, v.write) {
+                    (Some(r), _) => graph.facts[r].first().cloned(),
+                    (None, Some(w)) => graph.facts[w].first().cloned(),
+                    (None, None) => None,
+                }
+                .unwrap_or_else(Fact::unknown);
+                VariableInfo {
+                    id: v.id.clone(),
+                    element_type: f.ty,
+                    shape: f.shape,
+                }
+            })
+            .collect();
         let folded = graph
             .facts
             .iter()
@@ -175,6 +198,7 @@ impl Executable {
             consts: (0..graph.nodes.len()).map(|_| OnceLock::new()).collect(),
             prepared: (0..graph.nodes.len()).map(|_| None).collect(),
             prepared_bytes: 0,
+            variables,
             memory_limit: options.memory_limit.unwrap_or_else(physical_memory),
             plan,
             pool,
@@ -261,6 +285,18 @@ impl Executable {
         &self.graph
     }
 
+    /// The model's state variables (ReadValue/Assign pairs), in XML order of first use.
+    pub fn variables(&self) -> &[VariableInfo] {
+        &self.variables
+    }
+
+    /// A state for this model with every variable unset: its first run reads the initial
+    /// values. Runs with the same state carry the variables over, as one OpenVINO infer
+    /// request does.
+    pub fn new_state(&self) -> State {
+        State::new(self.variables.clone())
+    }
+
     pub fn threads(&self) -> usize {
         self.pool.current_num_threads()
     }
@@ -273,9 +309,11 @@ impl Executable {
 
     /// Runs the model on named inputs (a tensor name of a model input, or the Parameter's
     /// layer name); the outputs in model order, each with its key. Owned inputs let a scatter
-    /// op update its data input in place.
+    /// op update its data input in place. A model with state variables runs as on its first
+    /// run (initial values), and what its Assigns store is dropped: use
+    /// [`Executable::run_with_state`] to carry it over.
     pub fn run(&self, inputs: Vec<(String, Tensor)>) -> Result<Vec<(String, Tensor)>, RunError> {
-        self.run_values(inputs.into_iter().map(|(k, t)| (k, Arc::new(t))).collect())
+        self.run_with_state(&mut self.new_state(), inputs)
     }
 
     /// As [`Executable::run`], with inputs the caller keeps (a benchmark loop): an op that would
@@ -284,9 +322,41 @@ impl Executable {
         &self,
         inputs: Vec<(String, Value)>,
     ) -> Result<Vec<(String, Tensor)>, RunError> {
+        self.run_values_with_state(&mut self.new_state(), inputs)
+    }
+
+    /// Runs the model with `state`: each ReadValue gives its variable's stored value (the
+    /// initial value while unset) and, when the run succeeds, each Assign's input becomes its
+    /// variable's value. A variable's value is handed to the run, not copied, so a scatter
+    /// that updates the cache for its Assign updates it in place; if such a run fails, those
+    /// variables are unset (the error says which) rather than left half-updated.
+    pub fn run_with_state(
+        &self,
+        state: &mut State,
+        inputs: Vec<(String, Tensor)>,
+    ) -> Result<Vec<(String, Tensor)>, RunError> {
+        self.run_values_with_state(
+            state,
+            inputs.into_iter().map(|(k, t)| (k, Arc::new(t))).collect(),
+        )
+    }
+
+    /// As [`Executable::run_with_state`], with inputs the caller keeps.
+    pub fn run_values_with_state(
+        &self,
+        state: &mut State,
+        inputs: Vec<(String, Value)>,
+    ) -> Result<Vec<(String, Tensor)>, RunError> {
+        if state.variables[..] != self.variables[..] {
+            return Err(RunError::new(
+                RunErrorKind::Input,
+                "the state is another model's: its variables differ from this model's".into(),
+            ));
+        }
         let bound = self.bind_inputs(inputs)?;
-        let facts = self.concrete_facts(&bound)?;
-        let outputs = self.pool.install(|| self.execute(bound, &facts))?;
+        let reads = self.variable_reads(state);
+        let facts = self.concrete_facts(&bound, &reads)?;
+        let outputs = self.pool.install(|| self.execute(bound, &facts, state))?;
         Ok(self
             .outputs
             .iter()
@@ -373,15 +443,55 @@ impl Executable {
             .join(", ")
     }
 
-    /// The facts of every node for these inputs: the compiled ones when every input shape is
-    /// as declared, else a new inference with the concrete shapes.
+    /// What each ReadValue step will give, where that is known before the run: the stored
+    /// value's type and shape, or zeros of the variable's shape (dynamic dims at their lower
+    /// bound, 0 for `?`, as OpenVINO's CPU plugin starts them) for a ReadValue without an
+    /// initial-value input. ReadValues that
+    /// compute their initial value are left to inference.
+    fn variable_reads(&self, state: &State) -> Vec<(NodeId, ElementType, Vec<usize>)> {
+        self.plan
+            .steps
+            .iter()
+            .filter_map(|step| {
+                let Source::ReadValue(v) = step.source else {
+                    return None;
+                };
+                if let Some(t) = &state.values[v] {
+                    return Some((step.node, t.element_type(), t.shape().to_vec()));
+                }
+                if !step.inputs.is_empty() {
+                    return None;
+                }
+                let info = &self.variables[v];
+                let zeros = info
+                    .shape
+                    .dims()
+                    .map(|d| {
+                        d.iter()
+                            .map(|d| usize::try_from(d.min()).unwrap_or(usize::MAX))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                Some((step.node, info.element_type, zeros))
+            })
+            .collect()
+    }
+
+    /// The facts of every node for these inputs and variable values: the compiled ones when
+    /// every input and every known ReadValue is as inferred, else a new inference with the
+    /// concrete shapes.
     fn concrete_facts(
         &self,
         inputs: &[Value],
+        reads: &[(NodeId, ElementType, Vec<usize>)],
     ) -> Result<std::borrow::Cow<'_, [Vec<Fact>]>, RunError> {
         let as_declared = self.inputs.iter().zip(inputs).all(|(info, v)| {
             info.shape.to_static().as_deref() == Some(v.shape())
                 && info.element_type == v.element_type()
+        }) && reads.iter().all(|(n, ty, shape)| {
+            self.graph.facts[*n]
+                .first()
+                .is_some_and(|f| f.ty == *ty && f.shape.to_static().as_deref() == Some(&shape[..]))
         });
         if as_declared {
             return Ok(std::borrow::Cow::Borrowed(&self.graph.facts));
@@ -392,6 +502,11 @@ impl Executable {
             .iter()
             .zip(inputs)
             .map(|(&p, v)| (p, Fact::of_static(v.element_type(), v.shape())))
+            .chain(
+                reads
+                    .iter()
+                    .map(|(n, ty, shape)| (*n, Fact::of_static(*ty, shape))),
+            )
             .collect();
         self.graph
             .infer_with_inputs(&overrides)
@@ -406,22 +521,141 @@ impl Executable {
             })
     }
 
-    /// Evaluates the plan. Runs inside the pool.
-    fn execute(&self, inputs: Vec<Value>, facts: &[Vec<Fact>]) -> Result<Vec<Value>, RunError> {
+    /// Evaluates the plan with `state`'s variables; on success, stores what the Assigns
+    /// received. Runs inside the pool.
+    fn execute(
+        &self,
+        inputs: Vec<Value>,
+        facts: &[Vec<Fact>],
+        state: &mut State,
+    ) -> Result<Vec<Value>, RunError> {
+        let holds: Vec<bool> = state.values.iter().map(Option::is_some).collect();
+        let schedule = self.plan.schedule(&holds);
+        // Variables whose stored value this run took over (to update it in place), and what
+        // the Assigns stored.
+        let mut taken: Vec<usize> = Vec::new();
+        let mut stored: Vec<Option<Value>> = vec![None; self.variables.len()];
+        let result = self.execute_steps(inputs, facts, state, &schedule, &mut taken, &mut stored);
+        match result {
+            Ok(outputs) => {
+                for (v, value) in stored.into_iter().enumerate() {
+                    if let Some(value) = value {
+                        state.values[v] = Some(value);
+                    }
+                }
+                Ok(outputs)
+            }
+            Err(mut e) if !taken.is_empty() => {
+                let ids: Vec<String> = taken
+                    .iter()
+                    .map(|&v| format!("`{}`", self.variables[v].id))
+                    .collect();
+                e.message = format!(
+                    "{}; the run had taken over variable(s) {} to update in place, so they are now unset (the next run starts them from their initial values)",
+                    e.message,
+                    ids.join(", ")
+                );
+                Err(e)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    fn execute_steps(
+        &self,
+        inputs: Vec<Value>,
+        facts: &[Vec<Fact>],
+        state: &mut State,
+        schedule: &plan::Schedule,
+        taken: &mut Vec<usize>,
+        stored: &mut [Option<Value>],
+    ) -> Result<Vec<Value>, RunError> {
         let mut inputs: Vec<Option<Value>> = inputs.into_iter().map(Some).collect();
         let mut values: Vec<Option<Value>> = vec![None; self.plan.outlet_count];
-        let mut remaining = self.plan.readers.clone();
+        let mut remaining = schedule.readers.clone();
         let mut outputs: Vec<Option<Value>> = vec![None; self.outputs.len()];
+        // The variables' values are in use all along: held by the state, then by the run.
         let mut live_bytes: u64 = self.prepared_bytes
+            + state.byte_size()
             + inputs
                 .iter()
                 .flatten()
                 .map(|v| v.byte_size() as u64)
                 .sum::<u64>();
-        for step in &self.plan.steps {
+        for (step, _) in self
+            .plan
+            .steps
+            .iter()
+            .zip(&schedule.runs)
+            .filter(|(_, &runs)| runs)
+        {
             let n = step.node;
+            // A value already counted in `live_bytes` (a model input, a variable's value).
+            let mut counted = false;
             let produced: Vec<Value> = match &step.source {
-                Source::Input(i) => vec![inputs[*i].take().expect("each input is read once")],
+                Source::Input(i) => {
+                    counted = true;
+                    vec![inputs[*i].take().expect("each input is read once")]
+                }
+                Source::ReadValue(v) if state.values[*v].is_some() => {
+                    counted = true;
+                    let value = if self.plan.written[*v] {
+                        // Handed over, so that the only reference reaches the op that
+                        // updates the cache for the Assign.
+                        taken.push(*v);
+                        state.values[*v].take()
+                    } else {
+                        state.values[*v].clone()
+                    };
+                    vec![value.expect("checked: the variable holds a value")]
+                }
+                Source::ReadValue(_) if step.inputs.is_empty() => {
+                    let need = self.output_bytes(n, &facts[n])?;
+                    self.check_memory(n, need, live_bytes)?;
+                    let f = &facts[n][0];
+                    let shape = f.shape.to_static().unwrap_or_default();
+                    let zeros = Tensor::zeros(f.ty, shape).map_err(|e| {
+                        self.layer_error(n, RunErrorKind::Op, format!("initial value: {e}"))
+                    })?;
+                    vec![Arc::new(zeros)]
+                }
+                Source::ReadValue(v) => {
+                    let o = step.inputs[0];
+                    remaining[o] -= 1;
+                    let value = if remaining[o] == 0 {
+                        let value = values[o].take().expect("produced before read");
+                        live_bytes = live_bytes.saturating_sub(value.byte_size() as u64);
+                        value
+                    } else {
+                        values[o].clone().expect("produced before read")
+                    };
+                    state.check(*v, &value).map_err(|m| {
+                        self.layer_error(
+                            n,
+                            RunErrorKind::Op,
+                            format!("the initial value does not fit: {m}"),
+                        )
+                    })?;
+                    vec![value]
+                }
+                Source::Assign(v) => {
+                    let o = step.inputs[0];
+                    remaining[o] -= 1;
+                    let value = if remaining[o] == 0 {
+                        values[o].take().expect("produced before read")
+                    } else {
+                        values[o].clone().expect("produced before read")
+                    };
+                    state.check(*v, &value).map_err(|m| {
+                        self.layer_error(
+                            n,
+                            RunErrorKind::Op,
+                            format!("cannot store the value: {m}"),
+                        )
+                    })?;
+                    stored[*v] = Some(value);
+                    continue;
+                }
                 Source::Const => {
                     vec![self.constant(n, self.memory_limit.saturating_sub(live_bytes))?]
                 }
@@ -438,18 +672,7 @@ impl Executable {
                 }
                 Source::Op => {
                     let need = self.output_bytes(n, &facts[n])?;
-                    if live_bytes.saturating_add(need) > self.memory_limit {
-                        return Err(self
-                            .layer_error(
-                                n,
-                                RunErrorKind::Resources,
-                                format!(
-                                    "its outputs need {need} bytes with {live_bytes} already in use, over the memory limit of {} bytes",
-                                    self.memory_limit
-                                ),
-                            )
-                            .with_code(irun_ops::codes::MEMORY));
-                    }
+                    self.check_memory(n, need, live_bytes)?;
                     let args: Vec<Value> = step
                         .inputs
                         .iter()
@@ -483,8 +706,8 @@ impl Executable {
                 outputs[k] = produced.into_iter().next();
                 continue;
             }
-            // Inputs were counted from the start; everything else from when it is produced.
-            let counted = matches!(step.source, Source::Input(_));
+            // Inputs and variables were counted from the start; everything else from when it
+            // is produced.
             for (slot, v) in produced.into_iter().enumerate() {
                 let o = self.plan.outlet(n, slot);
                 let bytes = v.byte_size() as u64;
@@ -502,6 +725,23 @@ impl Executable {
             .into_iter()
             .map(|o| o.expect("every Result runs"))
             .collect())
+    }
+
+    /// Whether `need` more bytes fit in the memory limit with `live` in use.
+    fn check_memory(&self, n: NodeId, need: u64, live: u64) -> Result<(), RunError> {
+        if live.saturating_add(need) <= self.memory_limit {
+            return Ok(());
+        }
+        Err(self
+            .layer_error(
+                n,
+                RunErrorKind::Resources,
+                format!(
+                    "its outputs need {need} bytes with {live} already in use, over the memory limit of {} bytes",
+                    self.memory_limit
+                ),
+            )
+            .with_code(irun_ops::codes::MEMORY))
     }
 
     /// A kernel's outputs against the inferred facts (a Result's one fact is the model

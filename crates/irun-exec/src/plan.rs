@@ -2,7 +2,19 @@
 
 use irun_graph::{Graph, NodeId};
 
+use irun_ops::VariableAccess;
+
 use crate::error::{RunError, RunErrorKind};
+
+/// A state node whose variable the graph did not collect (it collects every ordered one).
+fn unknown_variable(layer: u64, id: &str) -> RunError {
+    RunError::new(
+        RunErrorKind::InvalidModel,
+        format!(
+            "internal error: layer {layer} uses variable `{id}`, which the graph does not list"
+        ),
+    )
+}
 
 /// Where a step's value comes from.
 #[derive(Debug)]
@@ -13,6 +25,11 @@ pub enum Source {
     Const,
     /// The node's op.
     Op,
+    /// A ReadValue of variable `i` (in `Graph::variables`): the stored value, else the initial
+    /// one (its input, or zeros when it has none).
+    ReadValue(usize),
+    /// An Assign of variable `i`: its input becomes the variable's value when the run succeeds.
+    Assign(usize),
 }
 
 #[derive(Debug)]
@@ -34,6 +51,19 @@ pub struct Plan {
     pub outlet_count: usize,
     /// First flat outlet index of each node.
     first_outlet: Vec<usize>,
+    /// Per variable: whether an Assign writes it (its ReadValue may then hand the stored value
+    /// over rather than share it).
+    pub written: Vec<bool>,
+}
+
+/// What one run executes: the plan's steps less the initial-value subgraphs of variables that
+/// hold a value (OpenVINO computes those only on the first run and after a reset).
+#[derive(Debug)]
+pub struct Schedule {
+    /// Per step, whether it runs.
+    pub runs: Vec<bool>,
+    /// Reads of each outlet by the steps that run.
+    pub readers: Vec<u32>,
 }
 
 impl Plan {
@@ -51,8 +81,14 @@ impl Plan {
         let mut unsupported = Vec::new();
         for &n in &g.order {
             let layer = g.layer(n);
+            let variable = g.ops[n].as_ref().and_then(|op| op.variable());
+            let variable_index = |id: &str| g.variables.iter().position(|v| v.id == id);
             let source = if let Some(i) = g.parameters.iter().position(|&p| p == n) {
                 Source::Input(i)
+            } else if let Some(VariableAccess::Read(id)) = variable {
+                Source::ReadValue(variable_index(id).ok_or_else(|| unknown_variable(layer.id, id))?)
+            } else if let Some(VariableAccess::Write(id)) = variable {
+                Source::Assign(variable_index(id).ok_or_else(|| unknown_variable(layer.id, id))?)
             } else if layer.type_name == "Const" {
                 Source::Const
             } else if g.ops[n].is_some() {
@@ -95,12 +131,57 @@ impl Plan {
                 ),
             ));
         }
+        let mut written = vec![false; g.variables.len()];
+        for step in &steps {
+            if let Source::Assign(v) = step.source {
+                written[v] = true;
+            }
+        }
         Ok(Plan {
             steps,
             readers,
             outlet_count,
             first_outlet,
+            written,
         })
+    }
+
+    /// The steps a run needs when the variables marked in `holds` have a stored value: their
+    /// ReadValues do not read their initial value, and steps that only fed those (a Broadcast
+    /// of zeros the size of the KV cache) do not run. Model inputs, Results and Assigns always
+    /// run.
+    pub fn schedule(&self, holds: &[bool]) -> Schedule {
+        if !holds.iter().any(|&h| h) {
+            return Schedule {
+                runs: vec![true; self.steps.len()],
+                readers: self.readers.clone(),
+            };
+        }
+        let mut runs = vec![false; self.steps.len()];
+        let mut readers = vec![0u32; self.outlet_count];
+        for (i, step) in self.steps.iter().enumerate().rev() {
+            let outlets = self.first_outlet[step.node]
+                ..self
+                    .first_outlet
+                    .get(step.node + 1)
+                    .copied()
+                    .unwrap_or(self.outlet_count);
+            let sink = step.output_index.is_some()
+                || matches!(step.source, Source::Input(_) | Source::Assign(_));
+            if !sink && readers[outlets].iter().all(|&r| r == 0) {
+                continue;
+            }
+            runs[i] = true;
+            if let Source::ReadValue(v) = step.source {
+                if holds[v] {
+                    continue;
+                }
+            }
+            for &o in &step.inputs {
+                readers[o] += 1;
+            }
+        }
+        Schedule { runs, readers }
     }
 
     pub fn outlet(&self, node: NodeId, slot: usize) -> usize {

@@ -45,6 +45,8 @@ pub struct Graph {
     pub ops: Vec<Option<Box<dyn Op>>>,
     /// Inferred output facts of each node (empty for nodes not in `order`).
     pub facts: Vec<Vec<Fact>>,
+    /// The state variables (ReadValue/Assign `variable_id`s) of the ordered nodes.
+    pub variables: Vec<crate::Variable>,
 }
 
 /// The slot an edge's start (`output`) or end port has in its layer, or the diagnostic for a
@@ -108,6 +110,7 @@ impl Graph {
             diagnostics: Vec::new(),
             ops: Vec::new(),
             facts: Vec::new(),
+            variables: Vec::new(),
             model,
         };
         let ids = g.index_ids();
@@ -129,6 +132,7 @@ impl Graph {
         }
         g.topological_order();
         g.resolve_and_infer();
+        g.collect_variables();
         g
     }
 

@@ -5,13 +5,16 @@
 //! `<input>`, and every structural problem (duplicate ids, dangling or doubled edges, cycles,
 //! no Result) is a diagnostic with a position, never a panic. Inference runs once, forward over
 //! `order`; an op reads values only of its declared value inputs, which the pass folds from
-//! small Consts and from ShapeOf of static shapes.
+//! small Consts and from ShapeOf of static shapes. A state variable has at most one ReadValue
+//! and one Assign (`Graph::variables`).
 
 mod graph;
 mod infer;
 pub mod testing;
+mod variables;
 
 pub use graph::{Graph, Node, NodeId, Outlet};
+pub use variables::Variable;
 
 #[cfg(test)]
 mod tests;

@@ -543,3 +543,81 @@ fn shape_subgraphs_fold_to_static_shapes() {
         g.diagnostics
     );
 }
+
+/// Parameter x f32[2] -> ReadValue-6 `var` (declared `ty`[2]) -> Result, plus an Assign of
+/// variable `assigned` fed by `assign_from` (layer, port), and `extra` layers.
+fn stateful(ty: &str, assigned: &str, assign_from: (u64, u64), extra: &[String]) -> String {
+    let f32s = |id: u64| port(id, "FP32", &[2]);
+    let precision = if ty == "f32" { "FP32" } else { "I32" };
+    let mut layers = vec![
+        parameter(0, "x", "f32", "2", "FP32", &[2]),
+        layer(
+            1,
+            "read",
+            "ReadValue",
+            "opset6",
+            Some(&format!(
+                "variable_id=\"var\" variable_type=\"{ty}\" variable_shape=\"2\""
+            )),
+            &[],
+            &[port(0, precision, &[2])],
+        ),
+        result(2, "y", precision, &[2]),
+        layer(
+            3,
+            "write",
+            "Assign",
+            "opset6",
+            Some(&format!("variable_id=\"{assigned}\"")),
+            &[f32s(0)],
+            &[f32s(1)],
+        ),
+    ];
+    layers.extend_from_slice(extra);
+    let edges = vec![edge(1, 0, 2, 0), edge(assign_from.0, assign_from.1, 3, 0)];
+    ir(&layers, &edges)
+}
+
+#[test]
+fn variables_pair_a_read_value_with_an_assign() {
+    let g = build(&stateful("f32", "var", (0, 0), &[]));
+    assert_eq!(codes_of(&g), Vec::<&str>::new());
+    assert_eq!(
+        g.variables,
+        vec![crate::Variable {
+            id: "var".into(),
+            read: Some(1),
+            write: Some(3),
+        }]
+    );
+}
+
+#[test]
+fn variable_problems_are_reported_on_the_assign() {
+    // The Assign stores f32 values in an i32 variable.
+    let g = build(&stateful("i32", "var", (0, 0), &[]));
+    let d = g
+        .all_diagnostics()
+        .find(|d| d.is_error())
+        .expect("an error");
+    assert_eq!(d.code, "E0501");
+    assert!(d.message.contains("variable `var`"), "{}", d.message);
+    assert_eq!(d.layer.as_ref().map(|l| l.id), Some(3));
+    // An Assign whose variable no ReadValue reads: a warning, the store has no effect.
+    let g = build(&stateful("f32", "other", (0, 0), &[]));
+    assert_eq!(codes_of(&g), vec![codes::UNREAD_VARIABLE]);
+    // Two Assigns of one variable.
+    let second = layer(
+        4,
+        "write2",
+        "Assign",
+        "opset6",
+        Some("variable_id=\"var\""),
+        &[port(0, "FP32", &[2])],
+        &[port(1, "FP32", &[2])],
+    );
+    let xml = stateful("f32", "var", (0, 0), &[second])
+        .replace("</edges>", &format!("{}</edges>", edge(0, 0, 4, 0)));
+    let g = build(&xml);
+    assert_eq!(codes_of(&g), vec![codes::DUPLICATE_VARIABLE]);
+}

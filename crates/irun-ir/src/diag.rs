@@ -227,4 +227,8 @@ pub mod codes {
     pub const EDGE_DIRECTION: &str = "E0306";
     /// A layer type not spelled as IR spells it (e.g. `Constant` for `Const`).
     pub const BAD_TYPE_SPELLING: &str = "E0307";
+    /// Two ReadValues or two Assigns name one state variable.
+    pub const DUPLICATE_VARIABLE: &str = "E0308";
+    /// An Assign stores a variable no ReadValue reads (warning: the store has no effect).
+    pub const UNREAD_VARIABLE: &str = "W0309";
 }

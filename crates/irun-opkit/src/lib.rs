@@ -19,4 +19,4 @@ pub mod testing;
 pub mod util;
 
 pub use fact::Fact;
-pub use op::{codes, Op, OpError, Prepared, Value};
+pub use op::{codes, Op, OpError, Prepared, Value, VariableAccess};

@@ -50,6 +50,13 @@ pub trait Op: Debug + Send + Sync {
         true
     }
 
+    /// The state variable this node reads (ReadValue) or writes (Assign); `None` for every
+    /// other op. The executor serves these nodes itself: it keeps the variables' values
+    /// between runs, so the ops only infer.
+    fn variable(&self) -> Option<VariableAccess<'_>> {
+        None
+    }
+
     /// The input whose buffer the output may take over when nothing else reads it (the data
     /// input of the scatter ops). The executor then hands `eval` the only reference.
     fn inplace_input(&self) -> Option<usize> {
@@ -65,6 +72,15 @@ pub trait Op: Debug + Send + Sync {
     fn prepare(&self, _inputs: &[Fact], _constants: &[Option<Value>]) -> Option<Box<dyn Prepared>> {
         None
     }
+}
+
+/// How a stateful node uses its variable, named by `variable_id`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum VariableAccess<'a> {
+    /// ReadValue: its output is the variable's value, or its initial value while unset.
+    Read(&'a str),
+    /// Assign: its input becomes the variable's value for the next run.
+    Write(&'a str),
 }
 
 /// An op's kernel specialised by [`Op::prepare`] for its constant inputs. `eval` gets the same

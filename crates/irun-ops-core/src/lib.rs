@@ -1,14 +1,16 @@
 //! The structural ops every model has: Parameter, Result, Const, Convert, ConvertLike, ShapeOf,
-//! and Range (the shape arithmetic torch exports produce).
+//! Range (the shape arithmetic torch exports produce), and the state ops ReadValue and Assign.
 
 // The kit under the paths the op files use (`crate::op::Op`, `crate::par`, ...).
 #[allow(unused_imports)]
 pub(crate) use irun_opkit::{attrs, fact, kernel, op, par};
 
+pub mod assign;
 pub mod constant;
 pub mod convert;
 pub mod convert_like;
 pub mod parameter;
 pub mod range;
+pub mod read_value;
 pub mod result;
 pub mod shape_of;

@@ -47,6 +47,10 @@ pub static REGISTRY: &[Entry] = &[
     op("Range", 4, 4, core::range::build),
     op("ShapeOf", 1, 1, core::shape_of::build_v1),
     op("ShapeOf", 3, 3, core::shape_of::build_v3),
+    op("ReadValue", 3, 3, core::read_value::build_v3),
+    op("ReadValue", 6, 6, core::read_value::build_v6),
+    op("Assign", 3, 3, core::assign::build_v3),
+    op("Assign", 6, 6, core::assign::build_v6),
     op("ScatterUpdate", 3, 3, scatter::update::build),
     op(
         "ScatterElementsUpdate",
