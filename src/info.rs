@@ -1,4 +1,5 @@
-//! The model summary behind `irun info`: version, op histogram, inputs, outputs, constants.
+//! The model summary behind `irun info`: version, op histogram, inputs, outputs, state
+//! variables, constants.
 //! Reads only the XML and the weights file's length; never decodes a weight.
 
 use std::collections::BTreeMap;
@@ -19,7 +20,16 @@ pub struct ModelInfo {
     pub ops: BTreeMap<String, usize>,
     pub inputs: Vec<TensorInfo>,
     pub outputs: Vec<TensorInfo>,
+    /// State variables (ReadValue/Assign pairs), as `--state-in`/`--state-out` key them.
+    pub variables: Vec<VariableSummary>,
     pub constants: ConstantsInfo,
+}
+
+#[derive(Debug, Serialize)]
+pub struct VariableSummary {
+    pub id: String,
+    pub shape: String,
+    pub element_type: String,
 }
 
 #[derive(Debug, Serialize)]
@@ -115,6 +125,21 @@ impl ModelInfo {
             ops,
             inputs: g.parameters.iter().map(|&n| parameter_info(g, n)).collect(),
             outputs: (0..g.results.len()).map(|i| result_info(g, i)).collect(),
+            variables: g
+                .variables
+                .iter()
+                .map(|v| {
+                    let (shape, element_type) = match v.read.or(v.write) {
+                        Some(n) => describe(g.facts[n].first(), g.layer(n).outputs.first()),
+                        None => ("?".into(), "?".into()),
+                    };
+                    VariableSummary {
+                        id: v.id.clone(),
+                        shape,
+                        element_type,
+                    }
+                })
+                .collect(),
             constants: ConstantsInfo {
                 count,
                 bytes,
@@ -151,6 +176,12 @@ impl ModelInfo {
                     "  {}  {} {}{aliases}\n",
                     t.key, t.element_type, t.shape
                 ));
+            }
+        }
+        if !self.variables.is_empty() {
+            s.push_str("variables:\n");
+            for v in &self.variables {
+                s.push_str(&format!("  {}  {} {}\n", v.id, v.element_type, v.shape));
             }
         }
         s.push_str(&format!(

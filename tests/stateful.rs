@@ -289,3 +289,19 @@ fn state_values_are_checked() {
         .unwrap_err();
     assert!(e.message.contains("another model"), "{e}");
 }
+
+#[test]
+fn info_lists_the_variables() {
+    let exe = compile(&case("growing"), 1);
+    let info = irun::info::ModelInfo::of(exe.graph());
+    let vars: Vec<(&str, &str, &str)> = info
+        .variables
+        .iter()
+        .map(|v| (v.id.as_str(), v.element_type.as_str(), v.shape.as_str()))
+        .collect();
+    assert_eq!(vars, [("history", "f32", "[1,?,4]")]);
+    assert!(info
+        .render("m.xml")
+        .contains("variables:\n  history  f32 [1,?,4]\n"));
+    assert_eq!(exe.variables()[0].id, "history");
+}
