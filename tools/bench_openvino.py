@@ -34,6 +34,13 @@ DESCRIPTIONS = {
     "g": "SEU-12 max i32 [8M], 8M i32 idx",
     "c_input": "c with indices/updates as inputs (nothing prepared)",
 }
+# Issue 12's reductions with indices and updates as inputs, per index distribution
+# (tools/gen_bench_models.py: reduction_workloads).
+for _d in ["uniform", "skewed", "equal", "sorted", "reversed", "hot"]:
+    DESCRIPTIONS[f"sum_{_d}"] = f"SEU-12 sum f32 [1M] <- 16M i64 idx, {_d}"
+    DESCRIPTIONS[f"max_{_d}"] = f"SEU-12 max i32 [8M] <- 8M i32 idx, {_d}"
+    DESCRIPTIONS[f"mean_{_d}"] = f"SEU-12 mean no-init [4096,512] <- [65536,512], {_d} rows"
+    DESCRIPTIONS[f"ndsum_{_d}"] = f"SND-15 sum f32 [1M,16] <- 1M rows, {_d}"
 
 
 def minimal_bytes(model_path):

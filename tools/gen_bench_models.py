@@ -27,9 +27,9 @@ def model(name, data_shape, data_type, build):
     return ov.Model([ops3.result(node)], [data], name)
 
 
-def model_with_inputs(name, data_shape, arrays, build):
+def model_with_inputs(name, data_shape, arrays, build, data_type=ov.Type.f32):
     """A model whose indices and updates are Parameters; returns (model, inputs for npz)."""
-    data = ops3.parameter(data_shape, ov.Type.f32, name="data")
+    data = ops3.parameter(data_shape, data_type, name="data")
     data.output(0).get_tensor().set_names({"data"})
     params = [data]
     for key, arr in arrays.items():
@@ -39,6 +39,72 @@ def model_with_inputs(name, data_shape, arrays, build):
     node = build(*params)
     node.output(0).get_tensor().set_names({"out"})
     return ov.Model([ops3.result(node)], params, name), arrays
+
+
+def distribution(name, n, m, rng):
+    """m index values in [0, n) drawn as `name`: the index distributions of issue 12."""
+    if name == "uniform":
+        return rng.integers(0, n, m)
+    if name == "skewed":  # power law: floor(n * u^3), many duplicates among low targets
+        return np.floor(n * rng.random(m) ** 3).astype(np.int64)
+    if name == "equal":
+        return np.full(m, n // 3, np.int64)
+    if name == "sorted":
+        return np.sort(rng.integers(0, n, m))
+    if name == "reversed":
+        return np.sort(rng.integers(0, n, m))[::-1].copy()
+    if name == "hot":  # half the updates go to 8 hot targets, the rest are spread out
+        hot = rng.integers(0, n, 8)
+        v = rng.integers(0, n, m)
+        pick = rng.random(m) < 0.5
+        v[pick] = hot[rng.integers(0, 8, int(pick.sum()))]
+        return v
+    raise ValueError(name)
+
+
+DISTRIBUTIONS = ["uniform", "skewed", "equal", "sorted", "reversed", "hot"]
+
+
+def reduction_workloads():
+    """Issue 12's reductions with indices and updates as inputs, for each distribution:
+    sum_<d>: SEU-12 sum, f32 [1M] <- 16M i64 indices; max_<d>: SEU-12 max, i32 [8M] <- 8M i32
+    indices; mean_<d>: SEU-12 mean, use_init_val=false, f32 [4096,512] <- i64 [65536,512],
+    axis 0 (the distribution over rows); ndsum_<d>: SND-15 sum, f32 [1M,16] <- 1M rows."""
+    c = ops3.constant
+    out = {}
+    for d in DISTRIBUTIONS:
+        def sum_(d=d):
+            rng = np.random.default_rng(21)
+            return model_with_inputs(f"sum_{d}", [1_000_000], {
+                "indices": distribution(d, 1_000_000, 16_000_000, rng),
+                "updates": rng.random(16_000_000, dtype=np.float32)},
+                lambda x, i, u: ops15.scatter_elements_update(x, i, u, c(np.int64(0)), "sum"))
+
+        def max_(d=d):
+            rng = np.random.default_rng(22)
+            return model_with_inputs(f"max_{d}", [8_000_000], {
+                "indices": distribution(d, 8_000_000, 8_000_000, rng).astype(np.int32),
+                "updates": rng.integers(-(1 << 30), 1 << 30, 8_000_000).astype(np.int32)},
+                lambda x, i, u: ops15.scatter_elements_update(x, i, u, c(np.int32(0)), "max"),
+                data_type=ov.Type.i32)
+
+        def mean_(d=d):
+            rng = np.random.default_rng(23)
+            rows = distribution(d, 4096, 65536, rng)
+            return model_with_inputs(f"mean_{d}", [4096, 512], {
+                "indices": np.repeat(rows[:, None], 512, axis=1),
+                "updates": rng.random((65536, 512), dtype=np.float32)},
+                lambda x, i, u: ops15.scatter_elements_update(x, i, u, c(np.int64(0)), "mean", False))
+
+        def ndsum_(d=d):
+            rng = np.random.default_rng(24)
+            return model_with_inputs(f"ndsum_{d}", [1_000_000, 16], {
+                "indices": distribution(d, 1_000_000, 1_000_000, rng).reshape(-1, 1),
+                "updates": rng.random((1_000_000, 16), dtype=np.float32)},
+                lambda x, i, u: ops15.scatter_nd_update(x, i, u, "sum"))
+
+        out[f"sum_{d}"], out[f"max_{d}"], out[f"mean_{d}"], out[f"ndsum_{d}"] = sum_, max_, mean_, ndsum_
+    return out
 
 
 def workloads(rng):
@@ -79,6 +145,7 @@ def workloads(rng):
             "indices": np.random.default_rng(5).integers(0, 1_000_000, 16_000_000),
             "updates": np.random.default_rng(6).random(16_000_000, dtype=np.float32)},
             lambda d, i, u: ops15.scatter_elements_update(d, i, u, c(np.int64(0)), "sum")),
+        **reduction_workloads(),
     }
 
 
@@ -100,7 +167,11 @@ def main():
         if inputs is not None:
             rng_data = np.random.default_rng(1)
             shape = list(m.inputs[0].get_shape())
-            np.savez(d / "inputs.npz", data=rng_data.random(shape, dtype=np.float32), **inputs)
+            if m.inputs[0].get_element_type() == ov.Type.f32:
+                data = rng_data.random(shape, dtype=np.float32)
+            else:
+                data = rng_data.integers(-1000, 1000, shape).astype(m.inputs[0].get_element_type().to_dtype())
+            np.savez(d / "inputs.npz", data=data, **inputs)
         print(f"{name}: {d / 'model.xml'} ({(d / 'model.bin').stat().st_size / 1e6:.0f} MB)")
 
 

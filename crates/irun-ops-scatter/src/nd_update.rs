@@ -16,6 +16,8 @@ use super::{
 };
 use crate::attrs::AttrReader;
 use crate::fact::Fact;
+use std::ops::Range;
+
 use crate::kernel::{pieces, split_range, take_or_copy, PAR_MIN_ELEMENTS};
 use crate::op::{codes, expect_inputs, take_inputs, Op, OpError, Value};
 
@@ -240,8 +242,9 @@ fn tuple_offsets(
 }
 
 /// Applies the update slice of each tuple to `[offset, offset + slice)`, tuples in row-major
-/// order. The output is cut into contiguous ranges, one task each; a task applies the part of
-/// every tuple's slice that falls in its range, so each element sees its updates in order.
+/// order. The output is cut into contiguous ranges, one task each, that receive about equal
+/// numbers of updates ([`balanced_ranges`]); a task applies the part of every tuple's slice
+/// that falls in its range, so each element sees its updates in order.
 struct NdKernel {
     offsets: Vec<usize>,
     slice: usize,
@@ -259,7 +262,11 @@ impl ReduceKernel for NdKernel {
             // Every task scans every tuple; with short slices that scan is the cost.
             k = k.min(par::threads());
         }
-        let ranges = split_range(n, k);
+        let ranges = if k > 1 {
+            balanced_ranges(n, k, &self.offsets)
+        } else {
+            split_range(n, k)
+        };
         let apply = |lo: usize, seg: &mut [T]| {
             let hi = lo + seg.len();
             for (j, &off) in self.offsets.iter().enumerate() {
@@ -289,10 +296,64 @@ impl ReduceKernel for NdKernel {
     }
 }
 
+/// Fine ranges of the output that [`balanced_ranges`] counts tuples in.
+const FINE_RANGES: usize = 4096;
+
+/// At most `k` contiguous, non-empty ranges covering `0..n` that receive about equal numbers
+/// of tuples, each counted in the fine range (1/4096 of the output) where its slice starts; so
+/// skewed indices (a power law, a few hot rows) still share the apply work out evenly. Cuts
+/// fall on fine-range boundaries; a range hotter than a share is one task's alone.
+fn balanced_ranges(n: usize, k: usize, offsets: &[usize]) -> Vec<Range<usize>> {
+    let fine = n.div_ceil(FINE_RANGES).max(1);
+    let mut counts = vec![0u64; n.div_ceil(fine)];
+    for &off in offsets {
+        if let Some(c) = counts.get_mut(off / fine) {
+            *c += 1;
+        }
+    }
+    let total: u64 = counts.iter().sum::<u64>().max(1);
+    let mut ranges = Vec::with_capacity(k);
+    let (mut start, mut acc) = (0usize, 0u64);
+    for (f, &c) in counts.iter().enumerate() {
+        acc += c;
+        let end = ((f + 1) * fine).min(n);
+        let share = (ranges.len() as u64 + 1) * total;
+        if ranges.len() + 1 < k && acc * k as u64 >= share && end < n {
+            ranges.push(start..end);
+            start = end;
+        }
+    }
+    ranges.push(start..n);
+    ranges
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::testing::{err, fact, infer1};
+
+    #[test]
+    fn ranges_share_the_tuples_out() {
+        // Half of the tuples at offset 0, the rest spread out.
+        let offsets: Vec<usize> = (0..1000)
+            .map(|i| if i % 2 == 0 { 0 } else { i * 97 % 100_000 })
+            .collect();
+        let r = balanced_ranges(100_000, 2, &offsets);
+        assert_eq!(r.len(), 2);
+        assert_eq!((r[0].start, r[1].end), (0, 100_000));
+        assert_eq!(r[0].end, r[1].start);
+        assert!(
+            r[0].len() < 1000,
+            "the hot start is a range of its own: {r:?}"
+        );
+        // Every offset in one place: one range holds it, the ranges still cover the output.
+        let r = balanced_ranges(10, 3, &[4; 100]);
+        assert_eq!(r.first().map(|r| r.start), Some(0));
+        assert_eq!(r.last().map(|r| r.end), Some(10));
+        assert!(r
+            .windows(2)
+            .all(|w| w[0].end == w[1].start && !w[0].is_empty()));
+    }
     use irun_tensor::ElementType::*;
     use irun_tensor::Tensor;
 
@@ -507,6 +568,49 @@ mod tests {
             )
             .unwrap();
             assert_eq!(out.values::<bool>().unwrap(), &[false, true]);
+        }
+
+        #[test]
+        fn skewed_rows_match_the_sequential_reference_at_any_thread_count() {
+            let rows = 50_000usize;
+            let n = 40_000usize;
+            // A power law over rows (most tuples in the first rows) and one hot row.
+            let idx: Vec<i64> = (0..n)
+                .map(|i| {
+                    let u = ((i * 7919) % n) as f64 / n as f64;
+                    if i % 5 == 0 {
+                        777
+                    } else {
+                        (rows as f64 * u * u * u) as i64
+                    }
+                })
+                .collect();
+            let upd: Vec<f32> = (0..n * 4).map(|i| (i % 29) as f32 * 0.31 - 4.0).collect();
+            let mut want = vec![0.5f32; rows * 4];
+            for (p, &i) in idx.iter().enumerate() {
+                for c in 0..4 {
+                    want[i as usize * 4 + c] += upd[p * 4 + c];
+                }
+            }
+            for threads in [1, 2, 3] {
+                let out = crate::testing::eval_with(
+                    &nd(Reduction::Sum),
+                    vec![
+                        f32s(&[rows, 4], &vec![0.5; rows * 4]),
+                        i64s(&[n, 1], &idx),
+                        f32s(&[n, 4], &upd),
+                    ],
+                    threads,
+                )
+                .unwrap();
+                let got = out.values::<f32>().unwrap();
+                assert!(
+                    got.iter()
+                        .zip(&want)
+                        .all(|(g, w)| g.to_bits() == w.to_bits()),
+                    "{threads} threads differ from the sequential reference"
+                );
+            }
         }
 
         #[test]

@@ -3,7 +3,7 @@
 
 use std::ops::Range;
 
-use super::buckets::{ManyLists, PartLists, Put, TwoLists, MAX_BUCKETS};
+use super::buckets::{BucketMap, ManyLists, PartLists, Put, TwoLists, MAX_BUCKETS};
 use super::geometry::{hit, Coords, Geometry};
 use super::plan::ElementsPlan;
 use crate::index_out_of_range;
@@ -81,23 +81,26 @@ impl ElementsKernel<'_> {
             && out_len <= u32::MAX as usize
     }
 
-    /// For 1-D-like shapes, in rounds of [`ROUND_POSITIONS`] positions, in order. Pass 1 (in
-    /// parallel over one contiguous part of the round per thread) validates every index and
-    /// appends `(output offset, update)` to the part's list for the target bucket, a range of
-    /// axis positions. Pass 2 (in parallel over buckets) applies each bucket's lists in part
-    /// order. So each output element sees its updates in row-major order. The lists are
-    /// reused from round to round: they stay in cache and are faulted in once.
+    /// For 1-D-like shapes, in rounds of [`ROUND_POSITIONS`] positions, in order. A sample of
+    /// the round's indices shares the axis targets out into buckets of about equal numbers of
+    /// updates ([`BucketMap`]). Pass 1 (in parallel over one contiguous part of the round per
+    /// thread) validates every index and appends `(output offset, update)` to the part's list
+    /// for the target's bucket. Pass 2 (in parallel over buckets) applies each bucket's lists
+    /// in part order. So each output element sees its updates in row-major order. The lists
+    /// are reused from round to round: they stay in cache and are faulted in once.
+    /// Each round shares the output out anew, so each round's apply pass gets its own
+    /// [`DisjointSlice`]: an element may move to another bucket from one round to the next.
     pub(super) fn run_bucketed<T: Elem, C: Combine<T>, const TRACK: bool>(
         &self,
-        out: &DisjointSlice<T>,
-        counts: &DisjointSlice<u32>,
+        out: &mut [T],
+        counts: &mut [u32],
         updates: &[T],
     ) -> Result<(), OpError> {
         let g = &self.geometry;
         let threads = par::threads();
         let out_bytes = out.len().saturating_mul(std::mem::size_of::<T>());
-        let shift = bucket_shift(g.data_along, out_bytes, threads);
-        let buckets = ((g.data_along - 1) >> shift) + 1;
+        let buckets = bucket_count(out_bytes, threads);
+        let (shift, ranges) = BucketMap::fine(g.data_along);
         let mut parts: Vec<PartLists<T>> = (0..threads).map(|_| PartLists::new(buckets)).collect();
         let n = self.indices.len();
         let init = self.use_init_val;
@@ -110,23 +113,27 @@ impl ElementsKernel<'_> {
         };
         for round in (0..n).step_by(round_len) {
             let len = round_len.min(n - round);
+            let sampled = self.sample_targets(round..round + len, shift, ranges);
+            let map = BucketMap::balanced(shift, &sampled, buckets);
+            let map = &map;
             let ranges = split_range(len, threads);
             // Every part is refilled, those without a range (a round shorter than the thread
             // count) with nothing: their lists from the last round must not be applied again.
             par::try_for_each_mut(&mut parts, &|i, lists| {
                 let r = ranges.get(i).cloned().unwrap_or(len..len);
-                self.partition(round + r.start..round + r.end, shift, lists, updates)
+                self.partition(round + r.start..round + r.end, map, lists, updates)
             })?;
             let parts = &parts;
+            let (out, counts) = (DisjointSlice::new(out), DisjointSlice::new(counts));
             par::for_each_task(buckets, &|b| {
                 let (out, counts) = (out.part(b), counts.part(b));
                 for part in parts {
                     for &(off, u) in part.bucket(b) {
-                        // SAFETY: task `b` reaches only the offsets of bucket `b`, whose axis
-                        // targets `partition` put in bucket `b`'s range of axis positions; the
-                        // ranges of different buckets are disjoint, and an offset's axis
-                        // target is a function of the offset, so no element is reached by
-                        // two tasks.
+                        // SAFETY: task `b` reaches only the offsets `partition` put in bucket
+                        // `b`, those whose axis target `map` gives bucket `b`; the map is a
+                        // function of the target, so the buckets' target sets are disjoint,
+                        // and an offset's axis target is a function of the offset, so no
+                        // element is reached by two tasks.
                         unsafe { hit::<T, C, TRACK>(&out, &counts, init, off as usize, u) };
                     }
                 }
@@ -135,13 +142,40 @@ impl ElementsKernel<'_> {
         Ok(())
     }
 
+    /// Updates per fine range of axis targets (`1 << shift` targets each, `ranges` of them)
+    /// among [`SAMPLE_BLOCKS`] evenly spaced blocks of positions `round`; indices out of
+    /// range are left to pass 1, which reports them.
+    fn sample_targets(&self, round: Range<usize>, shift: u32, ranges: usize) -> Vec<u32> {
+        let g = &self.geometry;
+        let mut counts = vec![0u32; ranges];
+        let step = round.len() / SAMPLE_BLOCKS;
+        if step < SAMPLE_BLOCK {
+            return counts;
+        }
+        for k in 0..SAMPLE_BLOCKS {
+            let start = round.start + k * step;
+            let _ = self
+                .indices
+                .for_each_block(start..start + SAMPLE_BLOCK, |_, vals| {
+                    for &v in vals {
+                        let t = g.target(v);
+                        if t < g.data_along {
+                            counts[t >> shift] += 1;
+                        }
+                    }
+                    Ok::<(), ()>(())
+                });
+        }
+        counts
+    }
+
     /// Pass 1 of [`ElementsKernel::run_bucketed`] over positions `part`: validates each
-    /// index and refills `lists` with the `(offset, update)` of each position, in bucket
-    /// `t >> shift` of its axis target `t`, in row-major order.
+    /// index and refills `lists` with the `(offset, update)` of each position, in the bucket
+    /// `map` gives its axis target, in row-major order.
     pub(super) fn partition<T: Elem>(
         &self,
         part: Range<usize>,
-        shift: u32,
+        map: &BucketMap,
         lists: &mut PartLists<T>,
         updates: &[T],
     ) -> Result<(), (usize, OpError)> {
@@ -161,12 +195,12 @@ impl ElementsKernel<'_> {
                     high,
                     cursors: (*l, *h),
                 };
-                let r = self.fill(flat, &mut two, shift, vals, ups, &mut next);
+                let r = self.fill(flat, &mut two, map, vals, ups, &mut next);
                 (*l, *h) = two.cursors;
                 r
             } else {
                 let mut many = ManyLists::new(vecs, used);
-                let r = self.fill(flat, &mut many, shift, vals, ups, &mut next);
+                let r = self.fill(flat, &mut many, map, vals, ups, &mut next);
                 many.finish();
                 r
             };
@@ -183,16 +217,16 @@ impl ElementsKernel<'_> {
         &self,
         flat: bool,
         lists: &mut W,
-        shift: u32,
+        map: &BucketMap,
         vals: &[i64],
         ups: &[T],
         next: &mut Coords,
     ) -> Result<(), usize> {
         // Monomorphised on `flat`, so that the histogram loop carries no coordinates.
         if flat {
-            self.fill_with::<T, W, true>(lists, shift, vals, ups, next)
+            self.fill_with::<T, W, true>(lists, map, vals, ups, next)
         } else {
-            self.fill_with::<T, W, false>(lists, shift, vals, ups, next)
+            self.fill_with::<T, W, false>(lists, map, vals, ups, next)
         }
     }
 
@@ -200,7 +234,7 @@ impl ElementsKernel<'_> {
     pub(super) fn fill_with<T: Elem, W: Put<T>, const FLAT: bool>(
         &self,
         lists: &mut W,
-        shift: u32,
+        map: &BucketMap,
         vals: &[i64],
         ups: &[T],
         next: &mut Coords,
@@ -214,10 +248,10 @@ impl ElementsKernel<'_> {
                 return Err(k);
             }
             if FLAT {
-                lists.put(t >> shift, t as u32, u);
+                lists.put(map.bucket(t), t as u32, u);
                 continue;
             }
-            lists.put(t >> shift, at.offset(g, t) as u32, u);
+            lists.put(map.bucket(t), at.offset(g, t) as u32, u);
             at.advance(g);
         }
         *next = at;
@@ -346,20 +380,20 @@ pub(super) const ROUNDS_MAX_OUTPUT_BYTES: usize = 16 << 20;
 /// Output bytes per bucket that keep pass 2's read-modify-writes in cache.
 const BUCKET_BYTES: usize = 4 << 20;
 
-/// Buckets of `1 << shift` axis targets: one per thread at least, more when the output is
-/// larger than [`BUCKET_BYTES`] per bucket (measured on a 2-core EPYC, 1 MiB L2 per core and
-/// 32 MiB L3: a 4 MiB f32 histogram runs fastest in two buckets, a 32 MiB one in eight), and
-/// at most [`MAX_BUCKETS`].
-fn bucket_shift(targets: usize, out_bytes: usize, threads: usize) -> u32 {
-    let wanted = threads
+/// Buckets: one per thread at least, more when the output is larger than [`BUCKET_BYTES`]
+/// per bucket (measured on a 2-core EPYC, 1 MiB L2 per core and 32 MiB L3: a 4 MiB f32
+/// histogram runs fastest in two buckets, a 32 MiB one in eight), and at most
+/// [`MAX_BUCKETS`].
+fn bucket_count(out_bytes: usize, threads: usize) -> usize {
+    threads
         .max(out_bytes.div_ceil(BUCKET_BYTES))
-        .min(MAX_BUCKETS);
-    let mut shift = targets.div_ceil(wanted).next_power_of_two().ilog2();
-    while ((targets.max(1) - 1) >> shift) + 1 > MAX_BUCKETS {
-        shift += 1;
-    }
-    shift
+        .min(MAX_BUCKETS)
 }
+
+/// Blocks of [`SAMPLE_BLOCK`] positions per round that [`BucketMap`]'s counts come from:
+/// 8192 of a round's 2^20 positions, enough to see a hot range, a few microseconds to read.
+const SAMPLE_BLOCKS: usize = 64;
+const SAMPLE_BLOCK: usize = 128;
 
 impl ReduceKernel for ElementsKernel<'_> {
     fn run<T: Elem, C: Combine<T>>(&self, out: &mut [T], updates: &[T]) -> Result<(), OpError> {
@@ -376,11 +410,17 @@ impl ReduceKernel for ElementsKernel<'_> {
         };
         let g = &self.geometry;
         let flat = g.inner == 1 && g.data_inner == 1 && g.outer_map.is_none() && !self.track_counts;
-        let bucketed = self.bucketed(out.len());
+        let bucketed = self.bucketed(out.len()) && self.plan.is_none();
         if flat && !bucketed && self.plan.is_none() {
             return self.run_flat::<T, C>(out, updates);
         }
-        {
+        if bucketed {
+            if self.track_counts {
+                self.run_bucketed::<T, C, true>(out, &mut counts, updates)?;
+            } else {
+                self.run_bucketed::<T, C, false>(out, &mut counts, updates)?;
+            }
+        } else {
             let o = DisjointSlice::new(out);
             let c = DisjointSlice::new(&mut counts);
             let init = self.use_init_val;
@@ -389,12 +429,6 @@ impl ReduceKernel for ElementsKernel<'_> {
                     plan.apply::<T, C, true>(&o, &c, init, updates);
                 } else {
                     plan.apply::<T, C, false>(&o, &c, init, updates);
-                }
-            } else if bucketed {
-                if self.track_counts {
-                    self.run_bucketed::<T, C, true>(&o, &c, updates)?;
-                } else {
-                    self.run_bucketed::<T, C, false>(&o, &c, updates)?;
                 }
             } else {
                 let tasks = self.tasks();
