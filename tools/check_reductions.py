@@ -1,0 +1,68 @@
+#!/usr/bin/env python3
+"""Checks the reduction workloads of tools/gen_bench_models.py (sum_/max_/mean_/ndsum_<dist>)
+against a sequential numpy reference, bit for bit, with `irun run --threads 1, 2 and 3`.
+
+numpy's ufunc.at applies the updates one at a time in index order, in the array's own type:
+exactly the row-major order the scatter contract promises, so float sums must match to the
+bit. Mean (use_init_val=false) is the f32 sum over the updates divided by their count.
+
+    /tmp/ov/bin/python tools/check_reductions.py tools/out/bench --irun target/release/irun
+"""
+
+import argparse
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+
+def reference(kind, z):
+    data, idx, upd = z["data"], z["indices"], z["updates"]
+    out = data.copy()
+    if kind == "sum":
+        np.add.at(out, idx, upd)
+    elif kind == "max":
+        np.maximum.at(out, idx, upd)
+    elif kind == "ndsum":
+        np.add.at(out, idx[:, 0], upd)
+    elif kind == "mean":
+        sums = np.zeros_like(data)
+        counts = np.zeros(data.shape, np.int64)
+        cols = np.broadcast_to(np.arange(idx.shape[1]), idx.shape)
+        np.add.at(sums, (idx, cols), upd)
+        np.add.at(counts, (idx, cols), 1)
+        hit = counts > 0
+        out[hit] = sums[hit] / counts[hit].astype(np.float32)
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("dir")
+    ap.add_argument("--irun", default="target/release/irun")
+    ap.add_argument("--threads", nargs="*", type=int, default=[1, 2, 3])
+    args = ap.parse_args()
+    failed = 0
+    for d in sorted(Path(args.dir).iterdir()):
+        kind = d.name.split("_")[0]
+        if kind not in ("sum", "max", "mean", "ndsum") or not (d / "inputs.npz").exists():
+            continue
+        z = np.load(d / "inputs.npz")
+        want = reference(kind, z)
+        for t in args.threads:
+            with tempfile.TemporaryDirectory() as tmp:
+                out = Path(tmp) / "out.npz"
+                subprocess.run([args.irun, "run", str(d / "model.xml"), "--inputs", str(d / "inputs.npz"),
+                                "--threads", str(t), "--outputs", str(out)], check=True)
+                got = np.load(out)["out"]
+            same = got.dtype == want.dtype and got.shape == want.shape and \
+                np.array_equal(got.view(np.uint8), want.view(np.uint8))
+            failed += not same
+            print(f"{d.name} threads={t}: {'bit-identical' if same else 'DIFFERS'}", flush=True)
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
