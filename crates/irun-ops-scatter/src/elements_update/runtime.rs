@@ -69,11 +69,20 @@ impl ElementsKernel<'_> {
     /// Whether to run bucketed ([`ElementsKernel::run_bucketed`]): large work that the row
     /// and column splits cannot share out (1-D-like shapes: histograms, 1-D max), with an
     /// output small enough for 32-bit offsets and not empty (every index of an empty axis is
-    /// out of range, which the other paths report).
-    pub(super) fn bucketed(&self, out_len: usize) -> bool {
+    /// out of range, which the other paths report). A flat histogram (the output offset is
+    /// the axis target) whose output fits in [`SERIAL_MAX_OUTPUT_BYTES`] runs in one lean
+    /// pass instead: its read-modify-writes stay in cache, and the partition pass costs more
+    /// than a second thread saves.
+    pub(super) fn bucketed(&self, out_len: usize, out_bytes: usize) -> bool {
         let g = &self.geometry;
         let threads = par::threads();
+        let flat = g.outer == 1
+            && g.inner == 1
+            && g.data_inner == 1
+            && g.outer_map.is_none()
+            && g.inner_map.is_none();
         threads > 1
+            && !(flat && out_bytes <= SERIAL_MAX_OUTPUT_BYTES)
             && self.indices.len() >= BUCKETED_MIN_INDICES
             && g.data_along > 0
             && g.outer < threads
@@ -272,13 +281,22 @@ impl ElementsKernel<'_> {
             self.indices
                 .for_each_block(row..row + g.along, |start, vals| {
                     let ups = &updates[start..start + vals.len()];
-                    for (k, (&v, &u)) in vals.iter().zip(ups).enumerate() {
-                        let Some(d) = dst.get_mut(g.target(v)) else {
-                            return Err(self.out_of_range(start + k, v));
-                        };
-                        *d = C::apply(*d, u);
+                    // A block whose first, middle and last index are equal is likely one
+                    // long run of one target (a hot target, sorted indices with many
+                    // duplicates): it keeps the run's element in a register, one dependent
+                    // apply per update instead of a store and a reload (16M updates to one
+                    // element: 15 ms against 56). Others take the plain loop, which carrying
+                    // a run would slow down by half, and so would counting runs first. Either
+                    // way the same applies in the same order.
+                    let runny = vals.len() > 2
+                        && vals[0] == vals[vals.len() / 2]
+                        && vals[0] == vals[vals.len() - 1];
+                    if runny {
+                        flat_runs::<T, C>(dst, vals, ups)
+                    } else {
+                        flat_plain::<T, C>(dst, vals, ups)
                     }
-                    Ok(())
+                    .map_err(|k| self.out_of_range(start + k, vals[k]))
                 })?;
         }
         Ok(())
@@ -365,6 +383,63 @@ impl ElementsKernel<'_> {
     }
 }
 
+/// The lean loop of [`ElementsKernel::run_flat`] over one block: each update applied to its
+/// target; the place in the block of the first index out of range, if any.
+#[inline(always)]
+fn flat_plain<T: Elem, C: Combine<T>>(dst: &mut [T], vals: &[i64], ups: &[T]) -> Result<(), usize> {
+    let len = dst.len();
+    for (k, (&v, &u)) in vals.iter().zip(ups).enumerate() {
+        let t = target_in(v, len);
+        let Some(d) = dst.get_mut(t) else {
+            return Err(k);
+        };
+        *d = C::apply(*d, u);
+    }
+    Ok(())
+}
+
+/// As [`flat_plain`], with the current run of equal targets accumulated in a register.
+#[inline(always)]
+fn flat_runs<T: Elem, C: Combine<T>>(dst: &mut [T], vals: &[i64], ups: &[T]) -> Result<(), usize> {
+    let len = dst.len();
+    let Some(&first) = vals.first() else {
+        return Ok(());
+    };
+    let mut at = target_in(first, len);
+    let Some(&start) = dst.get(at) else {
+        return Err(0);
+    };
+    let mut acc = start;
+    for (k, (&v, &u)) in vals.iter().zip(ups).enumerate() {
+        let t = target_in(v, len);
+        if t == at {
+            acc = C::apply(acc, u);
+            continue;
+        }
+        let Some(&d) = dst.get(t) else {
+            dst[at] = acc;
+            return Err(k);
+        };
+        dst[at] = acc;
+        (at, acc) = (t, C::apply(d, u));
+    }
+    dst[at] = acc;
+    Ok(())
+}
+
+/// Index value `v` on an axis of `len`, negative values counted from the end (as
+/// [`Geometry::target`]); out of range if `>= len`.
+#[inline(always)]
+fn target_in(v: i64, len: usize) -> usize {
+    (v + ((v >> 63) & len as i64)) as usize
+}
+
+/// Flat histograms with outputs up to this size run in one lean pass at any thread count.
+/// Measured on this 2-core EPYC (2026-11-22), 16M updates: a 4 MB f32 output takes 20 ms in
+/// one pass and 31-35 ms bucketed on two threads, whatever the index distribution; a 32 MB
+/// i32 one takes 160 ms in one pass and 54 ms bucketed.
+pub(super) const SERIAL_MAX_OUTPUT_BYTES: usize = 8 << 20;
+
 /// Fewer indices than this run in one lean pass rather than bucketed.
 pub(super) const BUCKETED_MIN_INDICES: usize = 1 << 18;
 
@@ -410,7 +485,7 @@ impl ReduceKernel for ElementsKernel<'_> {
         };
         let g = &self.geometry;
         let flat = g.inner == 1 && g.data_inner == 1 && g.outer_map.is_none() && !self.track_counts;
-        let bucketed = self.bucketed(out.len()) && self.plan.is_none();
+        let bucketed = self.bucketed(out.len(), std::mem::size_of_val(out)) && self.plan.is_none();
         if flat && !bucketed && self.plan.is_none() {
             return self.run_flat::<T, C>(out, updates);
         }

@@ -363,7 +363,7 @@ fn parallel_splits_agree_with_one_thread() {
 #[test]
 fn every_index_distribution_matches_the_sequential_reference() {
     let targets = 100_000usize;
-    let n = ROUND_POSITIONS + (ROUND_POSITIONS / 3);
+    let n = ROUND_POSITIONS + ROUND_POSITIONS / 4;
     // A small generator: the test needs spread, not quality.
     let mut state = 0x9e37_79b9_7f4a_7c15u64;
     let mut unit = move || {
@@ -399,29 +399,80 @@ fn every_index_distribution_matches_the_sequential_reference() {
         .map(|i| ((i * 37) % 101) as f32 * 0.013 - 0.6)
         .collect();
     let data = vec![0.25f32; targets];
+    // 1-D runs the scan path; [targets, 2] the bucketed one.
+    let shapes = [
+        (vec![targets], vec![n]),
+        (vec![targets / 2, 2], vec![n / 2, 2]),
+    ];
     for (name, idx) in &distributions {
         for red in [Reduction::Sum, Reduction::Max, Reduction::Mean] {
-            let want = sequential_seu(red, &data, &[targets], idx, &upd, &[n], 0);
-            for threads in [1, 2, 3] {
-                let out = eval_with(
-                    &seu12(red, false),
-                    vec![
-                        f32s(&[targets], &data),
-                        i64s(&[n], idx),
-                        f32s(&[n], &upd),
-                        i64s(&[], &[0]),
-                    ],
-                    threads,
-                )
-                .unwrap();
-                let same = out
-                    .values::<f32>()
-                    .unwrap()
-                    .iter()
-                    .zip(&want)
-                    .all(|(g, w)| g.to_bits() == w.to_bits());
-                assert!(same, "{name} {red:?} at {threads} threads");
+            for (dshape, ishape) in &shapes {
+                let idx: Vec<i64> = idx.iter().map(|&v| v % dshape[0] as i64).collect();
+                let want = sequential_seu(red, &data, dshape, &idx, &upd, ishape, 0);
+                for threads in [1, 2, 3] {
+                    let out = eval_with(
+                        &seu12(red, false),
+                        vec![
+                            f32s(dshape, &data),
+                            i64s(ishape, &idx),
+                            f32s(ishape, &upd),
+                            i64s(&[], &[0]),
+                        ],
+                        threads,
+                    )
+                    .unwrap();
+                    let same = out
+                        .values::<f32>()
+                        .unwrap()
+                        .iter()
+                        .zip(&want)
+                        .all(|(g, w)| g.to_bits() == w.to_bits());
+                    assert!(same, "{name} {red:?} {dshape:?} at {threads} threads");
+                }
             }
         }
     }
+}
+
+/// Long runs of one target take the lean loop's register-carried path: the same sums as
+/// applying each update in turn (a run that ends, resumes and mixes in negative indices),
+/// and an index out of range inside a run is still the error, at its position.
+#[test]
+fn runs_of_one_target_sum_in_order_and_report_bad_indices() {
+    let n = 10_000;
+    let mut idx = vec![4i64; n];
+    idx[3000..3100].fill(7);
+    // Element 4 again, spelled from the end.
+    idx[6000..9000].fill(-6);
+    let upd: Vec<f32> = (0..n)
+        .map(|i| ((i * 13) % 17) as f32 * 0.1 + 0.05)
+        .collect();
+    let mut want = vec![1.0f32; 10];
+    for (&v, &u) in idx.iter().zip(&upd) {
+        want[v.rem_euclid(10) as usize] += u;
+    }
+    let args = |idx: &[i64]| {
+        vec![
+            f32s(&[10], &[1.0; 10]),
+            i64s(&[n], idx),
+            f32s(&[n], &upd),
+            i64s(&[], &[0]),
+        ]
+    };
+    let out = eval1(&seu12(Reduction::Sum, true), args(&idx)).unwrap();
+    let same = out
+        .values::<f32>()
+        .unwrap()
+        .iter()
+        .zip(&want)
+        .all(|(g, w)| g.to_bits() == w.to_bits());
+    assert!(same, "{:?} vs {want:?}", out.values::<f32>());
+    idx[2500] = 99;
+    let e = eval1(&seu12(Reduction::Sum, true), args(&idx)).unwrap_err();
+    assert_eq!(e.code, codes::INDEX_OUT_OF_RANGE);
+    assert!(
+        e.message.starts_with("index 99 at position [2500]"),
+        "{}",
+        e.message
+    );
 }
