@@ -81,8 +81,9 @@ impl ElementsKernel<'_> {
             && g.data_inner == 1
             && g.outer_map.is_none()
             && g.inner_map.is_none();
+        let elem_bytes = out_bytes / out_len.max(1);
         threads > 1
-            && !(flat && out_bytes <= SERIAL_MAX_OUTPUT_BYTES)
+            && !(flat && (out_bytes <= SERIAL_MAX_OUTPUT_BYTES || self.local(elem_bytes)))
             && self.indices.len() >= BUCKETED_MIN_INDICES
             && g.data_along > 0
             && g.outer < threads
@@ -149,6 +150,40 @@ impl ElementsKernel<'_> {
             });
         }
         Ok(())
+    }
+
+    /// Whether consecutive positions target nearby elements (sorted or reverse-sorted
+    /// indices, one target for all): then one lean pass streams through the output, which
+    /// beats partitioning whatever the output's size (8M sorted i32 maxima: 34 ms bucketed on
+    /// two threads). Judged from [`SAMPLE_BLOCKS`] evenly spaced blocks of positions: the
+    /// median block's targets span at most [`LOCAL_SPAN_BYTES`] of output.
+    fn local(&self, elem_bytes: usize) -> bool {
+        let g = &self.geometry;
+        let n = self.indices.len();
+        let step = n / SAMPLE_BLOCKS;
+        if step < SAMPLE_BLOCK {
+            return false;
+        }
+        let mut spans: Vec<usize> = (0..SAMPLE_BLOCKS)
+            .map(|k| {
+                let start = k * step;
+                let (mut lo, mut hi) = (usize::MAX, 0usize);
+                let _ = self
+                    .indices
+                    .for_each_block(start..start + SAMPLE_BLOCK, |_, vals| {
+                        for &v in vals {
+                            let t = g.target(v);
+                            if t < g.data_along {
+                                (lo, hi) = (lo.min(t), hi.max(t));
+                            }
+                        }
+                        Ok::<(), ()>(())
+                    });
+                hi.saturating_sub(lo)
+            })
+            .collect();
+        spans.sort_unstable();
+        spans[SAMPLE_BLOCKS / 2].saturating_mul(elem_bytes) <= LOCAL_SPAN_BYTES
     }
 
     /// Updates per fine range of axis targets (`1 << shift` targets each, `ranges` of them)
@@ -433,6 +468,10 @@ fn flat_runs<T: Elem, C: Combine<T>>(dst: &mut [T], vals: &[i64], ups: &[T]) -> 
 fn target_in(v: i64, len: usize) -> usize {
     (v + ((v >> 63) & len as i64)) as usize
 }
+
+/// Output bytes that a block of [`SAMPLE_BLOCK`] consecutive positions may span and still
+/// count as local ([`ElementsKernel::local`]).
+const LOCAL_SPAN_BYTES: usize = 64 << 10;
 
 /// Flat histograms with outputs up to this size run in one lean pass at any thread count.
 /// Measured on this 2-core EPYC (2026-11-22), 16M updates: a 4 MB f32 output takes 20 ms in

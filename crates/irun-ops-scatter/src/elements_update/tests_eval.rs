@@ -476,3 +476,36 @@ fn runs_of_one_target_sum_in_order_and_report_bad_indices() {
         e.message
     );
 }
+
+/// Sorted indices onto an output too large for the size rule (12 MiB) take the lean pass
+/// by locality at two threads; scattered ones stay bucketed. Both equal the sequential sums.
+#[test]
+fn local_indices_on_a_large_output_match_the_sequential_reference() {
+    let targets = 3usize << 20;
+    let n = BUCKETED_MIN_INDICES;
+    let sorted: Vec<i64> = (0..n as i64).map(|i| i * 11).collect();
+    let scattered: Vec<i64> = (0..n as i64)
+        .map(|i| (i * 2_654_435_761) % targets as i64)
+        .collect();
+    let upd: Vec<f32> = (0..n).map(|i| (i % 23) as f32 * 0.07).collect();
+    let data = vec![0.5f32; targets];
+    for idx in [sorted, scattered] {
+        let want = sequential_seu(Reduction::Sum, &data, &[targets], &idx, &upd, &[n], 0);
+        let out = eval_with(
+            &seu12(Reduction::Sum, false),
+            vec![
+                f32s(&[targets], &data),
+                i64s(&[n], &idx),
+                f32s(&[n], &upd),
+                i64s(&[], &[0]),
+            ],
+            2,
+        )
+        .unwrap();
+        let got = out.values::<f32>().unwrap();
+        assert!(got
+            .iter()
+            .zip(&want)
+            .all(|(g, w)| g.to_bits() == w.to_bits()));
+    }
+}
