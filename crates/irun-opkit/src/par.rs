@@ -117,16 +117,29 @@ pub fn for_each_split_mut<T: Send>(
 }
 
 /// `f` applied to every element of `src`, in parallel chunks for large inputs.
-pub fn map<S: Copy + Sync, D: Copy + Default + Send>(
-    src: &[S],
-    f: impl Fn(S) -> D + Sync,
-) -> Vec<D> {
-    let mut out = vec![D::default(); src.len()];
-    for_each_split_mut(&mut out, PAR_MIN_ELEMENTS, &|start, chunk| {
-        for (d, &s) in chunk.iter_mut().zip(&src[start..]) {
-            *d = f(s);
-        }
-    });
+///
+/// The output is written straight into the new vector's capacity, not zero-filled first: a
+/// zeroed allocation of a large buffer makes jemalloc give its pages back to the kernel and
+/// fault them in again, every run (measured: 20K page faults per run for a 64 MB scatter
+/// data copy, more than the copy itself).
+pub fn map<S: Copy + Sync, D: Copy + Send>(src: &[S], f: impl Fn(S) -> D + Sync) -> Vec<D> {
+    let n = src.len();
+    let mut out: Vec<D> = Vec::with_capacity(n);
+    for_each_split_mut(
+        &mut out.spare_capacity_mut()[..n],
+        PAR_MIN_ELEMENTS,
+        &|start, chunk| {
+            for (d, &s) in chunk.iter_mut().zip(&src[start..]) {
+                d.write(f(s));
+            }
+        },
+    );
+    // SAFETY: `for_each_split_mut` cuts the one slice `0..n` of the capacity into
+    // consecutive chunks and runs the closure on every chunk (or panics, and then this line
+    // is never reached); the closure writes each element of its chunk, since the chunk
+    // `start..start + len` lies in `0..n` and so `src[start..]` has at least `len` values.
+    // So the first `n` elements are initialised. `D: Copy` has no drop to worry about.
+    unsafe { out.set_len(n) };
     out
 }
 
@@ -151,6 +164,28 @@ mod tests {
             .num_threads(threads)
             .build()
             .unwrap()
+    }
+
+    /// `map` writes every element of its uninitialised output (the proof behind its
+    /// `set_len`): sizes around the chunking, at 1, 2 and 3 threads.
+    #[test]
+    fn map_fills_every_element() {
+        for threads in [1, 2, 3] {
+            pool(threads).install(|| {
+                for n in [
+                    0,
+                    1,
+                    PAR_MIN_ELEMENTS - 1,
+                    PAR_MIN_ELEMENTS,
+                    3 * PAR_MIN_ELEMENTS + 7,
+                ] {
+                    let src: Vec<u32> = (0..n as u32).collect();
+                    let out = map(&src, |x| u64::from(x) * 3 + 1);
+                    assert_eq!(out.len(), n);
+                    assert!(out.iter().enumerate().all(|(i, &x)| x == i as u64 * 3 + 1));
+                }
+            });
+        }
     }
 
     #[test]
