@@ -1,6 +1,7 @@
 //! Whole-model golden cases: every directory under models/ops, models/converted and models/real
 //! (real PyTorch models converted by OpenVINO: MobileNetV3-small, a 2-layer BERT, a 2-layer
-//! GPT-2) with an
+//! GPT-2 with and without its KV cache, GAT, a PointPillars head, a mixture of experts, an FNO
+//! block, a DLRM, label smoothing, a confusion matrix, a dynamic voxel encoder) with an
 //! `expected.npz` (written by tools/gen_model_goldens.py or tools/convert_real_models.py from
 //! OpenVINO CPU, f32 precision).
 //!
