@@ -259,6 +259,40 @@ fn bench_prints_the_benchmark_app_block() {
 }
 
 #[test]
+fn bench_profile_says_where_the_time_went() {
+    // benchmark_app's `-pc` and irun's `--profile`: per layer type, then the slowest layers,
+    // each with its name, type and line in the .xml.
+    let model = format!("{CASE}/model.xml");
+    let inputs = format!("{CASE}/inputs.npz");
+    for flag in ["-pc", "--profile"] {
+        let o = irun(&["bench", &model, "--inputs", &inputs, "-niter", "3", flag]);
+        assert_eq!(o.code, 0, "{}", o.stderr);
+        let after = o
+            .stdout
+            .split("[ INFO ] Time by layer type, per inference (mean of 3 profiled):\n")
+            .nth(1)
+            .unwrap_or_else(|| panic!("no profile in {}", o.stdout));
+        let (types, layers) = after
+            .split_once("[ INFO ] Slowest layers, per inference:\n")
+            .expect("the slowest layers follow");
+        assert!(
+            types.contains("ScatterElementsUpdate-12 ") && types.contains(" layer(s) "),
+            "{types}"
+        );
+        assert!(
+            layers
+                .lines()
+                .any(|l| l.contains("(ScatterElementsUpdate, line ")),
+            "{layers}"
+        );
+        assert!(
+            !types.contains("Parameter") && !types.contains("Result"),
+            "{types}"
+        );
+    }
+}
+
+#[test]
 fn a_reader_that_goes_away_ends_the_output_quietly() {
     // `irun ops | head -1`, `irun run ... | head`: the reader closes the pipe before irun has
     // written everything; irun stops writing and keeps its exit code instead of panicking.

@@ -3,6 +3,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use irun::exec::Profile;
 use irun::tensor::{Storage, Tensor};
 use irun::{ElementType, Executable};
 
@@ -12,15 +13,20 @@ use super::EXIT_USAGE;
 /// Without -niter or -t, benchmark for this long (benchmark_app's default is 60 s).
 const DEFAULT_SECONDS: f64 = 10.0;
 
-pub fn run(exec: &ExecArgs, niter: Option<u64>, seconds: Option<f64>) -> u8 {
-    report(try_run(exec, niter, seconds))
+pub fn run(exec: &ExecArgs, niter: Option<u64>, seconds: Option<f64>, profile: bool) -> u8 {
+    report(try_run(exec, niter, seconds, profile))
 }
 
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
 
-fn try_run(exec: &ExecArgs, niter: Option<u64>, seconds: Option<f64>) -> Result<(), Failure> {
+fn try_run(
+    exec: &ExecArgs,
+    niter: Option<u64>,
+    seconds: Option<f64>,
+    profiled: bool,
+) -> Result<(), Failure> {
     if niter == Some(0) || seconds.is_some_and(|s| s.is_nan() || s <= 0.0) {
         return Err(Failure {
             code: EXIT_USAGE,
@@ -41,9 +47,19 @@ fn try_run(exec: &ExecArgs, niter: Option<u64>, seconds: Option<f64>) -> Result<
     // A stateful model runs as one OpenVINO infer request does: each inference carries the
     // variables over from the last (a KV cache is updated step after step).
     let mut state = exec.initial_state(&exe)?;
+    // The timed runs are the profiled ones (the first, warm-up run is not): timing a step
+    // costs two clock reads, next to nothing beside a kernel.
+    let mut profile = Profile::default();
+    let mut warm = false;
     let mut infer = || {
-        exe.run_values_with_state(&mut state, inputs.clone())
-            .map_err(Failure::of_run)
+        let inputs = inputs.clone();
+        let result = if profiled && warm {
+            exe.run_profiled(&mut state, inputs, &mut profile)
+        } else {
+            exe.run_values_with_state(&mut state, inputs)
+        };
+        warm = true;
+        result.map_err(Failure::of_run)
     };
     let t = Instant::now();
     drop(infer()?);
@@ -94,6 +110,9 @@ fn try_run(exec: &ExecArgs, niter: Option<u64>, seconds: Option<f64>) -> Result<
         "[ INFO ] Throughput:       {:.2} FPS",
         count as f64 / duration.as_secs_f64()
     );
+    if profiled {
+        super::profile::print(&exe, &profile);
+    }
     Ok(())
 }
 

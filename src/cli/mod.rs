@@ -18,6 +18,7 @@ macro_rules! out {
 mod bench;
 mod check;
 mod info;
+mod profile;
 mod run;
 
 use std::io::Write as _;
@@ -89,17 +90,22 @@ enum Command {
         /// Benchmark for this many seconds (default 10 when -niter is not given).
         #[arg(short = 't', long = "time", value_name = "SECONDS")]
         time: Option<f64>,
+        /// After the timings, where the time went: per layer type and the slowest layers
+        /// (benchmark_app's `-pc`, which is accepted too).
+        #[arg(long)]
+        profile: bool,
     },
     /// The supported (type, opset) pairs.
     Ops,
 }
 
 /// benchmark_app spells its options with one dash (`-niter 100`); clap wants two for long
-/// options. This rewrites `-niter` to `--niter` before parsing.
+/// options. This rewrites `-niter` to `--niter` (and `-pc` to `--profile`) before parsing.
 pub fn normalize_args(args: impl Iterator<Item = std::ffi::OsString>) -> Vec<std::ffi::OsString> {
     args.map(|a| match a.to_str() {
         Some("-niter") => "--niter".into(),
         Some(s) if s.starts_with("-niter=") => format!("-{s}").into(),
+        Some("-pc") => "--profile".into(),
         _ => a,
     })
     .collect()
@@ -122,7 +128,12 @@ pub fn run(cli: Cli) -> u8 {
             outputs,
             state_out,
         } => run::run(&exec, outputs.as_deref(), state_out.as_deref()),
-        Command::Bench { exec, niter, time } => bench::run(&exec, niter, time),
+        Command::Bench {
+            exec,
+            niter,
+            time,
+            profile,
+        } => bench::run(&exec, niter, time, profile),
         Command::Ops => {
             for (ty, first, last, version) in irun_ops::registry::supported() {
                 let range = if first == last {

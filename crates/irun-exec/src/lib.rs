@@ -13,6 +13,7 @@
 
 mod error;
 mod plan;
+mod profile;
 mod state;
 
 use std::sync::{Arc, OnceLock};
@@ -23,6 +24,7 @@ use irun_tensor::{ElementType, PartialShape, Tensor};
 
 pub use error::{RunError, RunErrorKind};
 use plan::{Plan, Source};
+pub use profile::Profile;
 pub use state::{State, VariableInfo};
 
 /// How to compile a model.
@@ -347,6 +349,28 @@ impl Executable {
         state: &mut State,
         inputs: Vec<(String, Value)>,
     ) -> Result<Vec<(String, Tensor)>, RunError> {
+        self.run_inner(state, inputs, None)
+    }
+
+    /// As [`Executable::run_values_with_state`], adding each layer's time (and the run's
+    /// shape inference) to `profile`.
+    pub fn run_profiled(
+        &self,
+        state: &mut State,
+        inputs: Vec<(String, Value)>,
+        profile: &mut Profile,
+    ) -> Result<Vec<(String, Tensor)>, RunError> {
+        let outputs = self.run_inner(state, inputs, Some(&mut *profile))?;
+        profile.runs += 1;
+        Ok(outputs)
+    }
+
+    fn run_inner(
+        &self,
+        state: &mut State,
+        inputs: Vec<(String, Value)>,
+        mut profile: Option<&mut Profile>,
+    ) -> Result<Vec<(String, Tensor)>, RunError> {
         if state.variables[..] != self.variables[..] {
             return Err(RunError::new(
                 RunErrorKind::Input,
@@ -355,8 +379,14 @@ impl Executable {
         }
         let bound = self.bind_inputs(inputs)?;
         let reads = self.variable_reads(state);
+        let started = std::time::Instant::now();
         let facts = self.concrete_facts(&bound, &reads)?;
-        let outputs = self.pool.install(|| self.execute(bound, &facts, state))?;
+        if let Some(p) = profile.as_deref_mut() {
+            p.inference += started.elapsed();
+        }
+        let outputs = self
+            .pool
+            .install(|| self.execute(bound, &facts, state, profile))?;
         Ok(self
             .outputs
             .iter()
@@ -528,6 +558,7 @@ impl Executable {
         inputs: Vec<Value>,
         facts: &[Vec<Fact>],
         state: &mut State,
+        profile: Option<&mut Profile>,
     ) -> Result<Vec<Value>, RunError> {
         let holds: Vec<bool> = state.values.iter().map(Option::is_some).collect();
         let schedule = self.plan.schedule(&holds);
@@ -535,7 +566,14 @@ impl Executable {
         // the Assigns stored.
         let mut taken: Vec<usize> = Vec::new();
         let mut stored: Vec<Option<Value>> = vec![None; self.variables.len()];
-        let result = self.execute_steps(inputs, facts, state, &schedule, &mut taken, &mut stored);
+        let result = self.execute_steps(
+            inputs,
+            facts,
+            state,
+            &schedule,
+            (&mut taken, &mut stored),
+            profile,
+        );
         match result {
             Ok(outputs) => {
                 for (v, value) in stored.into_iter().enumerate() {
@@ -567,8 +605,8 @@ impl Executable {
         facts: &[Vec<Fact>],
         state: &mut State,
         schedule: &plan::Schedule,
-        taken: &mut Vec<usize>,
-        stored: &mut [Option<Value>],
+        (taken, stored): (&mut Vec<usize>, &mut [Option<Value>]),
+        mut profile: Option<&mut Profile>,
     ) -> Result<Vec<Value>, RunError> {
         let mut inputs: Vec<Option<Value>> = inputs.into_iter().map(Some).collect();
         let mut values: Vec<Option<Value>> = vec![None; self.plan.outlet_count];
@@ -590,6 +628,7 @@ impl Executable {
             .filter(|(_, &runs)| runs)
         {
             let n = step.node;
+            let started = profile.is_some().then(std::time::Instant::now);
             // A value already counted in `live_bytes` (a model input, a variable's value).
             let mut counted = false;
             let produced: Vec<Value> = match &step.source {
@@ -702,6 +741,9 @@ impl Executable {
                     produced
                 }
             };
+            if let (Some(p), Some(t)) = (profile.as_deref_mut(), started) {
+                p.add(n, t.elapsed());
+            }
             if let Some(k) = step.output_index {
                 outputs[k] = produced.into_iter().next();
                 continue;
