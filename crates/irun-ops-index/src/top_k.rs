@@ -79,7 +79,109 @@ fn order<T: PartialOrd>(a: &T, b: &T) -> Ordering {
     }
 }
 
+/// Output positions (each `k * inner` values and indices of one outer index) per task, so
+/// that small inputs stay on one task and large ones give each thread a few.
+const TASK_ELEMENTS: usize = 1 << 14;
+
 impl TopK {
+    /// The selection order: the wanted values first, ties to the lower index. A total order,
+    /// so an unstable selection or sort gives the stable result.
+    fn ranks<T: PartialOrd>(&self, a: &(T, usize), b: &(T, usize)) -> Ordering {
+        let by_value = order(&a.0, &b.0);
+        (if self.largest {
+            by_value.reverse()
+        } else {
+            by_value
+        })
+        .then(a.1.cmp(&b.1))
+    }
+
+    /// The K best of one slice (`d` values `stride` apart from `first`) into `best`.
+    fn select<T: Scalar + PartialOrd>(
+        &self,
+        v: &[T],
+        (first, stride, d): (usize, usize, usize),
+        k: usize,
+        best: &mut Vec<(T, usize)>,
+    ) {
+        best.clear();
+        if k == 1 {
+            let slice = &v[first..first + (d - 1) * stride + 1];
+            best.push(match stride {
+                1 => self.arg_best_row(slice),
+                _ => self.arg_best(slice, stride),
+            });
+            return;
+        }
+        best.extend((0..d).map(|j| (v[first + j * stride], j)));
+        if k < d {
+            best.select_nth_unstable_by(k - 1, |a, b| self.ranks(a, b));
+            best.truncate(k);
+        }
+        best.sort_unstable_by(|a, b| self.ranks(a, b));
+        if self.sort_by_index {
+            best.sort_unstable_by_key(|e| e.1);
+        }
+    }
+
+    /// argmax/argmin of every `stride`-th value of `slice` (from its first): one pass, a
+    /// strict comparison so that ties keep the lower index, NaN above every number.
+    #[allow(clippy::eq_op)] // `c != c` is the NaN test, for any PartialOrd type
+    fn arg_best<T: Scalar + PartialOrd>(&self, slice: &[T], stride: usize) -> (T, usize) {
+        let mut top = (slice[0], 0);
+        let values = slice.iter().step_by(stride).enumerate().skip(1);
+        if self.largest {
+            for (j, &c) in values {
+                if c > top.0 || (c != c && top.0 == top.0) {
+                    top = (c, j);
+                }
+            }
+        } else {
+            for (j, &c) in values {
+                if c < top.0 || (top.0 != top.0 && c == c) {
+                    top = (c, j);
+                }
+            }
+        }
+        top
+    }
+
+    /// [`TopK::arg_best`] of a contiguous row, in two passes the compiler vectorises: the
+    /// extreme value over eight lanes (and whether there is a NaN), then its first position.
+    /// Rows with a NaN take the scalar pass.
+    #[allow(clippy::eq_op)]
+    fn arg_best_row<T: Scalar + PartialOrd>(&self, row: &[T]) -> (T, usize) {
+        const LANES: usize = 8;
+        let mut lanes = [row[0]; LANES];
+        let mut nan = false;
+        let chunks = row.chunks_exact(LANES);
+        let rest = chunks.remainder();
+        let pick = |x: T, m: T| {
+            if (self.largest && x > m) || (!self.largest && x < m) {
+                x
+            } else {
+                m
+            }
+        };
+        for c in chunks {
+            for l in 0..LANES {
+                nan |= c[l] != c[l];
+                lanes[l] = pick(c[l], lanes[l]);
+            }
+        }
+        for &x in rest {
+            nan |= x != x;
+            lanes[0] = pick(x, lanes[0]);
+        }
+        if nan {
+            return self.arg_best(row, 1);
+        }
+        let m = lanes.iter().fold(lanes[0], |m, &x| pick(x, m));
+        // The row's own value: -0.0 == 0.0, and the first of them wins.
+        let j = row.iter().position(|&x| x == m).unwrap_or(0);
+        (row[j], j)
+    }
+
     fn run<T: Scalar + PartialOrd>(
         &self,
         x: &Tensor,
@@ -95,36 +197,31 @@ impl TopK {
             s[axis],
             s[axis + 1..].iter().product(),
         );
-        let mut slices: Vec<Vec<(T, usize)>> = (0..outer * inner).map(|_| Vec::new()).collect();
-        par::for_each_mut(&mut slices, &|p, best| {
-            let (o, i) = (p / inner, p % inner);
-            let mut all: Vec<(T, usize)> =
-                (0..d).map(|j| (v[(o * d + j) * inner + i], j)).collect();
-            all.sort_by(|a, b| {
-                let by_value = order(&a.0, &b.0);
-                (if self.largest {
-                    by_value.reverse()
-                } else {
-                    by_value
-                })
-                .then(a.1.cmp(&b.1))
-            });
-            all.truncate(k);
-            if self.sort_by_index {
-                all.sort_by_key(|e| e.1);
-            }
-            *best = all;
-        });
         let mut shape = s.to_vec();
         shape[axis] = k;
-        let n = outer * k * inner;
+        let block = k * inner;
+        let n = outer * block;
         let (mut vals, mut idx) = (try_zeroed::<T>(n)?, vec![0i64; n]);
-        for (p, best) in slices.iter().enumerate() {
-            let (o, i) = (p / inner, p % inner);
-            for (r, &(val, j)) in best.iter().enumerate() {
-                vals[(o * k + r) * inner + i] = val;
-                idx[(o * k + r) * inner + i] = j as i64;
-            }
+        if n > 0 {
+            // Whole outer blocks per task, values and indices cut at the same places.
+            let per_task = (TASK_ELEMENTS / block).max(1) * block;
+            let mut tasks: Vec<(&mut [T], &mut [i64])> = vals
+                .chunks_mut(per_task)
+                .zip(idx.chunks_mut(per_task))
+                .collect();
+            par::for_each_mut(&mut tasks, &|t, (vs, is)| {
+                let mut best = Vec::with_capacity(if k == 1 { 1 } else { d });
+                for (b, (vs, is)) in vs.chunks_mut(block).zip(is.chunks_mut(block)).enumerate() {
+                    let o = t * per_task / block + b;
+                    for i in 0..inner {
+                        self.select(v, (o * d * inner + i, inner, d), k, &mut best);
+                        for (r, &(val, j)) in best.iter().enumerate() {
+                            vs[r * inner + i] = val;
+                            is[r * inner + i] = j as i64;
+                        }
+                    }
+                }
+            });
         }
         let values = Tensor::new(x.element_type(), shape, T::wrap(vals))
             .map_err(|e| OpError::new(codes::RUN_SHAPE, e.to_string()))?;
@@ -243,6 +340,96 @@ mod tests {
         );
         let e = run(&topk(true, false), vec![x, i64s(&[], &[6])]).unwrap_err();
         assert_eq!(e.code, codes::BAD_VALUE);
+    }
+
+    /// The spec's order, written the slow way: sort every slice by (value, index), NaN as
+    /// the largest value.
+    fn reference(
+        x: &[f32],
+        dims: [usize; 3],
+        k: usize,
+        largest: bool,
+        by_index: bool,
+    ) -> (Vec<f32>, Vec<i32>) {
+        let [outer, d, inner] = dims;
+        let (mut vals, mut idx) = (vec![0.0; outer * k * inner], vec![0; outer * k * inner]);
+        for o in 0..outer {
+            for i in 0..inner {
+                let mut all: Vec<(f32, usize)> =
+                    (0..d).map(|j| (x[(o * d + j) * inner + i], j)).collect();
+                all.sort_by(|a, b| {
+                    let key = |v: f32| if v.is_nan() { f32::INFINITY } else { v };
+                    let by_value = key(a.0)
+                        .total_cmp(&key(b.0))
+                        .then((a.0.is_nan()).cmp(&b.0.is_nan()));
+                    (if largest {
+                        by_value.reverse()
+                    } else {
+                        by_value
+                    })
+                    .then(a.1.cmp(&b.1))
+                });
+                all.truncate(k);
+                if by_index {
+                    all.sort_by_key(|e| e.1);
+                }
+                for (r, (v, j)) in all.into_iter().enumerate() {
+                    vals[(o * k + r) * inner + i] = v;
+                    idx[(o * k + r) * inner + i] = j as i32;
+                }
+            }
+        }
+        (vals, idx)
+    }
+
+    #[test]
+    fn selection_matches_a_full_sort_over_many_tasks() {
+        // Few distinct values (many ties), a NaN here and there, more outer blocks than one
+        // task holds; every K from 0 to d, both modes, both sorts, inner axis and last axis.
+        let (outer, d, inner) = (700, 9, 3);
+        let x: Vec<f32> = (0..outer * d * inner)
+            .map(|i| {
+                if i % 97 == 5 {
+                    f32::NAN
+                } else {
+                    ((i * 7919) % 13) as f32 - 6.0
+                }
+            })
+            .collect();
+        for k in 0..=d {
+            for largest in [true, false] {
+                for by_index in [false, true] {
+                    for (shape, dims) in [
+                        ([outer, d, inner], [outer, d, inner]),
+                        ([outer * inner, d, 1], [outer * inner, d, 1]),
+                    ] {
+                        let op = TopK {
+                            version: 11,
+                            axis: 1,
+                            largest,
+                            sort_by_index: by_index,
+                            index_type: ElementType::I32,
+                        };
+                        let out = run(&op, vec![f32s(&shape, &x), i64s(&[], &[k as i64])]).unwrap();
+                        let (vals, idx) = reference(&x, dims, k, largest, by_index);
+                        let got = out[0].values::<f32>().unwrap();
+                        let same = got
+                            .iter()
+                            .zip(&vals)
+                            .all(|(a, b)| a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan()));
+                        assert!(
+                            same,
+                            "values, k={k} largest={largest} by_index={by_index} {shape:?}"
+                        );
+                        assert_eq!(
+                            out[1].values::<i32>().unwrap(),
+                            &idx[..],
+                            "indices, k={k} largest={largest} by_index={by_index} {shape:?}"
+                        );
+                    }
+                }
+            }
+        }
     }
 
     #[test]
