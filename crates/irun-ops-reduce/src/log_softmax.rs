@@ -1,9 +1,12 @@
 //! LogSoftmax-5: `x - max - ln(sum e^(x - max))` along `axis` (default 1, negative allowed);
-//! a -inf input stays -inf.
+//! a -inf input stays -inf, a slice with a NaN is all NaN. f32 rows along the last axis use
+//! rten-vecmath's SIMD kernel (as SoftMax does); everything else computes in f64.
 
 use std::sync::Arc;
 
-use crate::along::map_slices;
+use irun_tensor::ElementType;
+
+use crate::along::{map_rows_f32, map_slices};
 use crate::attrs::AttrReader;
 use crate::fact::Fact;
 use crate::op::{take_inputs, Op, OpError, Value};
@@ -44,10 +47,24 @@ impl Op for LogSoftmax {
         infer_along(inputs, self.axis, 5, self.name())
     }
 
+    fn inplace_input(&self) -> Option<usize> {
+        Some(0)
+    }
+
     fn eval(&self, inputs: Vec<Value>) -> Result<Vec<Value>, OpError> {
         let [x] = take_inputs::<1>(inputs, self.name())?;
-        let s = x.shape();
+        let s = x.shape().to_vec();
         let k = softmax_axis(self.axis, s.len(), 5, self.name())?;
+        if k + 1 == s.len() && x.element_type() == ElementType::F32 {
+            let out = map_rows_f32(x, s[k], &|row| {
+                if row.iter().any(|v| v.is_nan()) {
+                    row.fill(f32::NAN);
+                } else {
+                    rten_simd::SimdOp::dispatch(rten_vecmath::LogSoftmax::new_mut(row));
+                }
+            })?;
+            return Ok(vec![Arc::new(out)]);
+        }
         let out = map_slices(
             &x,
             s[..k].iter().product(),
@@ -73,5 +90,30 @@ mod tests {
         let v = out.values::<f64>().unwrap();
         assert!((v[0] - 0.5f64.ln()).abs() < 1e-15);
         assert_eq!(v[2], f64::NEG_INFINITY);
+    }
+
+    #[test]
+    fn f32_rows_match_the_f64_kernel() {
+        let (rows, along) = (37, 100);
+        let x: Vec<f32> = (0..rows * along)
+            .map(|i| ((i * 7919) % 1000) as f32 / 37.0 - 12.0)
+            .collect();
+        let mut x = x;
+        x[5] = f32::NEG_INFINITY;
+        x[along + 3] = f32::NAN;
+        let got = run(&LogSoftmax { axis: -1 }, vec![f32s(&[rows, along], &x)]);
+        let got = got.values::<f32>().unwrap();
+        let wide: Vec<f64> = x.iter().map(|&v| v as f64).collect();
+        let want = run(&LogSoftmax { axis: 1 }, vec![f64s(&[rows, along], &wide)]);
+        for (i, (&g, &w)) in got.iter().zip(want.values::<f64>().unwrap()).enumerate() {
+            let close =
+                (g as f64 - w).abs() <= 1e-5 * (1.0 + w.abs()) || (g.is_nan() && w.is_nan());
+            assert!(close || g as f64 == w, "element {i}: {g} vs {w}");
+        }
+        assert_eq!(got[5], f32::NEG_INFINITY);
+        assert!(
+            got[along..2 * along].iter().all(|v| v.is_nan()),
+            "a NaN row is all NaN"
+        );
     }
 }
