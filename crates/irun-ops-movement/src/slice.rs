@@ -186,6 +186,11 @@ impl Op for Slice {
             layout.out_shape.push(n as usize);
             layout.strides.push(st * step as isize);
         }
+        if layout.base == 0 && layout.out_shape == data.shape() && layout.strides == strides {
+            // Every element in order (torch's `x[:, :d]` on a dim of d, as in scatter_add_):
+            // the input itself, shared.
+            return Ok(vec![inputs[0].clone()]);
+        }
         let words = layout.apply(data, self.name())?;
         Ok(vec![output(data.element_type(), layout.out_shape, words)?])
     }
@@ -195,6 +200,7 @@ impl Op for Slice {
 mod tests {
     use super::*;
     use crate::testing::*;
+    use std::sync::Arc;
 
     #[test]
     fn python_slicing_with_negative_steps() {
@@ -204,6 +210,38 @@ mod tests {
         assert_eq!(slice_dim(1, i64::MAX, 3, 10), (1, 3), "1,4,7");
         assert_eq!(slice_dim(5, 2, 1, 10), (5, 0));
         assert_eq!(slice_dim(-3, -1, 1, 10), (7, 2));
+    }
+
+    #[test]
+    fn a_slice_of_everything_shares_the_input() {
+        let x = Arc::new(f32s(&[2, 3], &[1., 2., 3., 4., 5., 6.]));
+        let all = |stop: i64, step: i64| {
+            Slice
+                .eval(vec![
+                    x.clone(),
+                    Arc::new(i64s(&[2], &[0, 0])),
+                    Arc::new(i64s(&[2], &[i64::MAX, stop])),
+                    Arc::new(i64s(&[2], &[1, step])),
+                ])
+                .unwrap()
+        };
+        let out = all(3, 1);
+        assert_eq!(*out[0], *x);
+        assert!(out[0].shares_storage_with(&x));
+        // Not everything (one column less), or not in order (reversed): a copy.
+        let out = all(2, 1);
+        assert_eq!(*out[0], f32s(&[2, 2], &[1., 2., 4., 5.]));
+        assert!(!out[0].shares_storage_with(&x));
+        let reversed = Slice
+            .eval(vec![
+                x.clone(),
+                Arc::new(i64s(&[1], &[-1])),
+                Arc::new(i64s(&[1], &[i64::MIN])),
+                Arc::new(i64s(&[1], &[-1])),
+                Arc::new(i64s(&[1], &[1])),
+            ])
+            .unwrap();
+        assert_eq!(*reversed[0], f32s(&[2, 3], &[3., 2., 1., 6., 5., 4.]));
     }
 
     #[test]
