@@ -151,7 +151,6 @@ impl<'a> IndexValues<'a> {
         range: Range<usize>,
         mut f: impl FnMut(usize, &[i64]) -> Result<(), E>,
     ) -> Result<(), E> {
-        let mut buf = [0i64; INDEX_BLOCK];
         let mut start = range.start;
         if let IndexValues::I64(v) = self {
             // Already i64: blocks are slices of the tensor, no copy.
@@ -161,6 +160,16 @@ impl<'a> IndexValues<'a> {
             }
             return Ok(());
         }
+        // Callers walk short lines too (one row's columns, millions of calls): a short range
+        // gets a short buffer, not 4 KiB to zero.
+        const SHORT: usize = 64;
+        if range.len() <= SHORT {
+            let mut buf = [0i64; SHORT];
+            let b = &mut buf[..range.len()];
+            self.read(range, b);
+            return f(start, b);
+        }
+        let mut buf = [0i64; INDEX_BLOCK];
         while start < range.end {
             let end = (start + INDEX_BLOCK).min(range.end);
             let b = &mut buf[..end - start];

@@ -13,6 +13,7 @@
 mod buckets;
 mod geometry;
 mod plan;
+mod rows;
 mod runtime;
 #[cfg(test)]
 mod tests_eval;

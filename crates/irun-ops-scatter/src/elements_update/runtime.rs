@@ -362,44 +362,52 @@ impl ElementsKernel<'_> {
         let g = &self.geometry;
         let init = self.use_init_val;
         let full_inner = task.inner == (0..g.inner);
+        let (inner_lo, inner_len) = (task.inner.start, task.inner.len());
+        let inner_at = |i: usize| g.inner_map.as_ref().map_or(i, |m| m[i]);
+        // Each element of a line (a stretch of positions on one inner range) to its target.
+        let scattered = |base: usize, line_start: usize, start: usize, vals: &[i64], upd: &[T]| {
+            // The inner coordinate of the block's first element; then counted.
+            let mut i = inner_lo + (start - line_start) % inner_len;
+            for (k, (&v, &u)) in vals.iter().zip(upd).enumerate() {
+                let t = g.target(v);
+                if t >= g.data_along {
+                    return Err((start + k, self.out_of_range(start + k, v)));
+                }
+                let off = base + t * g.data_inner + inner_at(i);
+                // SAFETY: `tasks()` gives each task disjoint outer rows or disjoint inner
+                // columns; `off` lies in this task's outer row `o` (the outer map is
+                // injective) and inner column `inner_at(i)` (so is the inner map), so no
+                // element is reached by two tasks.
+                unsafe { hit::<T, C, TRACK>(out, counts, init, off, u) };
+                i += 1;
+                if i == inner_lo + inner_len {
+                    i = inner_lo;
+                }
+            }
+            Ok(())
+        };
         for o in task.outer.clone() {
             let base = g.row_base(o);
             let row = o * g.along * g.inner;
-            let lines: Vec<Range<usize>> = if full_inner {
+            if full_inner {
                 // The whole [along, inner] plane of this outer row is contiguous.
-                std::iter::once(row..row + g.along * g.inner).collect()
-            } else {
-                (0..g.along)
-                    .map(|a| {
-                        row + a * g.inner + task.inner.start..row + a * g.inner + task.inner.end
-                    })
-                    .collect()
-            };
-            let (inner_lo, inner_len) = (task.inner.start, task.inner.len());
-            let inner_at = |i: usize| g.inner_map.as_ref().map_or(i, |m| m[i]);
-            for line in lines {
-                let line_start = line.start;
+                let plane = row..row + g.along * g.inner;
+                self.indices.for_each_block(plane, |start, vals| {
+                    scattered(base, row, start, vals, &updates[start..start + vals.len()])
+                })?;
+                continue;
+            }
+            for a in 0..g.along {
+                let line_start = row + a * g.inner + inner_lo;
+                let line = line_start..line_start + inner_len;
                 self.indices.for_each_block(line, |start, vals| {
-                    let upd = &updates[start..start + vals.len()];
-                    // The inner coordinate of the block's first element; then counted.
-                    let mut i = inner_lo + (start - line_start) % inner_len;
-                    for (k, (&v, &u)) in vals.iter().zip(upd).enumerate() {
-                        let t = g.target(v);
-                        if t >= g.data_along {
-                            return Err((start + k, self.out_of_range(start + k, v)));
-                        }
-                        let off = base + t * g.data_inner + inner_at(i);
-                        // SAFETY: `tasks()` gives each task disjoint outer rows or disjoint
-                        // inner columns; `off` lies in this task's outer row `o` (the outer
-                        // map is injective) and inner column `inner_at(i)` (so is the inner
-                        // map), so no element is reached by two tasks.
-                        unsafe { hit::<T, C, TRACK>(out, counts, init, off, u) };
-                        i += 1;
-                        if i == inner_lo + inner_len {
-                            i = inner_lo;
-                        }
-                    }
-                    Ok(())
+                    scattered(
+                        base,
+                        line_start,
+                        start,
+                        vals,
+                        &updates[start..start + vals.len()],
+                    )
                 })?;
             }
         }
@@ -516,6 +524,13 @@ impl ReduceKernel for ElementsKernel<'_> {
                 codes::MEMORY,
                 "more than 2^32 indices with counted reductions",
             ));
+        }
+        if self.plan.is_none()
+            && self.indices.len() >= PAR_MIN_ELEMENTS
+            && self.rows_apply(out.len())
+            && self.run_rows::<T, C>(out, updates)?
+        {
+            return Ok(());
         }
         let mut counts: Vec<u32> = if self.track_counts {
             try_zeroed(out.len())?
