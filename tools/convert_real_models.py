@@ -17,6 +17,7 @@ to compare irun with. Full-size models stay out of the repository (tools/out/rea
   label_smoothing one_hot and scatter_ label smoothing with a cross-entropy
   confusion       a confusion-matrix histogram with index_put_(accumulate=True)
   voxel           a dynamic voxel encoder: torch.unique(return_inverse) + scatter_reduce(amax, mean)
+  gcn, sage_mean  (--full only) tools/convert_torch_models.py's GNNs on 50,000 nodes, 500,000 edges
 
 Each runs at two sizes: the default writes the reduced variants committed under models/real;
 `--full` writes full-size ones (tools/out/real_full) for tools/bench_models.py. `--only NAME ...`
@@ -288,6 +289,11 @@ def model_set(full):
     """(name, model, example inputs) for every model of the set, reduced unless `full`."""
     r = np.random.default_rng(23)
     f32 = lambda *shape: torch.tensor(r.standard_normal(shape), dtype=torch.float32)  # noqa: E731
+    if full:  # reduced ones are in models/converted (tools/convert_torch_models.py)
+        from convert_torch_models import GCN, SageMean
+
+        yield "gcn", GCN(64, 64, 16), (f32(50000, 64), graph(r, 50000, 500000))
+        yield "sage_mean", SageMean(), (f32(50000, 64), graph(r, 50000, 500000))
     yield "gat", GAT(64, 4, 16) if full else GAT(16, 4, 8), (
         (f32(20000, 64), graph(r, 20000, 200000)) if full else (f32(32, 16), graph(r, 32, 128)))
 
