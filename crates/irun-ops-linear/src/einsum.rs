@@ -4,16 +4,20 @@
 //! (uppercase first), after the `...` dims. A label repeated inside an operand takes its
 //! diagonal; labels absent from the output are summed. Spaces are ignored.
 //!
-//! Each output element sums the product of its operands' elements over the summed labels, in
-//! index order, on one task (floats accumulated in f64; integers wrap): thread-count
-//! independent. A direct loop, not yet routed to the GEMM.
+//! Two f32 operands whose summed labels both carry (every contraction converted models
+//! have: batched matmuls, FNO's `bixy,ioxy->boxy`) run as batched products on the GEMM, f32
+//! accumulation as MatMul. Everything else is a direct loop: each output element sums the
+//! product of its operands' elements over the summed labels, in index order, on one task
+//! (floats accumulated in f64; integers wrap). Both are thread-count independent.
 
 use std::sync::Arc;
 
-use irun_tensor::{with_number, Dim, PartialShape, Scalar, Tensor};
+use irun_opkit::strided::Strided;
+use irun_tensor::{with_number, Dim, ElementType, PartialShape, Scalar, Tensor};
 
 use crate::attrs::AttrReader;
 use crate::fact::Fact;
+use crate::gemm::Mul;
 use crate::kernel::{try_zeroed, PAR_MIN_ELEMENTS};
 use crate::op::{codes, same_element_type, Op, OpError, Value};
 use crate::par;
@@ -255,6 +259,11 @@ impl Op for Einsum {
                 "Einsum-7: inputs of different types",
             ));
         }
+        if ty == ElementType::F32 && inputs.len() == 2 {
+            if let Some(out) = self.run_gemm(&inputs)? {
+                return Ok(vec![Arc::new(out)]);
+            }
+        }
         let out = with_number!(ty, T => self.run_exact::<T>(&inputs),
             else Err(OpError::new(codes::UNSUPPORTED_TYPE, format!("Einsum-7 on {ty}"))))?;
         Ok(vec![Arc::new(out)])
@@ -379,6 +388,106 @@ impl Einsum {
             .map_err(|e| OpError::new(codes::RUN_SHAPE, e.to_string()))
     }
 
+    /// A two-operand f32 contraction as batched matrix products: the output labels both
+    /// operands have are the batch, those of one operand only are M (first) or N (second),
+    /// the summed labels both have are K. Each operand is gathered once into `[batch, M, K]`
+    /// and `[batch, K, N]` (a repeated label's diagonal and broadcast dims come with the
+    /// strides), each batch runs on the GEMM, and the `[batch, M, N]` results are laid out in
+    /// the output's order. `None` when a summed label belongs to one operand only (a sum
+    /// before the product; the direct loop does that).
+    fn run_gemm(&self, inputs: &[Value]) -> Result<Option<Tensor>, OpError> {
+        let nest = self.nest(inputs)?;
+        let (a_out, b_out) = (&nest.out_strides[0], &nest.out_strides[1]);
+        let (a_sum, b_sum) = (&nest.sum_strides[0], &nest.sum_strides[1]);
+        let mut k_dims = Vec::new();
+        for (s, &size) in nest.sum_sizes.iter().enumerate() {
+            match (a_sum[s], b_sum[s]) {
+                _ if size == 1 => {}
+                (0, _) | (_, 0) => return Ok(None),
+                _ => k_dims.push(s),
+            }
+        }
+        let (mut batch, mut m_dims, mut n_dims) = (Vec::new(), Vec::new(), Vec::new());
+        for a in 0..nest.out_sizes.len() {
+            match (a_out[a], b_out[a]) {
+                (0, 0) => batch.push(a),
+                (_, 0) => m_dims.push(a),
+                (0, _) => n_dims.push(a),
+                _ => batch.push(a),
+            }
+        }
+        let size = |dims: &[usize], sizes: &[usize]| dims.iter().map(|&d| sizes[d]).product();
+        let (nb, m, n): (usize, usize, usize) = (
+            size(&batch, &nest.out_sizes),
+            size(&m_dims, &nest.out_sizes),
+            size(&n_dims, &nest.out_sizes),
+        );
+        let k: usize = size(&k_dims, &nest.sum_sizes);
+        // Gathers `[group 1, group 2, group 3]` of one operand into a contiguous f32 vector.
+        let gather = |x: &Value, groups: [(&[usize], &[usize], &[usize]); 3]| {
+            let mut layout = Strided {
+                out_shape: Vec::new(),
+                base: 0,
+                strides: Vec::new(),
+            };
+            for (dims, sizes, strides) in groups {
+                for &d in dims {
+                    layout.out_shape.push(sizes[d]);
+                    layout.strides.push(strides[d] as isize);
+                }
+            }
+            let shape = layout.out_shape.clone();
+            let words = layout.apply(x, self.name())?;
+            Tensor::from_words(ElementType::F32, shape, words)
+                .map_err(|e| OpError::new(codes::RUN_SHAPE, e.to_string()))
+        };
+        let (o, s) = (&nest.out_sizes[..], &nest.sum_sizes[..]);
+        let a = gather(
+            &inputs[0],
+            [(&batch, o, a_out), (&m_dims, o, a_out), (&k_dims, s, a_sum)],
+        )?;
+        let b = gather(
+            &inputs[1],
+            [(&batch, o, b_out), (&k_dims, s, b_sum), (&n_dims, o, b_out)],
+        )?;
+        let (a, b) = (
+            a.values::<f32>().unwrap_or(&[]),
+            b.values::<f32>().unwrap_or(&[]),
+        );
+        let mut c = try_zeroed::<f32>(nb * m * n)?;
+        if m * n > 0 {
+            par::for_each_chunk_mut(&mut c, m * n, &|start, c| {
+                let i = start / (m * n);
+                let (a, b) = (
+                    &a[i * m * k..(i + 1) * m * k],
+                    &b[i * k * n..(i + 1) * k * n],
+                );
+                f32::gemm(m, k, n, a, (k as isize, 1), b, (n as isize, 1), c);
+            });
+        }
+        // Each output label's stride in `[batch, M, N]`: row-major within its group, the
+        // group's stride outside.
+        let mut c_strides = vec![0isize; o.len()];
+        for (dims, outer) in [(&batch, m * n), (&m_dims, n), (&n_dims, 1)] {
+            let mut acc = outer;
+            for &d in dims.iter().rev() {
+                c_strides[d] = acc as isize;
+                acc *= o[d];
+            }
+        }
+        let c = Tensor::from_f32(vec![c.len()], c)
+            .map_err(|e| OpError::new(codes::RUN_SHAPE, e.to_string()))?;
+        let layout = Strided {
+            out_shape: o.to_vec(),
+            base: 0,
+            strides: c_strides,
+        };
+        let words = layout.apply(&c, self.name())?;
+        Tensor::from_words(ElementType::F32, o.to_vec(), words)
+            .map(Some)
+            .map_err(|e| OpError::new(codes::RUN_SHAPE, e.to_string()))
+    }
+
     /// Every numeric type: integers exact and wrapping, floats accumulated in f64.
     fn run_exact<T: Scalar + Exact>(&self, inputs: &[Value]) -> Result<Tensor, OpError> {
         let vals: Vec<&[T]> = inputs
@@ -464,6 +573,48 @@ mod tests {
 
     fn f32s(shape: &[usize], v: &[f32]) -> Tensor {
         Tensor::from_f32(shape.to_vec(), v.to_vec()).unwrap()
+    }
+
+    /// The GEMM route against the direct loop on the same values in f64: batched products
+    /// in any label order, permuted outputs, broadcast `...` dims, a diagonal, an outer
+    /// product; and a sum over one operand's own label, which takes the direct loop.
+    #[test]
+    fn gemm_route_matches_the_direct_loop() {
+        let cases: [(&str, &[usize], &[usize]); 8] = [
+            ("bixy,ioxy->boxy", &[3, 5, 4, 6], &[5, 7, 4, 6]),
+            ("bij,bjk->bik", &[4, 9, 17], &[4, 17, 5]),
+            ("ij,jk->ki", &[33, 20], &[20, 40]),
+            ("...ij,...jk->...ik", &[2, 1, 6, 8], &[3, 8, 5]),
+            ("ii,ij->ij", &[6, 6], &[6, 4]),
+            ("i,j->ij", &[7], &[9]),
+            ("abc,cb->a", &[5, 6, 7], &[7, 6]),
+            ("ij,jk->i", &[6, 5], &[5, 4]),
+        ];
+        for (eq, sa, sb) in cases {
+            let values = |shape: &[usize], seed: usize| -> Vec<f32> {
+                let n: usize = shape.iter().product();
+                (0..n)
+                    .map(|i| ((i * 7919 + seed) % 101) as f32 / 50.0 - 1.0)
+                    .collect()
+            };
+            let (a, b) = (values(sa, 1), values(sb, 2));
+            let got = eval_all(&einsum(eq), vec![f32s(sa, &a), f32s(sb, &b)]).unwrap();
+            let wide = |v: &[f32], shape: &[usize]| {
+                Tensor::from_f64(shape.to_vec(), v.iter().map(|&x| x as f64).collect()).unwrap()
+            };
+            let want = eval_all(&einsum(eq), vec![wide(&a, sa), wide(&b, sb)]).unwrap();
+            assert_eq!(got[0].shape(), want[0].shape(), "{eq}");
+            let (g, w) = (
+                got[0].values::<f32>().unwrap(),
+                want[0].values::<f64>().unwrap(),
+            );
+            for (i, (&g, &w)) in g.iter().zip(w).enumerate() {
+                assert!(
+                    (g as f64 - w).abs() <= 1e-5 * (1.0 + w.abs()),
+                    "{eq} element {i}: {g} vs {w}"
+                );
+            }
+        }
     }
 
     #[test]

@@ -1,5 +1,5 @@
-//! The linear-algebra family: MatMul, Convolution, GroupConvolution, MaxPool, AvgPool,
-//! ScaledDotProductAttention (Einsum next). One file per op; `gemm.rs` is the one matrix
+//! The linear-algebra family: MatMul, Einsum, Convolution, GroupConvolution, MaxPool, AvgPool,
+//! ScaledDotProductAttention. One file per op; `gemm.rs` is the one matrix
 //! product (f32 on rten-gemm, f64 on matrixmultiply, integers exact with wrapping), `conv.rs`
 //! the convolution kernel, `spatial.rs` the padding rules, `pool.rs` the window walk. f16/bf16
 //! are widened to f32 once and rounded once. Constant f32 weights (convolution filters, a
