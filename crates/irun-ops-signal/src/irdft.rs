@@ -12,7 +12,7 @@ use realfft::RealFftPlanner;
 
 use crate::attrs::AttrReader;
 use crate::fact::Fact;
-use crate::lines::{axes_and_sizes, fft_axis, resize, C};
+use crate::lines::{axes_and_sizes, fft_axis, per_block, resize, C};
 use crate::op::{codes, Op, OpError, Value};
 use crate::rdft::{float_tensor, real_values};
 use crate::util::{ints, known_ints};
@@ -136,24 +136,26 @@ impl Op for Irdft {
         let mut out = vec![0f64; outer * n * inner];
         if n > 0 {
             let c2r = RealFftPlanner::<f64>::new().plan_fft_inverse(n);
-            let (mut line, mut real) = (vec![C::default(); half], vec![0f64; n]);
-            for o in 0..outer {
+            per_block((&data, half * inner), (&mut out, n * inner), &|src, dst| {
+                let (mut line, mut real) = (vec![C::default(); half], vec![0f64; n]);
+                let mut scratch = vec![C::default(); c2r.get_scratch_len()];
                 for i in 0..inner {
                     for (j, v) in line.iter_mut().enumerate() {
-                        *v = data[(o * half + j) * inner + i];
+                        *v = src[j * inner + i];
                     }
                     // numpy ignores the imaginary parts the real inverse cannot use.
                     line[0].im = 0.0;
                     if n % 2 == 0 {
                         line[half - 1].im = 0.0;
                     }
-                    c2r.process(&mut line, &mut real)
+                    c2r.process_with_scratch(&mut line, &mut real, &mut scratch)
                         .map_err(|e| OpError::new(codes::RUN_SHAPE, e.to_string()))?;
                     for (j, v) in real.iter().enumerate() {
-                        out[(o * n + j) * inner + i] = *v;
+                        dst[j * inner + i] = *v;
                     }
                 }
-            }
+                Ok(())
+            })?;
         }
         let scale: f64 = axes
             .iter()

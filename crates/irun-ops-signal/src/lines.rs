@@ -6,6 +6,7 @@ use realfft::num_complex::Complex;
 use rustfft::FftPlanner;
 
 use crate::op::{codes, OpError};
+use crate::par;
 use crate::util::norm_axis;
 
 pub type C = Complex<f64>;
@@ -82,12 +83,8 @@ pub fn resize<T: Copy + Default>(
 
 /// The (unnormalised) complex DFT, forward or inverse, of every line along axis `k`.
 pub fn fft_axis(data: &mut [C], dims: &[usize], k: usize, inverse: bool) {
-    let (outer, len, inner): (usize, usize, usize) = (
-        dims[..k].iter().product(),
-        dims[k],
-        dims[k + 1..].iter().product(),
-    );
-    if len == 0 {
+    let (len, inner): (usize, usize) = (dims[k], dims[k + 1..].iter().product());
+    if len == 0 || inner == 0 {
         return;
     }
     let mut planner = FftPlanner::<f64>::new();
@@ -96,16 +93,43 @@ pub fn fft_axis(data: &mut [C], dims: &[usize], k: usize, inverse: bool) {
     } else {
         planner.plan_fft_forward(len)
     };
-    let mut line = vec![C::default(); len];
-    for o in 0..outer {
+    // Outer blocks in parallel, each line through one scratch buffer (`process` would
+    // allocate one per line).
+    par::for_each_chunk_mut(data, len * inner, &|_, block| {
+        let mut scratch = vec![C::default(); fft.get_inplace_scratch_len()];
+        if inner == 1 {
+            fft.process_with_scratch(block, &mut scratch);
+            return;
+        }
+        let mut line = vec![C::default(); len];
         for i in 0..inner {
             for (j, v) in line.iter_mut().enumerate() {
-                *v = data[(o * len + j) * inner + i];
+                *v = block[j * inner + i];
             }
-            fft.process(&mut line);
+            fft.process_with_scratch(&mut line, &mut scratch);
             for (j, v) in line.iter().enumerate() {
-                data[(o * len + j) * inner + i] = *v;
+                block[j * inner + i] = *v;
             }
         }
+    });
+}
+
+/// What [`per_block`] runs on one pair of blocks.
+pub type BlockFn<'a, A, B> = &'a (dyn Fn(&[A], &mut [B]) -> Result<(), OpError> + Sync);
+
+/// Runs `f(source block, destination block)` over matching blocks of `src` and `dst` (one
+/// outer index each), in parallel; the first error by block.
+pub fn per_block<A: Sync, B: Send>(
+    (src, src_block): (&[A], usize),
+    (dst, dst_block): (&mut [B], usize),
+    f: BlockFn<A, B>,
+) -> Result<(), OpError> {
+    if src_block == 0 || dst_block == 0 {
+        return Ok(());
     }
+    let mut pairs: Vec<(&[A], &mut [B])> = src
+        .chunks(src_block)
+        .zip(dst.chunks_mut(dst_block))
+        .collect();
+    par::try_for_each_mut(&mut pairs, &|i, (s, d)| f(s, d).map_err(|e| (i, e)))
 }

@@ -11,7 +11,7 @@ use realfft::RealFftPlanner;
 
 use crate::attrs::AttrReader;
 use crate::fact::Fact;
-use crate::lines::{axes_and_sizes, fft_axis, resize, C};
+use crate::lines::{axes_and_sizes, fft_axis, per_block, resize, C};
 use crate::op::{codes, Op, OpError, Value};
 use crate::util::{ints, known_ints};
 
@@ -149,19 +149,25 @@ impl Op for Rdft {
         let mut spectrum = vec![C::default(); outer * half * inner];
         if len > 0 {
             let r2c = RealFftPlanner::<f64>::new().plan_fft_forward(len);
-            let (mut line, mut out) = (vec![0f64; len], vec![C::default(); half]);
-            for o in 0..outer {
-                for i in 0..inner {
-                    for (j, v) in line.iter_mut().enumerate() {
-                        *v = data[(o * len + j) * inner + i];
+            per_block(
+                (&data, len * inner),
+                (&mut spectrum, half * inner),
+                &|src, dst| {
+                    let (mut line, mut out) = (vec![0f64; len], vec![C::default(); half]);
+                    let mut scratch = vec![C::default(); r2c.get_scratch_len()];
+                    for i in 0..inner {
+                        for (j, v) in line.iter_mut().enumerate() {
+                            *v = src[j * inner + i];
+                        }
+                        r2c.process_with_scratch(&mut line, &mut out, &mut scratch)
+                            .map_err(|e| OpError::new(codes::RUN_SHAPE, e.to_string()))?;
+                        for (j, v) in out.iter().enumerate() {
+                            dst[j * inner + i] = *v;
+                        }
                     }
-                    r2c.process(&mut line, &mut out)
-                        .map_err(|e| OpError::new(codes::RUN_SHAPE, e.to_string()))?;
-                    for (j, v) in out.iter().enumerate() {
-                        spectrum[(o * half + j) * inner + i] = *v;
-                    }
-                }
-            }
+                    Ok(())
+                },
+            )?;
         }
         let mut cdims = dims.clone();
         cdims[last] = if len > 0 { half } else { 0 };
