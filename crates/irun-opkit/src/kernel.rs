@@ -126,6 +126,25 @@ impl<'a> IndexValues<'a> {
         self.len() == 0
     }
 
+    /// The value every index in `range` holds, if they are all equal (and `range` is not
+    /// empty): one comparison pass on the stored type, no conversion.
+    pub fn uniform(&self, range: Range<usize>) -> Option<i64> {
+        fn same<T: Copy + PartialEq>(s: &[T], f: impl Fn(T) -> i64) -> Option<i64> {
+            let first = *s.first()?;
+            s.iter().all(|&x| x == first).then(|| f(first))
+        }
+        match self {
+            IndexValues::I8(v) => same(&v[range], i64::from),
+            IndexValues::I16(v) => same(&v[range], i64::from),
+            IndexValues::I32(v) => same(&v[range], i64::from),
+            IndexValues::I64(v) => same(&v[range], |x| x),
+            IndexValues::U8(v) => same(&v[range], i64::from),
+            IndexValues::U16(v) => same(&v[range], i64::from),
+            IndexValues::U32(v) => same(&v[range], i64::from),
+            IndexValues::U64(v) => same(&v[range], |x| i64::try_from(x).unwrap_or(i64::MAX)),
+        }
+    }
+
     /// Converts `range` into `buf` (whose length must equal the range's).
     pub fn read(&self, range: Range<usize>, buf: &mut [i64]) {
         fn conv<T: Copy>(src: &[T], buf: &mut [i64], f: impl Fn(T) -> i64) {

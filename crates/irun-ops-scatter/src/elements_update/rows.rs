@@ -77,18 +77,7 @@ impl ElementsKernel<'_> {
             let mut lists = vec![Vec::new(); buckets];
             for line in bounds[p]..bounds[p + 1] {
                 let first = line * inner;
-                let mut value = None;
-                let mut uniform = true;
-                self.indices
-                    .for_each_block(first..first + inner, |_, vals| {
-                        if let Some(&head) = vals.first() {
-                            let v = *value.get_or_insert(head);
-                            uniform &= vals.iter().all(|&x| x == v);
-                        }
-                        Ok::<(), ()>(())
-                    })
-                    .ok();
-                let Some(v) = value.filter(|_| uniform) else {
+                let Some(v) = self.indices.uniform(first..first + inner) else {
                     return Pass1::NotRows;
                 };
                 let t = g.target(v);
