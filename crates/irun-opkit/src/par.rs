@@ -9,7 +9,9 @@
 //! Small work stays on the calling thread: a task count of one, or a pool of one thread, never
 //! touches rayon, so dispatching a small op costs no thread hand-off.
 
+use std::mem::MaybeUninit;
 use std::ops::Range;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
 use rayon::prelude::*;
@@ -143,6 +145,97 @@ pub fn map<S: Copy + Sync, D: Copy + Send>(src: &[S], f: impl Fn(S) -> D + Sync)
     out
 }
 
+/// One chunk of a vector [`build`] is writing, filled front to back. Only what was written
+/// through it counts as initialised.
+pub struct Filler<'a, T> {
+    slots: &'a mut [MaybeUninit<T>],
+    len: usize,
+}
+
+impl<T: Copy> Filler<'_, T> {
+    /// Appends `v`. Writing past the chunk is a kernel bug and panics (never unsound).
+    #[inline(always)]
+    pub fn push(&mut self, v: T) {
+        self.slots[self.len].write(v);
+        self.len += 1;
+    }
+
+    /// Appends a copy of `values`.
+    #[inline]
+    pub fn extend_from_slice(&mut self, values: &[T]) {
+        let end = self.len + values.len();
+        for (d, &v) in self.slots[self.len..end].iter_mut().zip(values) {
+            d.write(v);
+        }
+        self.len = end;
+    }
+
+    /// Slots of the chunk not written yet.
+    pub fn remaining(&self) -> usize {
+        self.slots.len() - self.len
+    }
+
+    /// Appends `v` `count` times.
+    #[inline]
+    pub fn repeat(&mut self, v: T, count: usize) {
+        let end = self.len + count;
+        for d in &mut self.slots[self.len..end] {
+            d.write(v);
+        }
+        self.len = end;
+    }
+}
+
+/// A vector of `n` values written in parallel chunks (as [`for_each_split_mut`] cuts them,
+/// whole multiples of `grain`) by `f(first_index, filler)`, which must fill its chunk: the
+/// values go straight into the new vector's capacity, never zero-filled first (see [`map`]).
+/// A chunk left short is an internal error, never uninitialised memory.
+pub fn build<T: Copy + Send>(
+    n: usize,
+    grain: usize,
+    f: &(dyn Fn(usize, &mut Filler<'_, T>) + Sync),
+) -> Result<Vec<T>, OpError> {
+    let mut out: Vec<T> = Vec::new();
+    out.try_reserve_exact(n).map_err(|_| {
+        OpError::new(
+            crate::op::codes::MEMORY,
+            format!(
+                "cannot allocate {n} elements ({} bytes)",
+                n.saturating_mul(std::mem::size_of::<T>())
+            ),
+        )
+    })?;
+    let short = AtomicBool::new(false);
+    for_each_split_mut(
+        &mut out.spare_capacity_mut()[..n],
+        grain,
+        &|start, chunk| {
+            let want = chunk.len();
+            let mut filler = Filler {
+                slots: chunk,
+                len: 0,
+            };
+            f(start, &mut filler);
+            if filler.len != want {
+                short.store(true, Ordering::Relaxed);
+            }
+        },
+    );
+    if short.load(Ordering::Relaxed) {
+        return Err(OpError::new(
+            crate::op::codes::INTERNAL,
+            "internal error: a kernel left part of its output unwritten",
+        ));
+    }
+    // SAFETY: `for_each_split_mut` cuts the one slice `0..n` of the capacity into
+    // consecutive chunks and runs the closure on every chunk (or panics, and then this line
+    // is never reached). A `Filler` writes its chunk's slots in order from the first and
+    // counts them; no chunk came back short, so every slot of every chunk, and so each of
+    // the first `n` elements, was written. `T: Copy` has no drop to worry about.
+    unsafe { out.set_len(n) };
+    Ok(out)
+}
+
 /// The results of `f(i)` for `i` in `0..n`, in order, computed in parallel; the first error by
 /// position as in [`try_for_each_task`].
 pub fn try_map_tasks<R: Send>(
@@ -164,6 +257,36 @@ mod tests {
             .num_threads(threads)
             .build()
             .unwrap()
+    }
+
+    /// `build` hands out every element once and returns what the chunks wrote; a chunk left
+    /// short is an error, not uninitialised memory. Sizes around the chunking, 1-3 threads.
+    #[test]
+    fn build_fills_every_element_or_fails() {
+        for threads in [1, 2, 3] {
+            pool(threads).install(|| {
+                for n in [0, 1, PAR_MIN_ELEMENTS - 1, PAR_MIN_ELEMENTS * 3 + 7] {
+                    let v = build(n, 16, &|start, f| {
+                        let len = f.slots.len();
+                        for i in start..start + len / 2 {
+                            f.push(i as u32);
+                        }
+                        let values: Vec<u32> =
+                            (start + len / 2..start + len).map(|i| i as u32).collect();
+                        f.extend_from_slice(&values);
+                    })
+                    .unwrap();
+                    assert_eq!(v, (0..n as u32).collect::<Vec<_>>());
+                    let r = build(n, 16, &|_, f: &mut Filler<'_, u8>| {
+                        let len = f.slots.len();
+                        f.repeat(7, len.saturating_sub(1));
+                    });
+                    if n > 0 {
+                        assert_eq!(r.unwrap_err().code, codes::INTERNAL);
+                    }
+                }
+            });
+        }
     }
 
     /// `map` writes every element of its uninitialised output (the proof behind its

@@ -6,7 +6,7 @@
 
 use irun_tensor::{with_words, Tensor, Word, WordVec};
 
-use crate::kernel::{try_zeroed, PAR_MIN_ELEMENTS};
+use crate::kernel::PAR_MIN_ELEMENTS;
 use crate::op::{codes, OpError};
 use crate::par;
 
@@ -88,17 +88,18 @@ impl Strided {
 
     fn copy<W: Word>(&self, src: &[W]) -> Result<Vec<W>, OpError> {
         let n: usize = self.out_shape.iter().product();
-        let mut out = try_zeroed::<W>(n)?;
         let (dims, strides) = self.collapsed();
         let Some((&inner, outer)) = dims.split_last() else {
-            if n == 1 {
-                out[0] = src[self.base as usize];
-            }
-            return Ok(out);
+            return par::build(n, PAR_MIN_ELEMENTS, &|_, out| {
+                if n == 1 {
+                    out.push(src[self.base as usize]);
+                }
+            });
         };
         let inner_stride = *strides.last().expect("same length as dims");
         let outer_strides = &strides[..outer.len()];
-        par::for_each_split_mut(&mut out, PAR_MIN_ELEMENTS, &|start, chunk| {
+        par::build(n, PAR_MIN_ELEMENTS, &|start, out| {
+            let end = start + out.remaining();
             let mut coords = vec![0usize; outer.len()];
             let mut rest = start / inner;
             for k in (0..outer.len()).rev() {
@@ -106,22 +107,24 @@ impl Strided {
                 rest /= outer[k];
             }
             let mut col = start % inner;
-            let mut done = 0;
-            while done < chunk.len() {
-                let len = (inner - col).min(chunk.len() - done);
+            let mut done = start;
+            while done < end {
+                let len = (inner - col).min(end - done);
                 let row: isize = coords
                     .iter()
                     .zip(outer_strides)
                     .map(|(&c, &s)| c as isize * s)
                     .sum();
                 let first = self.base + row + col as isize * inner_stride;
-                let dst = &mut chunk[done..done + len];
                 if inner_stride == 1 {
                     let f = first as usize;
-                    dst.copy_from_slice(&src[f..f + len]);
+                    out.extend_from_slice(&src[f..f + len]);
+                } else if inner_stride == 0 {
+                    // A value repeated along the row (Broadcast of a [n, 1] column).
+                    out.repeat(src[first as usize], len);
                 } else {
-                    for (i, d) in dst.iter_mut().enumerate() {
-                        *d = src[(first + i as isize * inner_stride) as usize];
+                    for i in 0..len {
+                        out.push(src[(first + i as isize * inner_stride) as usize]);
                     }
                 }
                 done += len;
@@ -134,8 +137,7 @@ impl Strided {
                     coords[k] = 0;
                 }
             }
-        });
-        Ok(out)
+        })
     }
 }
 

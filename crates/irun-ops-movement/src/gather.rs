@@ -12,7 +12,7 @@ use irun_tensor::{with_words, Dim, PartialShape, Word, WordVec};
 
 use crate::attrs::AttrReader;
 use crate::fact::Fact;
-use crate::kernel::{try_zeroed, IndexValues};
+use crate::kernel::IndexValues;
 use crate::op::{codes, expect_inputs, take_inputs, Op, OpError, Value};
 use crate::par;
 use crate::util::{expect_int_type, ints, known_ints, no_strings, norm_axis, output};
@@ -167,30 +167,30 @@ struct Geometry {
 
 fn gather<W: Word>(src: &[W], idx: &[i64], g: &Geometry) -> Result<WordVec, OpError> {
     let slices = g.batch * g.outer * g.per_batch;
-    let mut out = try_zeroed::<W>(slices * g.inner)?;
     if g.inner == 0 {
-        return Ok(W::into_word_vec(out));
+        return Ok(W::into_word_vec(Vec::new()));
     }
     let d = g.along as i64;
-    par::for_each_split_mut(
-        &mut out,
-        g.inner
-            .max(crate::kernel::PAR_MIN_ELEMENTS / g.inner * g.inner),
-        &|start, chunk| {
-            for (k, dst) in chunk.chunks_mut(g.inner).enumerate() {
-                let s = start / g.inner + k;
-                let (bo, p) = (s / g.per_batch, s % g.per_batch);
-                let (bb, o) = (bo / g.outer, bo % g.outer);
-                let v = idx[bb * g.per_batch + p];
-                let v = if v < 0 { v + d } else { v };
-                // Out of range: the slice stays zero.
-                if (0..d).contains(&v) {
-                    let from = ((bb * g.outer + o) * g.along + v as usize) * g.inner;
-                    dst.copy_from_slice(&src[from..from + g.inner]);
-                }
+    let grain = g
+        .inner
+        .max(crate::kernel::PAR_MIN_ELEMENTS / g.inner * g.inner);
+    // Whole slices per chunk (the grain is a multiple of `inner`), written straight into
+    // the output, never zero-filled first.
+    let out = par::build(slices * g.inner, grain, &|start, out| {
+        for s in start / g.inner..start / g.inner + out.remaining() / g.inner {
+            let (bo, p) = (s / g.per_batch, s % g.per_batch);
+            let (bb, o) = (bo / g.outer, bo % g.outer);
+            let v = idx[bb * g.per_batch + p];
+            let v = if v < 0 { v + d } else { v };
+            if (0..d).contains(&v) {
+                let from = ((bb * g.outer + o) * g.along + v as usize) * g.inner;
+                out.extend_from_slice(&src[from..from + g.inner]);
+            } else {
+                // Out of range: the slice is zero.
+                out.repeat(W::default(), g.inner);
             }
-        },
-    );
+        }
+    })?;
     Ok(W::into_word_vec(out))
 }
 
