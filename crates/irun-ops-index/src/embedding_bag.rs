@@ -7,6 +7,7 @@
 //! of indices (what OpenVINO accepts); an index outside the table is a run-time error.
 //! Floats; accumulated in f64 per output element in bag order.
 
+use std::ops::Range;
 use std::sync::Arc;
 
 use half::{bf16, f16};
@@ -47,11 +48,11 @@ pub fn build_packed(a: &AttrReader) -> Result<Box<dyn Op>, OpError> {
     build(a, true, true, "EmbeddingBagPacked-15")
 }
 
-/// The bags: each bag's indices, their positions in the indices input (for weights and
+/// The bags: all indices, each bag's range of positions in them (for weights and
 /// messages), and the default index for empty bags.
 struct Bags {
-    indices: Vec<Vec<i64>>,
-    positions: Vec<Vec<usize>>,
+    indices: Vec<i64>,
+    ranges: Vec<Range<usize>>,
     default: Option<i64>,
 }
 
@@ -80,11 +81,9 @@ impl EmbeddingBag {
                 ));
             }
             let (b, k) = (s[0], s[1]);
-            let bags = (0..b).map(|r| idx[r * k..(r + 1) * k].to_vec()).collect();
-            let pos = (0..b).map(|r| (r * k..(r + 1) * k).collect()).collect();
             return Ok(Bags {
-                indices: bags,
-                positions: pos,
+                indices: idx,
+                ranges: (0..b).map(|r| r * k..(r + 1) * k).collect(),
                 default: None,
             });
         }
@@ -116,17 +115,14 @@ impl EmbeddingBag {
             Some(d) => IndexValues::of(d).and_then(|v| v.to_vec().first().copied()),
             None => None,
         };
-        let mut bags = Vec::with_capacity(offsets.len());
-        let mut pos = Vec::with_capacity(offsets.len());
-        for (b, &start) in offsets.iter().enumerate() {
-            let end = offsets.get(b + 1).copied().unwrap_or(n);
-            let r = start as usize..end as usize;
-            bags.push(idx[r.clone()].to_vec());
-            pos.push(r.collect());
-        }
+        let ranges = offsets
+            .iter()
+            .enumerate()
+            .map(|(b, &start)| start as usize..offsets.get(b + 1).copied().unwrap_or(n) as usize)
+            .collect();
         Ok(Bags {
-            indices: bags,
-            positions: pos,
+            indices: idx,
+            ranges,
             default,
         })
     }
@@ -154,18 +150,29 @@ impl EmbeddingBag {
             None => None,
         };
         let Bags {
-            indices: bags,
-            positions,
+            indices,
+            ranges,
             default,
         } = self.bags(inputs)?;
-        let mut out = vec![0f64; bags.len() * width];
-        for (b, (bag, pos)) in bags.iter().zip(&positions).enumerate() {
-            let dst = &mut out[b * width..(b + 1) * width];
-            let row_of = |i: i64, p: usize| -> Result<usize, OpError> {
-                usize::try_from(i).ok().filter(|&r| r < rows).ok_or_else(|| {
-                    OpError::input(1, codes::INDEX_OUT_OF_RANGE, format!("{}: index {i} at position {p} of input 1 (indices) is outside the table's {rows} rows", self.name))
-                })
-            };
+        let row_of = |i: i64, p: usize| -> Result<usize, OpError> {
+            usize::try_from(i).ok().filter(|&r| r < rows).ok_or_else(|| {
+                OpError::input(1, codes::INDEX_OUT_OF_RANGE, format!("{}: index {i} at position {p} of input 1 (indices) is outside the table's {rows} rows", self.name))
+            })
+        };
+        let weight = |p: usize| -> Result<f64, OpError> {
+            match weights {
+                None => Ok(1.0),
+                Some(w) => w.get(p).map(|&w| to(w)).ok_or_else(|| {
+                    OpError::input(
+                        self.weights_slot(),
+                        codes::RUN_SHAPE,
+                        format!("{}: no weight for index position {p}", self.name),
+                    )
+                }),
+            }
+        };
+        // One bag: the weighted sum (or mean) of its rows, in f64.
+        let bag_into = |bag: &Range<usize>, dst: &mut [f64]| -> Result<(), OpError> {
             if bag.is_empty() {
                 if let Some(d) = default.filter(|&d| d >= 0) {
                     let r = row_of(d, 0)?;
@@ -173,11 +180,11 @@ impl EmbeddingBag {
                         *o = to(t);
                     }
                 }
-                continue;
+                return Ok(());
             }
-            for (&i, &p) in bag.iter().zip(pos) {
-                let r = row_of(i, p)?;
-                let w = weights.map_or(1.0, |w| to(w[p]));
+            for p in bag.clone() {
+                let r = row_of(indices[p], p)?;
+                let w = weight(p)?;
                 for (o, &t) in dst.iter_mut().zip(&tv[r * width..(r + 1) * width]) {
                     *o += to(t) * w;
                 }
@@ -187,8 +194,17 @@ impl EmbeddingBag {
                     *o /= bag.len() as f64;
                 }
             }
+            Ok(())
+        };
+        let mut out = vec![0f64; ranges.len() * width];
+        if width > 0 {
+            // On the calling thread: handing 4 tasks of 64 bags to the pool took 3x longer
+            // than the whole op (measured on DLRM's 256 bags; the rows' cache misses dominate).
+            for (bag, dst) in ranges.iter().zip(out.chunks_mut(width)) {
+                bag_into(bag, dst)?;
+            }
         }
-        let mut shape = vec![bags.len()];
+        let mut shape = vec![ranges.len()];
         shape.extend_from_slice(&table.shape()[1..]);
         Tensor::new(
             table.element_type(),
@@ -323,6 +339,32 @@ mod tests {
         assert_eq!(out[0], f32s(&[2, 2], &[50.5, 101., 10., 20.]));
         let e = run(&op, vec![table(), i64s(&[1], &[3]), i64s(&[1], &[0])]).unwrap_err();
         assert_eq!(e.code, codes::INDEX_OUT_OF_RANGE);
+    }
+
+    #[test]
+    fn too_few_weights_are_an_error_not_a_panic() {
+        let op = EmbeddingBag {
+            packed: false,
+            mean: false,
+            name: "EmbeddingBagOffsetsSum-3",
+        };
+        let e = run(
+            &op,
+            vec![
+                table(),
+                i64s(&[3], &[0, 2, 1]),
+                i64s(&[2], &[0, 1]),
+                i64s(&[], &[-1]),
+                f32s(&[2], &[1., 0.5]),
+            ],
+        )
+        .unwrap_err();
+        assert_eq!(e.code, codes::RUN_SHAPE);
+        assert!(
+            e.message.contains("no weight for index position 2"),
+            "{}",
+            e.message
+        );
     }
 
     #[test]
