@@ -5,7 +5,7 @@
 
 use irun_tensor::{ElementType, Tensor};
 
-use crate::kernel::try_zeroed;
+use crate::kernel::{try_zeroed, PAR_MIN_ELEMENTS};
 use crate::num::Float;
 use crate::op::{codes, OpError, Value};
 use crate::par;
@@ -64,17 +64,24 @@ fn typed<T: Float>(
         .ok_or_else(|| OpError::new(codes::UNSUPPORTED_TYPE, "unexpected type"))?;
     let block = along * inner;
     let mut out = try_zeroed::<T>(outer * block)?;
-    if block > 0 {
-        par::for_each_chunk_mut(&mut out, block, &|start, dst| {
-            let src = &src[start..start + block];
+    // Whole blocks per chunk, enough of them that a small tensor (a LayerNorm over
+    // [1, 32, 128]) stays on the calling thread: a task per block cost more in pool
+    // hand-offs than the normalisation. (No blocks at all when they are empty.)
+    if let Some(blocks) = PAR_MIN_ELEMENTS.checked_div(block) {
+        let grain = blocks.max(1) * block;
+        par::for_each_split_mut(&mut out, grain, &|start, dst| {
             let (mut a, mut b) = (vec![0f64; along], vec![0f64; along]);
-            for i in 0..inner {
-                for (k, v) in a.iter_mut().enumerate() {
-                    *v = src[k * inner + i].to_f64();
-                }
-                f(&a, &mut b);
-                for (k, &v) in b.iter().enumerate() {
-                    dst[k * inner + i] = T::from_f64(v);
+            for (k, dst) in dst.chunks_mut(block).enumerate() {
+                let first = start + k * block;
+                let src = &src[first..first + block];
+                for i in 0..inner {
+                    for (k, v) in a.iter_mut().enumerate() {
+                        *v = src[k * inner + i].to_f64();
+                    }
+                    f(&a, &mut b);
+                    for (k, &v) in b.iter().enumerate() {
+                        dst[k * inner + i] = T::from_f64(v);
+                    }
                 }
             }
         });
