@@ -111,3 +111,54 @@ fn every_model_matches_openvino_at_1_and_2_threads() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// A model with dynamic inputs keeps the facts it inferred for the last input shapes: runs on
+/// other shapes must not reuse them. GAT on its inputs, on a smaller graph (the first 16 nodes
+/// and the edges among them), then on its inputs again: each run equals a run of a fresh
+/// executable, and the first equals OpenVINO's output.
+#[test]
+fn dynamic_shapes_alternate_without_stale_facts() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("models/real/gat");
+    let full = npz(&dir.join("inputs.npz"));
+    let x = full.iter().find(|(k, _)| k == "x").unwrap().1.clone();
+    let edges = full
+        .iter()
+        .find(|(k, _)| k == "edge_index")
+        .unwrap()
+        .1
+        .clone();
+    let (xs, es) = (x.values::<f32>().unwrap(), edges.values::<i64>().unwrap());
+    let kept: Vec<usize> = (0..es.len() / 2)
+        .filter(|&e| es[e] < 16 && es[es.len() / 2 + e] < 16)
+        .collect();
+    let mut small_edges: Vec<i64> = kept.iter().map(|&e| es[e]).collect();
+    small_edges.extend(kept.iter().map(|&e| es[es.len() / 2 + e]));
+    let small = vec![
+        (
+            "x".to_string(),
+            Tensor::from_f32(vec![16, 16], xs[..256].to_vec()).unwrap(),
+        ),
+        (
+            "edge_index".to_string(),
+            Tensor::from_i64(vec![2, kept.len()], small_edges).unwrap(),
+        ),
+    ];
+    let compile = || {
+        Model::open(dir.join("model.xml"))
+            .unwrap()
+            .compile(&Options {
+                threads: Some(2),
+                ..Options::default()
+            })
+            .unwrap()
+    };
+    let exe = compile();
+    let first = exe.run(full.clone()).unwrap();
+    let second = exe.run(small.clone()).unwrap();
+    let third = exe.run(full).unwrap();
+    assert_eq!(second[0].1.shape(), &[16, 32]);
+    assert_eq!(second, compile().run(small).unwrap());
+    assert_eq!(first, third);
+    let want = npz(&dir.join("expected.npz"));
+    assert!(mismatch(&first[0].1, &want[0].1).is_none());
+}

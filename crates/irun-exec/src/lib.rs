@@ -16,7 +16,7 @@ mod plan;
 mod profile;
 mod state;
 
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use irun_graph::{Graph, NodeId};
 use irun_ops::{Fact, Prepared, Value};
@@ -87,6 +87,30 @@ pub struct Executable {
     prepared_bytes: u64,
     /// The state variables (ReadValue/Assign), as [`State`]s of this model carry them.
     variables: Arc<[VariableInfo]>,
+    /// The facts inferred for the last input shapes that differed from the declared ones
+    /// (and those shapes): a model with dynamic inputs run again on inputs of the same
+    /// shapes (a benchmark loop, a server) does not infer its graph again.
+    recent_facts: Mutex<Option<InferredFacts>>,
+}
+
+/// Per-run facts inferred for some input (and variable) shapes.
+type InferredFacts = (Vec<(NodeId, Fact)>, Arc<Vec<Vec<Fact>>>);
+
+/// The facts a run uses: the compiled ones, or ones inferred for its input shapes.
+enum RunFacts<'a> {
+    Declared(&'a [Vec<Fact>]),
+    Inferred(Arc<Vec<Vec<Fact>>>),
+}
+
+impl std::ops::Deref for RunFacts<'_> {
+    type Target = [Vec<Fact>];
+
+    fn deref(&self) -> &[Vec<Fact>] {
+        match self {
+            RunFacts::Declared(f) => f,
+            RunFacts::Inferred(f) => f,
+        }
+    }
 }
 
 impl std::fmt::Debug for Executable {
@@ -201,6 +225,7 @@ impl Executable {
             prepared: (0..graph.nodes.len()).map(|_| None).collect(),
             prepared_bytes: 0,
             variables,
+            recent_facts: Mutex::new(None),
             memory_limit: options.memory_limit.unwrap_or_else(physical_memory),
             plan,
             pool,
@@ -514,7 +539,7 @@ impl Executable {
         &self,
         inputs: &[Value],
         reads: &[(NodeId, ElementType, Vec<usize>)],
-    ) -> Result<std::borrow::Cow<'_, [Vec<Fact>]>, RunError> {
+    ) -> Result<RunFacts<'_>, RunError> {
         let as_declared = self.inputs.iter().zip(inputs).all(|(info, v)| {
             info.shape.to_static().as_deref() == Some(v.shape())
                 && info.element_type == v.element_type()
@@ -524,7 +549,7 @@ impl Executable {
                 .is_some_and(|f| f.ty == *ty && f.shape.to_static().as_deref() == Some(&shape[..]))
         });
         if as_declared {
-            return Ok(std::borrow::Cow::Borrowed(&self.graph.facts));
+            return Ok(RunFacts::Declared(&self.graph.facts));
         }
         let overrides: Vec<(NodeId, Fact)> = self
             .graph
@@ -538,17 +563,26 @@ impl Executable {
                     .map(|(n, ty, shape)| (*n, Fact::of_static(*ty, shape))),
             )
             .collect();
-        self.graph
-            .infer_with_inputs(&overrides)
-            .map(std::borrow::Cow::Owned)
-            .map_err(|d| {
-                RunError::new(
-                    RunErrorKind::Op,
-                    format!("with these input shapes, {}", d.message),
-                )
-                .on_layer(d.layer.map(|l| *l))
-                .with_code(d.code)
-            })
+        let recent = |cache: &Option<InferredFacts>| {
+            cache
+                .as_ref()
+                .filter(|(key, _)| *key == overrides)
+                .map(|(_, facts)| facts.clone())
+        };
+        if let Some(facts) = recent(&self.recent_facts.lock().unwrap_or_else(|p| p.into_inner())) {
+            return Ok(RunFacts::Inferred(facts));
+        }
+        let facts = Arc::new(self.graph.infer_with_inputs(&overrides).map_err(|d| {
+            RunError::new(
+                RunErrorKind::Op,
+                format!("with these input shapes, {}", d.message),
+            )
+            .on_layer(d.layer.map(|l| *l))
+            .with_code(d.code)
+        })?);
+        *self.recent_facts.lock().unwrap_or_else(|p| p.into_inner()) =
+            Some((overrides, facts.clone()));
+        Ok(RunFacts::Inferred(facts))
     }
 
     /// Evaluates the plan with `state`'s variables; on success, stores what the Assigns
