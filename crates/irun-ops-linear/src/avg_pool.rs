@@ -12,7 +12,7 @@ use irun_tensor::{ElementType, Tensor};
 use crate::attrs::AttrReader;
 use crate::fact::Fact;
 use crate::op::{codes, expect_inputs, take_inputs, Op, OpError, Value};
-use crate::pool::{infer_pool, tensor, Window, Windows};
+use crate::pool::{infer_pool, tensor, RowWindows, Windows};
 use crate::spatial::{list, Spatial};
 
 #[derive(Debug)]
@@ -51,15 +51,27 @@ impl AvgPool {
             .values::<T>()
             .ok_or_else(|| OpError::new(codes::UNSUPPORTED_TYPE, "unexpected type"))?;
         let exclude = self.exclude_pad;
-        let out = w.map(v, &|plane: &[T], win: &Window| {
-            let mut sum = 0.0;
-            win.for_each(|t| sum += to(plane[t]));
-            let n = win.inside() + if exclude { 0 } else { win.padded };
-            from(if n == 0 && !exclude {
-                0.0
-            } else {
-                sum / n as f64
-            })
+        let out = w.map_rows(v, &|plane: &[T], row: &RowWindows, dst: &mut [T]| {
+            // Sums in f64, each output's taps in scan order.
+            let mut sums = vec![0.0f64; dst.len()];
+            row.for_each_input_row(|r| {
+                let xr = &plane[r..r + row.input_width()];
+                for kx in 0..row.kernel_width() {
+                    for (ox, sum) in sums.iter_mut().enumerate() {
+                        if let Some(&v) = xr.get(row.column(ox, kx)) {
+                            *sum += to(v);
+                        }
+                    }
+                }
+            });
+            for (ox, (d, sum)) in dst.iter_mut().zip(sums).enumerate() {
+                let n = row.inside(ox) + if exclude { 0 } else { row.padded(ox) };
+                *d = from(if n == 0 && !exclude {
+                    0.0
+                } else {
+                    sum / n as f64
+                });
+            }
         })?;
         tensor(x.element_type(), w.shape.clone(), out)
     }

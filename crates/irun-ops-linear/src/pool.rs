@@ -1,5 +1,5 @@
 //! What MaxPool and AvgPool share: inference (`[N, C, *out]`), and the window walk over one
-//! `(n, c)` plane with 1 to 3 spatial dims (padded to 3). Planes run in parallel, each on one
+//! `(n, c)` plane with 1 to 3 spatial dims (padded to 3), an output row at a time. Planes run in parallel, each on one
 //! task, so results do not depend on the thread count.
 
 use irun_tensor::{Dim, ElementType, PartialShape, Tensor};
@@ -10,39 +10,104 @@ use crate::op::{codes, OpError};
 use crate::par;
 use crate::spatial::Spatial;
 
-/// What a pool computes for one window: `(plane values, the window) -> output`.
-pub type WindowFn<'a, T, O> = &'a (dyn Fn(&[T], &Window) -> O + Sync);
-
-/// One output's window over its input plane: per dim, the first in-bounds input coordinate,
-/// how many taps are in bounds (they are consecutive) and the dilation; and how many taps
-/// lie in the explicit or same_* padding (not in cells only ceil rounding added).
-pub struct Window {
-    first: [usize; 3],
-    count: [usize; 3],
-    dil: [usize; 3],
-    input: [usize; 3],
-    pub padded: usize,
+/// The windows of one output row: the outputs that share their coordinates along the first
+/// two spatial dims and differ along the last. A kernel walks the input rows those windows cover
+/// (the outer loop, in scan order) and, within each, the kernel taps and then the outputs, so
+/// every output still sees its taps in scan order (ties and float sums match a per-window walk)
+/// while the innermost loop runs over independent outputs and pipelines.
+pub struct RowWindows<'a> {
+    outer: [Span; 2],
+    cols: &'a [Span],
+    g: &'a Windows,
 }
 
-impl Window {
-    /// Taps inside the input.
-    pub fn inside(&self) -> usize {
-        self.count.iter().product()
+impl RowWindows<'_> {
+    /// Calls `f` with the plane offset of the start of every input row the windows cover.
+    #[inline(always)]
+    pub fn for_each_input_row(&self, mut f: impl FnMut(usize)) {
+        let g = self.g;
+        for a in 0..self.outer[0].count {
+            let z = self.outer[0].first + a * g.dil[0];
+            for b in 0..self.outer[1].count {
+                let y = self.outer[1].first + b * g.dil[1];
+                f((z * g.input[1] + y) * g.input[2]);
+            }
+        }
     }
 
-    /// Calls `f` with the plane offset of every tap inside the input, in scan order.
+    /// Taps along the last dim.
+    pub fn kernel_width(&self) -> usize {
+        self.g.kernel[2]
+    }
+
+    /// Length of an input row.
+    pub fn input_width(&self) -> usize {
+        self.g.input[2]
+    }
+
+    /// The input column of tap `kx` of output `ox`'s window, `>= input_width()` when the tap
+    /// lies in padding (the subtraction wraps for taps before the start).
     #[inline(always)]
-    pub fn for_each(&self, mut f: impl FnMut(usize)) {
-        for a in 0..self.count[0] {
-            let z = self.first[0] + a * self.dil[0];
-            for b in 0..self.count[1] {
-                let row = (z * self.input[1] + self.first[1] + b * self.dil[1]) * self.input[2]
-                    + self.first[2];
-                for e in 0..self.count[2] {
-                    f(row + e * self.dil[2]);
+    pub fn column(&self, ox: usize, kx: usize) -> usize {
+        (ox * self.g.stride[2] + kx * self.g.dil[2]).wrapping_sub(self.g.pad[2])
+    }
+
+    /// Tap `kx` of every output of the row, read from input row `xr`; `fill` where the tap lies
+    /// in padding.
+    pub fn gather<T: Copy>(&self, xr: &[T], kx: usize, fill: T, taps: &mut [T]) {
+        let (s, pad) = (self.g.stride[2].max(1), self.g.pad[2]);
+        let off = kx * self.g.dil[2];
+        // Output `ox` reads column `ox * s + off - pad`: inside for `lo <= ox < hi`.
+        let lo = pad.saturating_sub(off).div_ceil(s).min(taps.len());
+        let hi = (xr.len() + pad)
+            .saturating_sub(off)
+            .div_ceil(s)
+            .clamp(lo, taps.len());
+        taps[..lo].fill(fill);
+        taps[hi..].fill(fill);
+        if hi > lo {
+            let n = hi - lo;
+            let from = &xr[lo * s + off - pad..][..(n - 1) * s + 1];
+            if s == 1 {
+                taps[lo..hi].copy_from_slice(from);
+            } else {
+                for (j, t) in taps[lo..hi].iter_mut().enumerate() {
+                    *t = from[j * s];
                 }
             }
         }
+    }
+
+    /// Taps of output `ox`'s window inside the input.
+    pub fn inside(&self, ox: usize) -> usize {
+        self.outer[0].count * self.outer[1].count * self.cols[ox].count
+    }
+
+    /// Taps of output `ox`'s window in the explicit or same_* padding (not in cells only ceil
+    /// rounding added).
+    pub fn padded(&self, ox: usize) -> usize {
+        self.outer[0].in_pads * self.outer[1].in_pads * self.cols[ox].in_pads - self.inside(ox)
+    }
+
+    /// The first tap of output `ox`'s window, in scan order, inside the input and not NaN:
+    /// its value and plane offset.
+    pub fn first_non_nan<T: Copy>(
+        &self,
+        plane: &[T],
+        ox: usize,
+        nan: impl Fn(T) -> bool,
+    ) -> Option<(T, usize)> {
+        let c = self.cols[ox];
+        let mut found = None;
+        self.for_each_input_row(|row| {
+            for e in 0..c.count {
+                let t = row + c.first + e * self.g.dil[2];
+                if found.is_none() && !nan(plane[t]) {
+                    found = Some((plane[t], t));
+                }
+            }
+        });
+        found
     }
 }
 
@@ -99,56 +164,73 @@ impl Windows {
         })
     }
 
-    /// For every output position of every plane, `f(plane values, its window)`.
-    pub fn map<T: Copy + Sync, O: Copy + Default + Send>(
-        &self,
-        x: &[T],
-        f: WindowFn<T, O>,
-    ) -> Result<Vec<O>, OpError> {
+    /// Per output coordinate along spatial dim `k`: the first in-bounds input coordinate, how
+    /// many taps are in bounds, and how many lie inside the input or its explicit padding.
+    /// A window is the product of its three dims' spans, so these tables replace the per-output
+    /// window walk.
+    fn spans(&self, k: usize) -> Vec<Span> {
+        (0..self.out[k])
+            .map(|o| {
+                let base = (o * self.stride[k]) as isize - self.pad[k] as isize;
+                let mut s = Span::default();
+                for t in 0..self.kernel[k] {
+                    let c = base + (t * self.dil[k]) as isize;
+                    if c >= 0 && (c as usize) < self.input[k] {
+                        if s.count == 0 {
+                            s.first = c as usize;
+                        }
+                        s.count += 1;
+                    }
+                    if c < (self.input[k] + self.pad_end[k]) as isize {
+                        s.in_pads += 1;
+                    }
+                }
+                s
+            })
+            .collect()
+    }
+
+    /// `f(plane values, the row's windows, the row's outputs)` for every output row of every
+    /// plane.
+    pub fn map_rows<T, O, F>(&self, x: &[T], f: &F) -> Result<Vec<O>, OpError>
+    where
+        T: Copy + Sync,
+        O: Copy + Default + Send,
+        F: Fn(&[T], &RowWindows, &mut [O]) + Sync,
+    {
         let plane_in: usize = self.input.iter().product();
         let plane_out: usize = self.out.iter().product();
         let mut out = try_zeroed::<O>(self.planes * plane_out)?;
         if plane_out == 0 {
             return Ok(out);
         }
+        let spans = [self.spans(0), self.spans(1), self.spans(2)];
         par::for_each_chunk_mut(&mut out, plane_out, &|start, dst| {
             let p = start / plane_out;
             let xp = &x[p * plane_in..(p + 1) * plane_in];
-            for (o, d) in dst.iter_mut().enumerate() {
-                let oc = [
-                    o / (self.out[1] * self.out[2]),
-                    (o / self.out[2]) % self.out[1],
-                    o % self.out[2],
-                ];
-                let mut w = Window {
-                    first: [0; 3],
-                    count: [0; 3],
-                    dil: self.dil,
-                    input: self.input,
-                    padded: 0,
-                };
-                let mut in_pads = [0usize; 3];
-                for k in 0..3 {
-                    let base = (oc[k] * self.stride[k]) as isize - self.pad[k] as isize;
-                    for t in 0..self.kernel[k] {
-                        let c = base + (t * self.dil[k]) as isize;
-                        if c >= 0 && (c as usize) < self.input[k] {
-                            if w.count[k] == 0 {
-                                w.first[k] = c as usize;
-                            }
-                            w.count[k] += 1;
-                        }
-                        if c < (self.input[k] + self.pad_end[k]) as isize {
-                            in_pads[k] += 1;
-                        }
+            let mut rows = dst.chunks_mut(self.out[2]);
+            for &a in &spans[0] {
+                for &b in &spans[1] {
+                    let row = RowWindows {
+                        outer: [a, b],
+                        cols: &spans[2],
+                        g: self,
+                    };
+                    if let Some(dst) = rows.next() {
+                        f(xp, &row, dst);
                     }
                 }
-                w.padded = in_pads.iter().product::<usize>() - w.inside();
-                *d = f(xp, &w);
             }
         });
         Ok(out)
     }
+}
+
+#[derive(Clone, Copy, Default)]
+struct Span {
+    first: usize,
+    count: usize,
+    in_pads: usize,
 }
 
 /// The output fact of a pool: `[N, C, *out]`.
