@@ -9,8 +9,9 @@ use std::sync::Arc;
 use half::{bf16, f16};
 use irun_tensor::{ElementType, Tensor};
 
+use crate::depthwise::Depthwise;
 use crate::gemm::{view, Mul, F32_GEMM};
-use crate::kernel::{try_zeroed, PAR_MIN_ELEMENTS};
+use crate::kernel::try_zeroed;
 use crate::op::{codes, take_inputs, OpError, Prepared, Value};
 use crate::par;
 use crate::spatial::Spatial;
@@ -183,9 +184,7 @@ impl Geometry {
         self.groups > 1 && self.ci == 1 && self.co == 1
     }
 
-    /// The depthwise convolution: planes in parallel; each output element adds its taps in
-    /// tap order (so results do not depend on the thread count). Walks output runs as
-    /// `im2col_row` does, with the in-bounds span of each run computed once.
+    /// The depthwise convolution, by [`Depthwise`].
     fn depthwise(
         &self,
         data: &Tensor,
@@ -197,65 +196,17 @@ impl Geometry {
             data.values::<f32>().ok_or_else(bad)?,
             filters.values::<f32>().ok_or_else(bad)?,
         );
-        let [id, ih, iw] = self.input;
-        let [kd, kh, kw] = self.kernel;
-        let [od, oh, ow] = self.out;
-        let (plane_in, plane_out, taps) = (id * ih * iw, od * oh * ow, kd * kh * kw);
-        let mut out = try_zeroed::<f32>(self.n * self.groups * plane_out)?;
-        if plane_out > 0 {
-            // Whole planes per chunk, at least PAR_MIN_ELEMENTS multiply-adds of them: a task
-            // per plane (576 planes of 7x7 in MobileNetV3) cost more than the planes.
-            let grain = (PAR_MIN_ELEMENTS / (plane_out * taps).max(1)).max(1) * plane_out;
-            par::for_each_split_mut(&mut out, grain, &|start, planes| {
-                for (k, dst) in planes.chunks_mut(plane_out).enumerate() {
-                    let p = start / plane_out + k;
-                    let (xc, wc) = (
-                        &x[p * plane_in..(p + 1) * plane_in],
-                        &w[(p % self.groups) * taps..][..taps],
-                    );
-                    for (t, &wt) in wc.iter().enumerate() {
-                        let (a, b, e) = (t / (kh * kw), (t / kw) % kh, t % kw);
-                        let off_x = (e * self.dil[2]) as isize - self.pad[2] as isize;
-                        let sx = self.stride[2] as isize;
-                        for z in 0..od {
-                            let iz = (z * self.stride[0] + a * self.dil[0]) as isize
-                                - self.pad[0] as isize;
-                            if iz < 0 || iz as usize >= id {
-                                continue;
-                            }
-                            for y in 0..oh {
-                                let iy = (y * self.stride[1] + b * self.dil[1]) as isize
-                                    - self.pad[1] as isize;
-                                if iy < 0 || iy as usize >= ih {
-                                    continue;
-                                }
-                                let src = &xc[(iz as usize * ih + iy as usize) * iw..][..iw];
-                                let row = &mut dst[(z * oh + y) * ow..][..ow];
-                                // Output columns whose input column off_x + ox * sx lies in [0, iw).
-                                let lo = ((-off_x).max(0) as usize).div_ceil(sx as usize).min(ow);
-                                let hi = if off_x >= iw as isize {
-                                    0
-                                } else {
-                                    (((iw as isize - 1 - off_x) / sx) + 1).clamp(0, ow as isize)
-                                        as usize
-                                };
-                                if sx == 1 {
-                                    let from = (off_x + lo as isize) as usize;
-                                    for (d, &v) in row[lo..hi.max(lo)].iter_mut().zip(&src[from..])
-                                    {
-                                        *d += wt * v;
-                                    }
-                                } else {
-                                    for ox in lo..hi.max(lo) {
-                                        row[ox] += wt * src[(off_x + ox as isize * sx) as usize];
-                                    }
-                                }
-                            }
-                        }
-                    }
-                }
-            });
+        let out = Depthwise {
+            n: self.n,
+            channels: self.groups,
+            input: self.input,
+            kernel: self.kernel,
+            out: self.out,
+            stride: self.stride,
+            dil: self.dil,
+            pad: self.pad,
         }
+        .run(x, w)?;
         Tensor::new(data.element_type(), shape, irun_tensor::Scalar::wrap(out))
             .map_err(|e| OpError::new(codes::RUN_SHAPE, e.to_string()))
     }

@@ -1,7 +1,7 @@
 //! The linear-algebra family: MatMul, Einsum, Convolution, GroupConvolution, MaxPool, AvgPool,
 //! ScaledDotProductAttention. One file per op; `gemm.rs` is the one matrix
 //! product (f32 on rten-gemm, f64 on matrixmultiply, integers exact with wrapping), `conv.rs`
-//! the convolution kernel, `spatial.rs` the padding rules, `pool.rs` the window walk. f16/bf16
+//! the convolution kernel (`depthwise.rs` its one-channel-per-group case), `spatial.rs` the padding rules, `pool.rs` the window walk. f16/bf16
 //! are widened to f32 once and rounded once. Constant f32 weights (convolution filters, a
 //! MatMul's B) are packed for the GEMM once, by `Op::prepare`.
 //!
@@ -18,6 +18,7 @@ pub(crate) use irun_opkit::{attrs, broadcast, fact, kernel, op, par, util};
 pub mod avg_pool;
 pub mod conv;
 pub mod convolution;
+pub mod depthwise;
 pub mod einsum;
 pub mod gemm;
 pub mod group_convolution;
