@@ -14,7 +14,7 @@ use crate::gemm::{view, Mul, F32_GEMM};
 use crate::kernel::try_zeroed;
 use crate::op::{codes, take_inputs, OpError, Prepared, Value};
 use crate::par;
-use crate::spatial::Spatial;
+use crate::spatial::{gather_run, Spatial};
 use rten_gemm::{GemmInputA, GemmInputB, GemmOptions};
 
 /// Patch matrices up to this many elements (64 MiB of f32) are built whole, and the GEMM
@@ -339,8 +339,7 @@ impl Geometry {
 
     /// Row `row` of the patches: channel `row / taps`, tap `row % taps` as `(kd, kh, kw)`;
     /// columns are output positions `p0..p0 + dst.len()`. Walks the row run by run along the
-    /// output's innermost dim: at stride 1 the in-bounds part of a run is one contiguous copy
-    /// between zeros, otherwise a strided gather; no division per element.
+    /// output's innermost dim, each run one [`gather_run`]; no division per element.
     fn im2col_row<T: Copy + Default>(
         &self,
         x: &[T],
@@ -369,26 +368,8 @@ impl Geometry {
                 seg.fill(T::default());
             } else {
                 let src = &xc[(iz as usize * ih + iy as usize) * iw..][..iw];
-                let sx = self.stride[2] as isize;
-                let start = xo as isize * sx + off_x;
-                if sx == 1 {
-                    // Zeros before and after the in-bounds span, one copy inside.
-                    let lo = (-start).clamp(0, run as isize) as usize;
-                    let hi = (iw as isize - start).clamp(lo as isize, run as isize) as usize;
-                    seg[..lo].fill(T::default());
-                    let from = (start + lo as isize) as usize;
-                    seg[lo..hi].copy_from_slice(&src[from..from + (hi - lo)]);
-                    seg[hi..].fill(T::default());
-                } else {
-                    for (k, d) in seg.iter_mut().enumerate() {
-                        let ix = start + k as isize * sx;
-                        *d = if ix >= 0 && (ix as usize) < iw {
-                            src[ix as usize]
-                        } else {
-                            T::default()
-                        };
-                    }
-                }
+                let start = (xo * self.stride[2]) as isize + off_x;
+                gather_run(src, start, self.stride[2], T::default(), seg);
             }
             done += run;
             p += run;

@@ -8,7 +8,7 @@ use crate::fact::Fact;
 use crate::kernel::try_zeroed;
 use crate::op::{codes, OpError};
 use crate::par;
-use crate::spatial::Spatial;
+use crate::spatial::{gather_run, Spatial};
 
 /// The windows of one output row: the outputs that share their coordinates along the first
 /// two spatial dims and differ along the last. A kernel walks the input rows those windows cover
@@ -55,27 +55,8 @@ impl RowWindows<'_> {
     /// Tap `kx` of every output of the row, read from input row `xr`; `fill` where the tap lies
     /// in padding.
     pub fn gather<T: Copy>(&self, xr: &[T], kx: usize, fill: T, taps: &mut [T]) {
-        let (s, pad) = (self.g.stride[2].max(1), self.g.pad[2]);
-        let off = kx * self.g.dil[2];
-        // Output `ox` reads column `ox * s + off - pad`: inside for `lo <= ox < hi`.
-        let lo = pad.saturating_sub(off).div_ceil(s).min(taps.len());
-        let hi = (xr.len() + pad)
-            .saturating_sub(off)
-            .div_ceil(s)
-            .clamp(lo, taps.len());
-        taps[..lo].fill(fill);
-        taps[hi..].fill(fill);
-        if hi > lo {
-            let n = hi - lo;
-            let from = &xr[lo * s + off - pad..][..(n - 1) * s + 1];
-            if s == 1 {
-                taps[lo..hi].copy_from_slice(from);
-            } else {
-                for (j, t) in taps[lo..hi].iter_mut().enumerate() {
-                    *t = from[j * s];
-                }
-            }
-        }
+        let start = (kx * self.g.dil[2]) as isize - self.g.pad[2] as isize;
+        gather_run(xr, start, self.g.stride[2], fill, taps);
     }
 
     /// Taps of output `ox`'s window inside the input.

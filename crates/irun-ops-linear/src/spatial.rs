@@ -244,3 +244,60 @@ mod tests {
             .is_err());
     }
 }
+
+/// `dst[k] = src[start + k * step]` where that lies inside `src`, `fill` where it does not: a run
+/// of taps along one input row, padding on either side reading as `fill`. The in-bounds span is
+/// computed once, so the copy has no per-element check (at step 1 it is one `memcpy`).
+pub fn gather_run<T: Copy>(src: &[T], start: isize, step: usize, fill: T, dst: &mut [T]) {
+    let (s, len, n) = (step.max(1) as isize, src.len() as isize, dst.len() as isize);
+    // Inside for `lo <= k < hi`: `0 <= start + k * s < len`.
+    let lo = if start >= 0 { 0 } else { (-start + s - 1) / s }.min(n);
+    let hi = if start >= len {
+        lo
+    } else {
+        ((len - start + s - 1) / s).clamp(lo, n)
+    };
+    let (lo, hi) = (lo as usize, hi as usize);
+    dst[..lo].fill(fill);
+    dst[hi..].fill(fill);
+    if hi > lo {
+        let (s, count) = (s as usize, hi - lo);
+        let from = &src[(start + (lo * s) as isize) as usize..][..(count - 1) * s + 1];
+        if s == 1 {
+            dst[lo..hi].copy_from_slice(from);
+        } else {
+            for (j, d) in dst[lo..hi].iter_mut().enumerate() {
+                *d = from[j * s];
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod gather_tests {
+    use super::gather_run;
+
+    #[test]
+    fn gather_run_reads_inside_and_fills_outside() {
+        let src: Vec<i32> = (10..20).collect();
+        for start in -7isize..14 {
+            for step in 1..4usize {
+                for n in 0..9usize {
+                    let mut dst = vec![0; n];
+                    gather_run(&src, start, step, -1, &mut dst);
+                    let want: Vec<i32> = (0..n)
+                        .map(|k| {
+                            let i = start + (k * step) as isize;
+                            if (0..10).contains(&i) {
+                                src[i as usize]
+                            } else {
+                                -1
+                            }
+                        })
+                        .collect();
+                    assert_eq!(dst, want, "start {start} step {step} n {n}");
+                }
+            }
+        }
+    }
+}
