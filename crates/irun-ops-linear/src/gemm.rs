@@ -273,9 +273,11 @@ mod tests {
                 }
             }
         }
-        assert!(
-            20 * 20 * 21 > SMALL_PRODUCT,
-            "the last shape takes the packed path"
-        );
+        const {
+            assert!(
+                20 * 20 * 21 > SMALL_PRODUCT,
+                "the last shape takes the packed path"
+            )
+        };
     }
 }
