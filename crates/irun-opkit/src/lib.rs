@@ -13,6 +13,7 @@ pub mod fact;
 pub mod kernel;
 pub mod op;
 pub mod par;
+pub mod simd;
 pub mod strided;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;

@@ -13,6 +13,7 @@
 use crate::kernel::{try_zeroed, PAR_MIN_ELEMENTS};
 use crate::op::OpError;
 use crate::par;
+use crate::simd;
 
 /// Channels per block: one AVX-512 register, four SSE ones.
 const LANES: usize = 16;
@@ -92,35 +93,59 @@ impl Depthwise {
         let sx = self.stride[2];
         let grain = (PAR_MIN_ELEMENTS / (plane_out * taps).max(1)).max(1) * plane_out;
         par::for_each_split_mut(&mut out, grain, &|start, planes| {
+            // Strided rows are first split into `sx` phases (columns `ph, ph + sx, ...`), so
+            // that every tap reads a contiguous run, which vectorises.
+            let phase_width = iw.div_ceil(sx);
+            let rows_in = plane_in / iw.max(1);
+            let mut phases = vec![
+                0f32;
+                if sx > 1 {
+                    rows_in * sx * phase_width
+                } else {
+                    0
+                }
+            ];
             for (k, dst) in planes.chunks_mut(plane_out).enumerate() {
                 let p = start / plane_out + k;
                 let xc = &x[p * plane_in..][..plane_in];
                 let wc = &w[(p % self.channels) * taps..][..taps];
-                for (z, zrow) in zs.chunks(kd).enumerate() {
-                    for (y, yrow) in ys.chunks(kh).enumerate() {
-                        let row = &mut dst[(z * oh + y) * ow..][..ow];
-                        for (a, iz) in zrow.iter().enumerate() {
-                            let Some(iz) = iz else { continue };
-                            for (b, iy) in yrow.iter().enumerate() {
-                                let Some(iy) = iy else { continue };
-                                let src = &xc[(iz * ih + iy) * iw..][..iw];
-                                let wrow = &wc[(a * kh + b) * kw..][..kw];
-                                for (&wt, &(lo, hi, from)) in wrow.iter().zip(&xs) {
-                                    let run = &mut row[lo..hi];
-                                    if sx == 1 {
-                                        for (d, &v) in run.iter_mut().zip(&src[from..]) {
-                                            *d += wt * v;
-                                        }
-                                    } else {
-                                        for (j, d) in run.iter_mut().enumerate() {
-                                            *d += wt * src[from + j * sx];
+                simd::widest(
+                    #[inline(always)]
+                    || {
+                        if sx > 1 {
+                            for (r, src) in xc.chunks_exact(iw).enumerate() {
+                                let dst = &mut phases[r * sx * phase_width..][..sx * phase_width];
+                                deinterleave(src, sx, dst);
+                            }
+                        }
+                        for (z, zrow) in zs.chunks(kd).enumerate() {
+                            for (y, yrow) in ys.chunks(kh).enumerate() {
+                                let row = &mut dst[(z * oh + y) * ow..][..ow];
+                                for (a, iz) in zrow.iter().enumerate() {
+                                    let Some(iz) = iz else { continue };
+                                    for (b, iy) in yrow.iter().enumerate() {
+                                        let Some(iy) = iy else { continue };
+                                        let wrow = &wc[(a * kh + b) * kw..][..kw];
+                                        let src = &xc[(iz * ih + iy) * iw..][..iw];
+                                        for (&wt, &(lo, hi, from)) in wrow.iter().zip(&xs) {
+                                            let run = if sx == 1 {
+                                                &src[from..][..hi - lo]
+                                            } else {
+                                                let ph = &phases[((iz * ih + iy) * sx
+                                                    + from % sx)
+                                                    * phase_width..][..phase_width];
+                                                &ph[from / sx..][..hi - lo]
+                                            };
+                                            for (d, &v) in row[lo..hi].iter_mut().zip(run) {
+                                                *d += wt * v;
+                                            }
                                         }
                                     }
                                 }
                             }
                         }
-                    }
-                }
+                    },
+                );
             }
         });
         Ok(out)
@@ -156,18 +181,23 @@ impl Depthwise {
                         v[l] = s;
                     }
                 }
-                let mut o = 0;
-                for zt in tables[0].chunks(kd) {
-                    for yt in tables[1].chunks(kh) {
-                        for xt in tables[2].chunks(kw) {
-                            let acc = self.output(&xb, &wb, [zt, yt, xt], [ih, iw]);
-                            for (l, &a) in acc.iter().enumerate().take(lanes) {
-                                dst[l * plane_out + o] = a;
+                simd::widest(
+                    #[inline(always)]
+                    || {
+                        let mut o = 0;
+                        for zt in tables[0].chunks(kd) {
+                            for yt in tables[1].chunks(kh) {
+                                for xt in tables[2].chunks(kw) {
+                                    let acc = self.output(&xb, &wb, [zt, yt, xt], [ih, iw]);
+                                    for (l, &a) in acc.iter().enumerate().take(lanes) {
+                                        dst[l * plane_out + o] = a;
+                                    }
+                                    o += 1;
+                                }
                             }
-                            o += 1;
                         }
-                    }
-                }
+                    },
+                );
             });
         }
         Ok(out)
@@ -201,6 +231,30 @@ impl Depthwise {
             }
         }
         acc
+    }
+}
+
+/// `src` split into `sx` phases of `dst.len() / sx` each: phase `ph` holds `src[ph]`,
+/// `src[ph + sx]`, ... (its unused tail is left as it was).
+#[inline(always)]
+fn deinterleave(src: &[f32], sx: usize, dst: &mut [f32]) {
+    let width = dst.len() / sx;
+    if sx == 2 {
+        // Stride 2, nearly every strided depthwise layer: pairs, which vectorise.
+        let (even, odd) = dst.split_at_mut(width);
+        for ((e, o), pair) in even.iter_mut().zip(odd.iter_mut()).zip(src.chunks_exact(2)) {
+            *e = pair[0];
+            *o = pair[1];
+        }
+        if src.len() % 2 == 1 {
+            even[src.len() / 2] = src[src.len() - 1];
+        }
+        return;
+    }
+    for (j, group) in src.chunks(sx).enumerate() {
+        for (ph, &v) in group.iter().enumerate() {
+            dst[ph * width + j] = v;
+        }
     }
 }
 

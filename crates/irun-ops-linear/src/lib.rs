@@ -13,7 +13,7 @@
 #[cfg(test)]
 pub(crate) use irun_opkit::testing;
 #[allow(unused_imports)]
-pub(crate) use irun_opkit::{attrs, broadcast, fact, kernel, op, par, util};
+pub(crate) use irun_opkit::{attrs, broadcast, fact, kernel, op, par, simd, util};
 
 pub mod avg_pool;
 pub mod conv;

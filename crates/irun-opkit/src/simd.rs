@@ -1,0 +1,113 @@
+//! Running a kernel's inner loop compiled for the widest vector unit the CPU has.
+//!
+//! The workspace is built for the x86-64 baseline (SSE2), so that one binary runs on every
+//! x86-64 machine; loops the compiler vectorises then use 4-lane registers even on a CPU with
+//! 16-lane AVX-512 ones. [`widest`] runs a closure inside a function compiled with AVX-512 (or
+//! AVX2) enabled, chosen once at run time, so the closure, inlined there, is vectorised for it.
+//!
+//! Results do not change with the unit: Rust never contracts `a * b + c` into a fused
+//! multiply-add on its own and never reorders floating-point operations, so a vectorised loop
+//! does per element exactly what the scalar one does.
+
+#[cfg(target_arch = "x86_64")]
+use std::sync::OnceLock;
+
+/// The vector units [`widest`] picks between.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unit {
+    /// AVX-512 F, VL, BW and DQ (16 f32 lanes).
+    Avx512,
+    /// AVX2 and FMA (8 f32 lanes).
+    Avx2,
+    /// What the build targets (SSE2 on x86-64).
+    Baseline,
+}
+
+/// The widest unit this CPU has; detected once.
+pub fn unit() -> Unit {
+    #[cfg(target_arch = "x86_64")]
+    {
+        static UNIT: OnceLock<Unit> = OnceLock::new();
+        *UNIT.get_or_init(|| {
+            use std::arch::is_x86_feature_detected as has;
+            if has!("avx512f") && has!("avx512vl") && has!("avx512bw") && has!("avx512dq") {
+                Unit::Avx512
+            } else if has!("avx2") && has!("fma") {
+                Unit::Avx2
+            } else {
+                Unit::Baseline
+            }
+        })
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        Unit::Baseline
+    }
+}
+
+/// `f()`, compiled for [`unit()`]. Mark `f`'s body `#[inline(always)]` where it calls other
+/// functions: only code inlined into the wrapper gets the wider unit.
+#[inline(always)]
+pub fn widest<R>(f: impl FnOnce() -> R) -> R {
+    match unit() {
+        // SAFETY: `unit()` returned these units only after `is_x86_feature_detected!` found
+        // every feature the wrappers enable on the running CPU.
+        #[cfg(target_arch = "x86_64")]
+        Unit::Avx512 => unsafe { avx512(f) },
+        #[cfg(target_arch = "x86_64")]
+        Unit::Avx2 => unsafe { avx2(f) },
+        _ => f(),
+    }
+}
+
+/// # Safety
+/// The CPU must have AVX-512 F, VL, BW and DQ.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512vl,avx512bw,avx512dq,avx2,fma")]
+#[inline]
+unsafe fn avx512<R>(f: impl FnOnce() -> R) -> R {
+    f()
+}
+
+/// # Safety
+/// The CPU must have AVX2 and FMA.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+#[inline]
+unsafe fn avx2<R>(f: impl FnOnce() -> R) -> R {
+    f()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every unit this CPU has gives the baseline's bits on an order-sensitive float loop.
+    #[test]
+    fn every_unit_gives_the_baselines_bits() {
+        let x: Vec<f32> = (0..1003).map(|i| (i as f32 * 0.37).sin()).collect();
+        let body = || {
+            let mut acc = vec![0f32; x.len()];
+            for (t, w) in [0.3f32, -1.7, 2.9].iter().enumerate() {
+                for (a, v) in acc.iter_mut().zip(&x[t..]) {
+                    *a += w * v;
+                }
+            }
+            acc.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
+        };
+        let want = body();
+        assert_eq!(widest(body), want);
+        #[cfg(target_arch = "x86_64")]
+        {
+            use std::arch::is_x86_feature_detected as has;
+            if has!("avx2") && has!("fma") {
+                // SAFETY: the features were just detected.
+                assert_eq!(unsafe { avx2(body) }, want);
+            }
+            if unit() == Unit::Avx512 {
+                // SAFETY: `unit()` detected them.
+                assert_eq!(unsafe { avx512(body) }, want);
+            }
+        }
+    }
+}
