@@ -148,6 +148,9 @@ pub fn grouped_with(
     };
     let mut shape = vec![g.n, groups * co];
     shape.extend(dims.iter().map(|d| d.2));
+    // One output position (a squeeze-excitation block's 1x1 convolutions) is a matrix times
+    // a vector, which the unpacked filters serve best (see `Mul::gemm`).
+    let packed = packed.filter(|_| g.out.iter().product::<usize>() > 1);
     let out = match data.element_type() {
         ElementType::F32 if g.is_depthwise() => g.depthwise(data, filters, shape),
         ElementType::F32 => match packed {

@@ -48,6 +48,21 @@ impl Mul for f32 {
             small_f32(m, k, n, a, sa, b, sb, c);
             return;
         }
+        if n == 1 {
+            // A matrix times a vector: computed as its transpose, the vector times a matrix,
+            // which rten-gemm runs as a GEMV without packing (a column of c is contiguous,
+            // so it is also the row of c's transpose).
+            F32_GEMM.with(|g| {
+                g.gemm(
+                    c,
+                    GemmInputA::Unpacked(view(1, k, b, (sb.1, sb.0))),
+                    GemmInputB::Unpacked(view(k, m, a, (sa.1, sa.0))),
+                    GemmOptions::default(),
+                )
+                .expect("shapes agree by construction")
+            });
+            return;
+        }
         F32_GEMM.with(|g| {
             g.gemm(
                 c,
@@ -239,7 +254,7 @@ mod tests {
 
     /// Every layout of the small path (rows of b contiguous, b transposed, a transposed) and
     /// lengths that are not multiples of the eight partial sums, beside the packed path just
-    /// above the threshold.
+    /// above the threshold and a matrix times a vector.
     #[test]
     fn small_and_packed_products_match_the_definition_in_every_layout() {
         let shapes = [
@@ -249,6 +264,7 @@ mod tests {
             (4, 13, 7),
             (2, 7, 1),
             (20, 20, 21),
+            (300, 40, 1),
         ];
         for &(m, k, n) in &shapes {
             let a: Vec<f32> = (0..m * k)
@@ -276,7 +292,13 @@ mod tests {
         const {
             assert!(
                 20 * 20 * 21 > SMALL_PRODUCT,
-                "the last shape takes the packed path"
+                "(20, 20, 21) takes the packed path"
+            )
+        };
+        const {
+            assert!(
+                300 * 40 > SMALL_PRODUCT,
+                "(300, 40, 1) the matrix-vector one"
             )
         };
     }
