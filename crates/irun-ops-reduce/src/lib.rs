@@ -11,7 +11,7 @@
 #[cfg(test)]
 pub(crate) use irun_opkit::testing as testing_kit;
 #[allow(unused_imports)]
-pub(crate) use irun_opkit::{attrs, fact, kernel, op, par, strided, util};
+pub(crate) use irun_opkit::{attrs, fact, kernel, op, par, simd, strided, util};
 
 pub mod along;
 pub mod axes;

@@ -17,6 +17,7 @@ use crate::kernel::{try_zeroed, PAR_MIN_ELEMENTS};
 use crate::num::{Float, Int};
 use crate::op::{codes, expect_inputs, take_inputs, Op, OpError, Value};
 use crate::par;
+use crate::simd;
 use crate::util::{expect_int_type, ints, known_ints};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -195,49 +196,75 @@ fn extreme_f32(l: &Layout, max: bool, shape: Vec<usize>) -> Result<Tensor, OpErr
         .data
         .values::<f32>()
         .ok_or_else(|| OpError::new(codes::UNSUPPORTED_TYPE, "unexpected type"))?;
+    let mut out = try_zeroed::<f32>(l.outer * l.inner)?;
+    // One instance per direction, so the comparison is fixed inside the loops.
+    if max {
+        fold_extremes(src, l, &mut out, |x, a| x > a);
+    } else {
+        fold_extremes(src, l, &mut out, |x, a| x < a);
+    }
+    Tensor::from_f32(shape, out).map_err(|e| OpError::new(codes::RUN_SHAPE, e.to_string()))
+}
+
+/// [`extreme_f32`]'s folds, `further(x, a)` saying whether `x` beats `a`.
+fn fold_extremes(
+    src: &[f32],
+    l: &Layout,
+    out: &mut [f32],
+    further: impl Fn(f32, f32) -> bool + Copy + Sync,
+) {
     let (r, inner) = (l.reduced, l.inner);
-    let pick = |a: f32, x: f32| {
-        if a.is_nan() || x.is_nan() {
-            f32::NAN
-        } else if max {
-            a.max(x)
+    // A select on comparisons, which vectorises (branches on NaN and a direction read from
+    // memory did not: 6.6 GB/s): `x` replaces `a` when it is further along, or NaN; a NaN `a`
+    // is never replaced. Ties keep the first value.
+    let pick = move |a: f32, x: f32| {
+        if further(x, a) || x.is_nan() {
+            x
         } else {
-            a.min(x)
+            a
         }
     };
-    let mut out = try_zeroed::<f32>(l.outer * inner)?;
     if inner == 1 {
         // Each output folds one contiguous run of `r` values: eight lanes, then the lanes.
         let grain = (PAR_MIN_ELEMENTS / r).max(1);
-        par::for_each_split_mut(&mut out, grain, &|start, chunk| {
+        par::for_each_split_mut(out, grain, &|start, chunk| {
             for (k, d) in chunk.iter_mut().enumerate() {
                 let run = &src[(start + k) * r..][..r];
                 let mut lanes = [run[0]; 8];
                 let chunks = run.chunks_exact(8);
                 let rest = chunks.remainder();
-                for c in chunks {
-                    for (a, &x) in lanes.iter_mut().zip(c) {
-                        *a = pick(*a, x);
-                    }
-                }
+                simd::widest(
+                    #[inline(always)]
+                    || {
+                        for c in chunks {
+                            for (a, &x) in lanes.iter_mut().zip(c) {
+                                *a = pick(*a, x);
+                            }
+                        }
+                    },
+                );
                 *d = rest.iter().chain(&lanes).fold(run[0], |a, &x| pick(a, x));
             }
         });
     } else {
         let grain = (PAR_MIN_ELEMENTS / r).max(1).div_ceil(inner) * inner;
-        par::for_each_split_mut(&mut out, grain, &|start, chunk| {
+        par::for_each_split_mut(out, grain, &|start, chunk| {
             for (b, acc) in chunk.chunks_mut(inner).enumerate() {
                 let block = &src[(start / inner + b) * r * inner..][..r * inner];
                 acc.copy_from_slice(&block[..inner]);
-                for row in block.chunks_exact(inner).skip(1) {
-                    for (a, &x) in acc.iter_mut().zip(row) {
-                        *a = pick(*a, x);
-                    }
-                }
+                simd::widest(
+                    #[inline(always)]
+                    || {
+                        for row in block.chunks_exact(inner).skip(1) {
+                            for (a, &x) in acc.iter_mut().zip(row) {
+                                *a = pick(*a, x);
+                            }
+                        }
+                    },
+                );
             }
         });
     }
-    Tensor::from_f32(shape, out).map_err(|e| OpError::new(codes::RUN_SHAPE, e.to_string()))
 }
 
 fn ints_reduce<T: Int>(
