@@ -220,12 +220,14 @@ mod tests {
         }
     }
 
-    /// Filters packed at compile time give the run-time kernel's output bit for bit, at 1
-    /// and 2 threads; f64 filters are not packed.
+    /// Filters packed at compile time (whose GEMM gathers the patches itself) give the
+    /// run-time kernel's output (explicit patches) bit for bit, at 1 and 2 threads, on two
+    /// batch items with strides, padding and dilation (each product above `SMALL_PRODUCT`,
+    /// which would take other loops); f64 filters are not packed.
     #[test]
     fn packed_filters_match_the_run_time_kernel() {
-        let (c, h, w, o, k) = (5, 13, 12, 7, 3);
-        let x: Vec<f32> = (0..c * h * w)
+        let (n, c, h, w, o, k) = (2, 5, 13, 12, 7, 3);
+        let x: Vec<f32> = (0..n * c * h * w)
             .map(|i| ((i * 7) % 17) as f32 * 0.37 - 3.0)
             .collect();
         let f: Vec<f32> = (0..o * c * k * k)
@@ -233,22 +235,25 @@ mod tests {
             .collect();
         let inputs = || {
             vec![
-                Tensor::from_f32(vec![1, c, h, w], x.clone()).unwrap(),
+                Tensor::from_f32(vec![n, c, h, w], x.clone()).unwrap(),
                 Tensor::from_f32(vec![o, c, k, k], f.clone()).unwrap(),
             ]
         };
-        let op = conv(2, 1, 1, AutoPad::Explicit);
-        let plain = eval1(&op, inputs()).unwrap();
-        for threads in [1, 2] {
-            let packed = crate::testing::eval_prepared(&op, inputs(), &[false, true], threads)
-                .expect("prepared")
-                .unwrap();
-            assert_eq!(
-                format!("{packed:?}"),
-                format!("{plain:?}"),
-                "{threads} threads"
-            );
+        for (s, p, d) in [(2, 1, 1), (1, 2, 2), (3, 3, 1), (1, 4, 1)] {
+            let op = conv(s, p, d, AutoPad::Explicit);
+            let plain = eval1(&op, inputs()).unwrap();
+            for threads in [1, 2] {
+                let packed = crate::testing::eval_prepared(&op, inputs(), &[false, true], threads)
+                    .expect("prepared")
+                    .unwrap();
+                assert_eq!(
+                    format!("{packed:?}"),
+                    format!("{plain:?}"),
+                    "s{s} p{p} d{d}, {threads} threads"
+                );
+            }
         }
+        let op = conv(2, 1, 1, AutoPad::Explicit);
         let f64s = vec![
             Tensor::from_f64(vec![1, 1, 3, 3], vec![0.0; 9]).unwrap(),
             Tensor::from_f64(vec![1, 1, 1, 1], vec![1.0]).unwrap(),
