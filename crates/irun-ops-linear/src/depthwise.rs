@@ -1,13 +1,16 @@
 //! The depthwise convolution (one input and one output channel per group, f32): each output
-//! plane is a weighted sum of shifted copies of its input plane. Two walks:
-//! - wide planes go a row at a time: each tap adds a scaled run of an input row to an output
-//!   row, which vectorises along the row;
+//! plane is a weighted sum of shifted copies of its input plane. Three walks:
+//! - wide planes at stride 1 go a plane at a time: the input copied into a zero-padded plane
+//!   so that each tap is one long run over it (finite weights, 2-D);
+//! - other wide planes go a row at a time: each tap adds a scaled run of an input row to an
+//!   output row, which vectorises along the row (strided rows split into phases first);
 //! - narrow planes (MobileNet's 7x7 and 14x14, where a row loop has nothing to vectorise and
 //!   ran at 2 GMAC/s) go in blocks of [`LANES`] channels transposed to channel-last, so each
 //!   tap is one multiply-add of `LANES` channels at once.
 //!
-//! Either way each output element adds its in-bounds taps in tap order starting from 0, as the
-//! direct definition does, so the two are bit-identical to it and to each other, and do not
+//! Every way each output element adds its in-bounds taps in tap order starting from 0, as the
+//! direct definition does (the plane walk's padding taps add ±0, which changes no sum), so the
+//! walks are bit-identical to it and to each other, and do not
 //! depend on the thread count (a plane or a block is one task).
 
 use crate::kernel::{try_zeroed, PAR_MIN_ELEMENTS};
@@ -55,11 +58,84 @@ impl Depthwise {
 
     /// `x [N, C, *input]` with `w [C, *kernel]` into `[N, C, *out]`.
     pub fn run(&self, x: &[f32], w: &[f32]) -> Result<Vec<f32>, OpError> {
-        if self.out[2] >= ROW_WALK_WIDTH {
+        // Plane runs measured on MobileNetV3 (2 threads): 28-wide 0.145 ms by rows, 0.067 ms
+        // by plane runs; 7-wide 0.069 ms by channel blocks, 0.12 ms by plane runs.
+        if self.out[2] >= ROW_WALK_WIDTH && self.suits_plane_runs(w) {
+            self.by_plane_runs(x, w)
+        } else if self.out[2] >= ROW_WALK_WIDTH {
             self.by_rows(x, w)
         } else {
             self.by_channel_blocks(x, w)
         }
+    }
+
+    /// Whether [`Self::by_plane_runs`] applies: two spatial dims at most, stride 1, finite
+    /// weights (a padding tap adds `w * 0`, which is `±0` and leaves a sum unchanged only for
+    /// a finite `w`).
+    fn suits_plane_runs(&self, w: &[f32]) -> bool {
+        self.is_2d() && self.stride == [1, 1, 1] && w.iter().all(|v| v.is_finite())
+    }
+
+    /// At most two spatial dims, and a non-empty input.
+    fn is_2d(&self) -> bool {
+        self.input[0] == 1 && self.kernel[0] == 1 && self.out[0] == 1 && !self.input.contains(&0)
+    }
+
+    /// Stride 1: each input plane copied once into a zero-padded plane as wide as the
+    /// windows of a whole output row need, so that one tap of every output of the plane is
+    /// one contiguous run of it, offset by the tap; the outputs are computed on that width
+    /// and the columns past the output's are dropped. One long vectorised loop per tap rather
+    /// than one short loop per tap and row (MobileNet's 28-wide rows spent most of their time
+    /// in loop overhead). Padding taps add `w * 0 = ±0`, which leaves every sum as the direct
+    /// definition has it, given finite weights.
+    pub fn by_plane_runs(&self, x: &[f32], w: &[f32]) -> Result<Vec<f32>, OpError> {
+        let [_, ih, iw] = self.input;
+        let [_, kh, kw] = self.kernel;
+        let [_, oh, ow] = self.out;
+        let [_, dy, dx] = self.dil;
+        let [_, pt, pl] = self.pad;
+        let (plane_in, plane_out, taps) = (ih * iw, oh * ow, kh * kw);
+        let mut out = try_zeroed::<f32>(self.n * self.channels * plane_out)?;
+        if plane_out == 0 || self.channels == 0 {
+            return Ok(out);
+        }
+        // Padded width: the input row after its left padding, and every tap of every output
+        // of a row without wrapping into the next.
+        let width = (iw + pl).max(ow + (kw - 1) * dx);
+        let rows = (ih + pt).max(oh + (kh - 1) * dy);
+        // Runs of the last output row read up to `(kw - 1) * dx` past the last padded row.
+        let padded_len = rows * width + (kw - 1) * dx;
+        let wide_len = oh * width;
+        let grain = (PAR_MIN_ELEMENTS / (plane_out * taps).max(1)).max(1) * plane_out;
+        par::for_each_split_mut(&mut out, grain, &|start, planes| {
+            let mut padded = vec![0f32; padded_len];
+            let mut wide = vec![0f32; wide_len];
+            for (k, dst) in planes.chunks_mut(plane_out).enumerate() {
+                let p = start / plane_out + k;
+                let xc = &x[p * plane_in..][..plane_in];
+                let wc = &w[(p % self.channels) * taps..][..taps];
+                simd::widest(
+                    #[inline(always)]
+                    || {
+                        // Only the input's cells are rewritten; the padding stays 0.
+                        for (r, src) in xc.chunks_exact(iw).enumerate() {
+                            padded[(r + pt) * width + pl..][..iw].copy_from_slice(src);
+                        }
+                        wide.fill(0.0);
+                        for (t, &wt) in wc.iter().enumerate() {
+                            let offset = (t / kw) * dy * width + (t % kw) * dx;
+                            for (o, &v) in wide.iter_mut().zip(&padded[offset..]) {
+                                *o += wt * v;
+                            }
+                        }
+                        for (d, o) in dst.chunks_exact_mut(ow).zip(wide.chunks_exact(width)) {
+                            d.copy_from_slice(&o[..ow]);
+                        }
+                    },
+                );
+            }
+        });
+        Ok(out)
     }
 
     /// Planes in parallel, whole planes per task and at least `PAR_MIN_ELEMENTS`
@@ -301,12 +377,15 @@ mod tests {
 
     /// Both walks, bit for bit against the direct definition, on inexact values (so the
     /// order of the additions shows): 19 channels (a full block and a partial one), two batch
-    /// items, 1-D, 2-D and 3-D, strides, dilation, asymmetric padding.
+    /// items, 1-D, 2-D and 3-D, strides, dilation, asymmetric padding, padding wider than the
+    /// kernel; the plane runs wherever they apply, and not with a non-finite weight.
     #[test]
     fn both_walks_equal_the_direct_definition_bit_for_bit() {
         type Dims = [usize; 3];
-        let cases: [(Dims, Dims, Dims, Dims, Dims); 4] = [
+        let cases: [(Dims, Dims, Dims, Dims, Dims); 6] = [
             ([1, 9, 11], [1, 3, 3], [1, 1, 1], [1, 1, 1], [0, 1, 1]),
+            ([1, 6, 7], [1, 3, 2], [1, 1, 1], [1, 2, 3], [0, 2, 0]),
+            ([1, 1, 9], [1, 1, 3], [1, 1, 1], [1, 1, 1], [0, 0, 4]),
             ([1, 13, 12], [1, 5, 5], [1, 2, 2], [1, 1, 1], [0, 2, 3]),
             ([1, 1, 30], [1, 1, 4], [1, 1, 3], [1, 1, 2], [0, 0, 2]),
             ([4, 5, 6], [2, 3, 3], [2, 1, 2], [1, 2, 1], [1, 1, 0]),
@@ -328,10 +407,17 @@ mod tests {
             let x = values(2 * 19 * input.iter().product::<usize>(), 3);
             let w = values(19 * kernel.iter().product::<usize>(), 5);
             let want: Vec<u32> = direct(&g, &x, &w).iter().map(|v| v.to_bits()).collect();
-            for got in [
+            let mut walks = vec![
                 g.by_rows(&x, &w).unwrap(),
                 g.by_channel_blocks(&x, &w).unwrap(),
-            ] {
+            ];
+            if g.suits_plane_runs(&w) {
+                walks.push(g.by_plane_runs(&x, &w).unwrap());
+                let mut inf = w.clone();
+                inf[0] = f32::INFINITY;
+                assert!(!g.suits_plane_runs(&inf));
+            }
+            for got in walks {
                 let got: Vec<u32> = got.iter().map(|v| v.to_bits()).collect();
                 assert_eq!(got, want, "input {input:?} kernel {kernel:?}");
             }
