@@ -12,6 +12,8 @@
 //! op names in `inplace_input` reaches `eval` as the only reference when nothing else reads it.
 
 mod error;
+mod inputs;
+mod memory;
 mod plan;
 mod profile;
 mod state;
@@ -23,6 +25,7 @@ use irun_ops::{Fact, Prepared, Value};
 use irun_tensor::{ElementType, PartialShape, Tensor};
 
 pub use error::{RunError, RunErrorKind};
+use memory::physical_memory;
 use plan::{Plan, Source};
 pub use profile::Profile;
 pub use state::{State, VariableInfo};
@@ -420,84 +423,6 @@ impl Executable {
             .collect())
     }
 
-    /// The index of the model input named `key`.
-    pub fn input_index(&self, key: &str) -> Option<usize> {
-        self.inputs
-            .iter()
-            .position(|i| i.tensor_names.iter().any(|n| n == key))
-            .or_else(|| self.inputs.iter().position(|i| i.layer_name == key))
-    }
-
-    /// Matches named inputs to Parameters and checks their types and shapes.
-    fn bind_inputs(&self, given: Vec<(String, Value)>) -> Result<Vec<Value>, RunError> {
-        let mut bound: Vec<Option<(String, Value)>> = vec![None; self.inputs.len()];
-        for (key, value) in given {
-            let i = self.input_index(&key).ok_or_else(|| {
-                RunError::new(
-                    RunErrorKind::Input,
-                    format!(
-                        "input `{key}` is not an input of the model; its inputs are: {}",
-                        self.describe_inputs()
-                    ),
-                )
-            })?;
-            if let Some((first, _)) = &bound[i] {
-                return Err(RunError::new(
-                    RunErrorKind::Input,
-                    format!(
-                        "`{key}` and `{first}` both name model input {i} ({})",
-                        self.inputs[i].layer_name
-                    ),
-                ));
-            }
-            let info = &self.inputs[i];
-            if info.element_type != ElementType::Dynamic
-                && value.element_type() != info.element_type
-            {
-                return Err(RunError::new(
-                    RunErrorKind::Input,
-                    format!(
-                        "input `{key}` has element type {}, the model expects {}",
-                        value.element_type(),
-                        info.element_type
-                    ),
-                ));
-            }
-            if !info.shape.accepts(value.shape()) {
-                return Err(RunError::new(
-                    RunErrorKind::Input,
-                    format!(
-                        "input `{key}` has shape {}, the model expects {}",
-                        irun_tensor::fmt_shape(value.shape()),
-                        info.shape
-                    ),
-                ));
-            }
-            bound[i] = Some((key, value));
-        }
-        let missing: Vec<String> = bound
-            .iter()
-            .zip(&self.inputs)
-            .filter(|(b, _)| b.is_none())
-            .map(|(_, info)| input_label(info))
-            .collect();
-        if !missing.is_empty() {
-            return Err(RunError::new(
-                RunErrorKind::Input,
-                format!("missing model input(s): {}", missing.join(", ")),
-            ));
-        }
-        Ok(bound.into_iter().map(|b| b.expect("checked").1).collect())
-    }
-
-    fn describe_inputs(&self) -> String {
-        self.inputs
-            .iter()
-            .map(input_label)
-            .collect::<Vec<_>>()
-            .join(", ")
-    }
-
     /// What each ReadValue step will give, where that is known before the run: the stored
     /// value's type and shape, or zeros of the variable's shape (dynamic dims at their lower
     /// bound, 0 for `?`, as OpenVINO's CPU plugin starts them) for a ReadValue without an
@@ -803,23 +728,6 @@ impl Executable {
             .collect())
     }
 
-    /// Whether `need` more bytes fit in the memory limit with `live` in use.
-    fn check_memory(&self, n: NodeId, need: u64, live: u64) -> Result<(), RunError> {
-        if live.saturating_add(need) <= self.memory_limit {
-            return Ok(());
-        }
-        Err(self
-            .layer_error(
-                n,
-                RunErrorKind::Resources,
-                format!(
-                    "its outputs need {need} bytes with {live} already in use, over the memory limit of {} bytes",
-                    self.memory_limit
-                ),
-            )
-            .with_code(irun_ops::codes::MEMORY))
-    }
-
     /// A kernel's outputs against the inferred facts (a Result's one fact is the model
     /// output): as many, of the inferred element types, of the inferred shapes where those are
     /// static. A contradiction is an internal error naming the layer, never a panic further on.
@@ -849,78 +757,7 @@ impl Executable {
         Ok(())
     }
 
-    /// The decoded value of Const node `n`, decoded once. Its decoded size (a packed type such
-    /// as u1 or nf4 expands up to 32 times) is checked against the `available` bytes before
-    /// anything is allocated.
-    fn constant(&self, n: NodeId, available: u64) -> Result<Value, RunError> {
-        if let Some(v) = self.consts[n].get() {
-            return Ok(v.clone());
-        }
-        let layer = self.graph.layer(n);
-        let info = layer.constant.as_ref().ok_or_else(|| {
-            self.layer_error(
-                n,
-                RunErrorKind::InvalidModel,
-                "a Const without element_type, shape, offset and size".into(),
-            )
-        })?;
-        let need = (info.element_count() as u64)
-            .saturating_mul(storage_bytes(info.element_type))
-            .saturating_add(if info.element_type == ElementType::String {
-                info.size
-            } else {
-                0
-            });
-        if need > available {
-            return Err(self
-                .layer_error(
-                    n,
-                    RunErrorKind::Resources,
-                    format!(
-                        "its value of shape {} {} needs {need} bytes, more than the memory limit of {} bytes leaves ({available})",
-                        info.element_type,
-                        irun_tensor::fmt_shape(&info.shape),
-                        self.memory_limit
-                    ),
-                )
-                .with_code(irun_ops::codes::MEMORY));
-        }
-        let t = self
-            .graph
-            .model
-            .weights
-            .decode(info)
-            .map_err(|e| self.layer_error(n, RunErrorKind::InvalidModel, e))?;
-        let v = Arc::new(t);
-        Ok(self.consts[n].get_or_init(|| v).clone())
-    }
-
-    /// Bytes of node `n`'s outputs, from their (now static) facts.
-    fn output_bytes(&self, n: NodeId, facts: &[Fact]) -> Result<u64, RunError> {
-        let mut total: u64 = 0;
-        for f in facts {
-            let Some(shape) = f.shape.to_static() else {
-                continue;
-            };
-            let bytes = irun_tensor::element_count(&shape)
-                .and_then(|c| (c as u64).checked_mul(storage_bytes(f.ty)))
-                .ok_or_else(|| {
-                    self.layer_error(
-                        n,
-                        RunErrorKind::Resources,
-                        format!(
-                            "an output of shape {} has more elements than memory can address",
-                            f.shape
-                        ),
-                    )
-                    .with_code(irun_ops::codes::MEMORY)
-                })?;
-            total = total.saturating_add(bytes);
-        }
-        Ok(total)
-    }
-
-    fn layer_error(&self, n: NodeId, kind: RunErrorKind, message: String) -> RunError {
+    pub(crate) fn layer_error(&self, n: NodeId, kind: RunErrorKind, message: String) -> RunError {
         let layer = self.graph.layer(n);
         let op = self.graph.ops[n]
             .as_ref()
@@ -931,39 +768,4 @@ impl Executable {
         )
         .on_layer(Some(layer.layer_ref()))
     }
-}
-
-fn input_label(info: &InputInfo) -> String {
-    match info.tensor_names.first() {
-        Some(n) if *n != info.layer_name => format!("`{n}` (layer {})", info.layer_name),
-        Some(n) => format!("`{n}`"),
-        None => format!("`{}`", info.layer_name),
-    }
-}
-
-/// Bytes per element in memory: packed types are stored one per byte, nf4/f4/f8 as f32;
-/// strings count their `String` header (their text is not known before they exist).
-fn storage_bytes(ty: ElementType) -> u64 {
-    use irun_tensor::Storage as S;
-    match irun_tensor::storage_kind(ty) {
-        Some(S::Bool(_) | S::I8(_) | S::U8(_)) => 1,
-        Some(S::F16(_) | S::Bf16(_) | S::I16(_) | S::U16(_)) => 2,
-        Some(S::F32(_) | S::I32(_) | S::U32(_)) => 4,
-        Some(S::F64(_) | S::I64(_) | S::U64(_)) => 8,
-        Some(S::String(_)) => std::mem::size_of::<String>() as u64,
-        None => 0,
-    }
-}
-
-/// Physical memory from /proc/meminfo, or 16 GiB where that cannot be read.
-fn physical_memory() -> u64 {
-    std::fs::read_to_string("/proc/meminfo")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("MemTotal:"))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|kb| kb.parse::<u64>().ok())
-        })
-        .map_or(16 << 30, |kb| kb * 1024)
 }
