@@ -242,21 +242,18 @@ impl Executable {
         Ok(exe)
     }
 
-    /// Offers every op the values of its constant inputs ([`irun_ops::Op::prepare`]), in the
-    /// pool so that preparation runs on `threads` workers. Preparations are kept while they
-    /// hold at most half the memory limit together: they are an optimisation, never a reason
-    /// to fail.
+    /// Offers every op with constant inputs its `prepare`, the ops in parallel (packing a
+    /// ResNet's filters one layer after another was nearly all of its load time); then keeps
+    /// the preparations, in model order, while they hold at most half the memory limit
+    /// together.
     fn prepare(&mut self) -> Result<(), RunError> {
-        let mut prepared = Vec::with_capacity(self.graph.nodes.len());
-        let mut total: u64 = 0;
+        type Offer = (NodeId, Vec<Fact>, Vec<Option<Value>>);
+        let mut offers: Vec<Offer> = Vec::new();
         for step in &self.plan.steps {
             if !matches!(step.source, Source::Op) {
                 continue;
             }
             let n = step.node;
-            let op = self.graph.ops[n]
-                .as_ref()
-                .expect("plan has only resolved ops");
             let mut facts = Vec::new();
             let mut constants = Vec::new();
             for o in self.graph.nodes[n].inputs.iter().flatten() {
@@ -268,25 +265,32 @@ impl Executable {
                 );
                 let is_const = self.graph.layer(o.node).type_name == "Const";
                 constants.push(if is_const {
-                    Some(self.constant(o.node, self.memory_limit.saturating_sub(total))?)
+                    Some(self.constant(o.node, self.memory_limit)?)
                 } else {
                     None
                 });
             }
-            if constants.iter().all(Option::is_none) {
-                continue;
+            if constants.iter().any(Option::is_some) {
+                offers.push((n, facts, constants));
             }
-            let Some(kernel) = self.pool.install(|| op.prepare(&facts, &constants)) else {
-                continue;
-            };
+        }
+        let mut kernels: Vec<Option<Box<dyn Prepared>>> = (0..offers.len()).map(|_| None).collect();
+        let ops = &self.graph.ops;
+        self.pool.install(|| {
+            irun_ops::par::for_each_mut(&mut kernels, &|i, slot| {
+                let (n, facts, constants) = &offers[i];
+                let op = ops[*n].as_ref().expect("plan has only resolved ops");
+                *slot = op.prepare(facts, constants);
+            })
+        });
+        let mut total: u64 = 0;
+        for ((n, _, _), kernel) in offers.iter().zip(kernels) {
+            let Some(kernel) = kernel else { continue };
             let bytes = kernel.byte_size() as u64;
             if total.saturating_add(bytes) <= self.memory_limit / 2 {
                 total += bytes;
-                prepared.push((n, kernel));
+                self.prepared[*n] = Some(kernel);
             }
-        }
-        for (n, kernel) in prepared {
-            self.prepared[n] = Some(kernel);
         }
         self.prepared_bytes = total;
         Ok(())
