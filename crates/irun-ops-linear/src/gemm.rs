@@ -3,6 +3,8 @@
 //! with wrapping.
 
 use irun_tensor::Scalar;
+
+use crate::simd;
 use rten_gemm::{GemmExecutor, GemmInputA, GemmInputB, GemmOptions};
 use rten_tensor::NdTensorView;
 
@@ -44,7 +46,7 @@ impl Mul for f32 {
             c.fill(0.0);
             return;
         }
-        if m * k * n <= SMALL_PRODUCT {
+        if m * k * n <= SMALL_PRODUCT && sb.1 == 1 {
             small_f32(m, k, n, a, sa, b, sb, c);
             return;
         }
@@ -75,13 +77,18 @@ impl Mul for f32 {
     }
 }
 
-/// Products of at most this many multiply-adds run [`small_f32`]: rten-gemm's packing and
-/// dispatch cost about half a microsecond a call, more than such a product (DLRM's 256
-/// batched 9x32x9 interactions took 146 us that way).
+/// Products of at most this many multiply-adds, with rows of b contiguous, run
+/// [`small_f32`]: rten-gemm's packing and dispatch cost about half a microsecond a call, more
+/// than such a product.
 const SMALL_PRODUCT: usize = 8192;
 
-/// `c = a x b` by direct loops, for products too small to pack. Either form keeps one
-/// summation order per output element, whatever the thread count.
+/// `c = a x b` by direct loops, for products too small to pack. Each product is a fused
+/// multiply-add, as in rten-gemm's kernels and OpenVINO's, so a small product rounds as a
+/// packed one of the same summation order does (separate multiply and add moved GCN's
+/// outputs off OpenVINO's in the last digit), and each output sums its products in order, as
+/// their kernels do. Run in [`simd::widest`], where `mul_add` is the FMA instruction
+/// (elsewhere it is the exactly rounded library call: slower, same bits). The order does not
+/// depend on the thread count.
 #[allow(clippy::too_many_arguments)]
 fn small_f32(
     m: usize,
@@ -93,49 +100,35 @@ fn small_f32(
     sb: (isize, isize),
     c: &mut [f32],
 ) {
-    let at = |i: usize, p: usize| a[i * sa.0 as usize + p * sa.1 as usize];
-    if sb.1 == 1 {
-        // Rows of b are contiguous: each row of c accumulates scaled rows of b (vectorises
-        // along j).
-        for (i, ci) in c.chunks_exact_mut(n).take(m).enumerate() {
-            ci.fill(0.0);
-            for p in 0..k {
-                let x = at(i, p);
-                let bp = &b[p * sb.0 as usize..][..n];
-                for (o, &y) in ci.iter_mut().zip(bp) {
-                    *o += x * y;
-                }
-            }
-        }
-    } else if sb.0 == 1 && sa.1 == 1 {
-        // Columns of b and rows of a are contiguous (b given transposed): dot products, in
-        // eight interleaved partial sums that vectorise.
-        for (i, ci) in c.chunks_exact_mut(n).take(m).enumerate() {
-            let ai = &a[i * sa.0 as usize..][..k];
-            for (j, o) in ci.iter_mut().enumerate() {
-                let bj = &b[j * sb.1 as usize..][..k];
-                let mut acc = [0f32; 8];
-                let (a8, b8) = (ai.chunks_exact(8), bj.chunks_exact(8));
-                let (ar, br) = (a8.remainder(), b8.remainder());
-                for (x, y) in a8.zip(b8) {
-                    for l in 0..8 {
-                        acc[l] += x[l] * y[l];
-                    }
-                }
-                let mut sum = ((acc[0] + acc[4]) + (acc[1] + acc[5]))
-                    + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
-                for (x, y) in ar.iter().zip(br) {
-                    sum += x * y;
-                }
-                *o = sum;
-            }
-        }
-    } else {
-        for (i, ci) in c.chunks_exact_mut(n).take(m).enumerate() {
-            for (j, o) in ci.iter_mut().enumerate() {
-                *o = (0..k)
-                    .map(|p| at(i, p) * b[p * sb.0 as usize + j * sb.1 as usize])
-                    .sum();
+    simd::widest(
+        #[inline(always)]
+        || small_f32_loops(m, k, n, a, sa, b, sb, c),
+    )
+}
+
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn small_f32_loops(
+    m: usize,
+    k: usize,
+    n: usize,
+    a: &[f32],
+    sa: (isize, isize),
+    b: &[f32],
+    sb: (isize, isize),
+    c: &mut [f32],
+) {
+    // Each row of c accumulates scaled rows of b (contiguous: the caller checked), which
+    // vectorises along j while every element sums its k products in order from 0, as
+    // rten-gemm's kernels do. (b given transposed goes to rten-gemm: copying it here cost
+    // more than packing saved.)
+    let row = sb.0 as usize;
+    for (i, ci) in c.chunks_exact_mut(n).take(m).enumerate() {
+        ci.fill(0.0);
+        for p in 0..k {
+            let x = a[i * sa.0 as usize + p * sa.1 as usize];
+            for (o, &y) in ci.iter_mut().zip(&b[p * row..][..n]) {
+                *o = x.mul_add(y, *o);
             }
         }
     }
@@ -250,6 +243,36 @@ mod tests {
             }
         }
         c
+    }
+
+    /// Small products round as rten-gemm does: bit for bit its result in every layout (the
+    /// direct loops sum products in order with fused multiply-adds), on inexact values.
+    #[test]
+    fn small_products_equal_rten_gemm_bit_for_bit() {
+        for &(m, k, n) in &[(3, 5, 2), (9, 32, 9), (4, 13, 7), (2, 7, 3), (16, 27, 16)] {
+            let a: Vec<f32> = (0..m * k).map(|i| (i as f32 * 0.37).sin()).collect();
+            let b: Vec<f32> = (0..k * n).map(|i| (i as f32 * 0.73).cos()).collect();
+            for ta in [false, true] {
+                for tb in [false, true] {
+                    let sa = if ta { (1, m as isize) } else { (k as isize, 1) };
+                    let sb = if tb { (1, k as isize) } else { (n as isize, 1) };
+                    let mut small = vec![f32::NAN; m * n];
+                    f32::gemm(m, k, n, &a, sa, &b, sb, &mut small);
+                    let mut packed = vec![f32::NAN; m * n];
+                    F32_GEMM.with(|g| {
+                        g.gemm(
+                            &mut packed,
+                            GemmInputA::Unpacked(view(m, k, &a, sa)),
+                            GemmInputB::Unpacked(view(k, n, &b, sb)),
+                            GemmOptions::default(),
+                        )
+                        .unwrap()
+                    });
+                    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                    assert_eq!(bits(&small), bits(&packed), "{m}x{k}x{n} ta={ta} tb={tb}");
+                }
+            }
+        }
     }
 
     /// Every layout of the small path (rows of b contiguous, b transposed, a transposed) and
