@@ -116,6 +116,38 @@ fn every_model_matches_openvino_at_1_and_2_threads() {
 /// other shapes must not reuse them. GAT on its inputs, on a smaller graph (the first 16 nodes
 /// and the edges among them), then on its inputs again: each run equals a run of a fresh
 /// executable, and the first equals OpenVINO's output.
+/// Compile-time work changes no bit: every model gives the same outputs with its constants
+/// prepared (packed filters and weights, planned scatters) and the Add/ReLU epilogues fused
+/// into the GEMM kernels before them, as with every op run as written. Fusion must happen
+/// somewhere (MobileNetV3, the PointPillars head), or this would test nothing.
+#[test]
+fn prepared_and_fused_kernels_change_no_bit() {
+    let mut fused = 0;
+    for dir in cases() {
+        let compile = |prepare_constants| {
+            Model::open(dir.join("model.xml"))
+                .unwrap()
+                .compile(&Options {
+                    threads: Some(2),
+                    prepare_constants,
+                    ..Options::default()
+                })
+                .unwrap()
+        };
+        let (plain, prepared) = (compile(false), compile(true));
+        assert_eq!(plain.fused(), 0);
+        fused += prepared.fused();
+        let inputs = npz(&dir.join("inputs.npz"));
+        let want = plain.run(inputs.clone()).unwrap();
+        // Twice: a kernel keeps what it worked out at its first run.
+        for _ in 0..2 {
+            let got = prepared.run(inputs.clone()).unwrap();
+            assert_eq!(got, want, "{}", dir.display());
+        }
+    }
+    assert!(fused >= 10, "only {fused} layers fused");
+}
+
 #[test]
 fn dynamic_shapes_alternate_without_stale_facts() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("models/real/gat");

@@ -12,6 +12,7 @@
 //! op names in `inplace_input` reaches `eval` as the only reference when nothing else reads it.
 
 mod error;
+mod fuse;
 mod inputs;
 mod memory;
 mod plan;
@@ -88,6 +89,9 @@ pub struct Executable {
     prepared: Vec<Option<Box<dyn Prepared>>>,
     /// Bytes held by `prepared`; counted as in use by every run.
     prepared_bytes: u64,
+    /// Ops whose work a prepared kernel before them does (see `fuse.rs`): the input slot they
+    /// pass through.
+    fused: Vec<Option<usize>>,
     /// The state variables (ReadValue/Assign), as [`State`]s of this model carry them.
     variables: Arc<[VariableInfo]>,
     /// The facts inferred for the last input shapes that differed from the declared ones
@@ -227,6 +231,7 @@ impl Executable {
             consts: (0..graph.nodes.len()).map(|_| OnceLock::new()).collect(),
             prepared: (0..graph.nodes.len()).map(|_| None).collect(),
             prepared_bytes: 0,
+            fused: vec![None; graph.nodes.len()],
             variables,
             recent_facts: Mutex::new(None),
             memory_limit: options.memory_limit.unwrap_or_else(physical_memory),
@@ -238,6 +243,7 @@ impl Executable {
         };
         if options.prepare_constants {
             exe.prepare()?;
+            exe.fuse_epilogues()?;
         }
         Ok(exe)
     }
@@ -305,6 +311,11 @@ impl Executable {
     /// preparations hold.
     pub fn prepared(&self) -> (usize, u64) {
         (self.prepared.iter().flatten().count(), self.prepared_bytes)
+    }
+
+    /// How many layers a prepared kernel before them applies (an Add of a bias, a ReLU).
+    pub fn fused(&self) -> usize {
+        self.fused.iter().flatten().count()
     }
 
     pub fn inputs(&self) -> &[InputInfo] {
@@ -673,7 +684,10 @@ impl Executable {
                     self.folded[n].clone().expect("checked")
                 }
                 Source::Op => {
-                    let need = self.output_bytes(n, &facts[n])?;
+                    let need = match self.fused[n] {
+                        Some(_) => 0,
+                        None => self.output_bytes(n, &facts[n])?,
+                    };
                     self.check_memory(n, need, live_bytes)?;
                     let args: Vec<Value> = step
                         .inputs
@@ -692,9 +706,11 @@ impl Executable {
                     let op = self.graph.ops[n]
                         .as_ref()
                         .expect("plan has only resolved ops");
-                    let result = match &self.prepared[n] {
-                        Some(kernel) => kernel.eval(args),
-                        None => op.eval(args),
+                    let result = match (&self.prepared[n], self.fused[n]) {
+                        // Applied by the kernel that produced the input: passed through.
+                        (_, Some(slot)) => Ok(args.into_iter().skip(slot).take(1).collect()),
+                        (Some(kernel), None) => kernel.eval(args),
+                        (None, None) => op.eval(args),
                     };
                     let produced = result.map_err(|e| {
                         self.layer_error(n, RunErrorKind::Op, e.message)

@@ -9,6 +9,7 @@
 
 pub mod attrs;
 pub mod broadcast;
+pub mod epilogue;
 pub mod fact;
 pub mod kernel;
 pub mod op;
@@ -19,5 +20,6 @@ pub mod strided;
 pub mod testing;
 pub mod util;
 
+pub use epilogue::Epilogue;
 pub use fact::Fact;
 pub use op::{codes, Op, OpError, Prepared, Value, VariableAccess};

@@ -92,6 +92,14 @@ pub trait Prepared: Debug + Send + Sync {
 
     /// Bytes the preparation holds, for `irun bench`'s report and the memory accounting.
     fn byte_size(&self) -> usize;
+
+    /// Takes over the ops after this one (see [`crate::epilogue`]): from now on every output
+    /// of `eval` has `e` applied. `false`, and nothing changed, when the kernel cannot (the
+    /// default) or the bias does not have one value per output channel.
+    fn set_epilogue(&mut self, e: &crate::epilogue::Epilogue) -> bool {
+        let _ = e;
+        false
+    }
 }
 
 /// Diagnostic codes of ops (E04xx: resolution and attributes; E05xx: types and shapes).

@@ -15,6 +15,7 @@ use crate::kernel::try_zeroed;
 use crate::op::{codes, take_inputs, OpError, Prepared, Value};
 use crate::par;
 use crate::spatial::{gather_run, Spatial};
+use irun_opkit::epilogue::{Channels, Epilogue};
 use rten_gemm::{ColOffsets, GemmInputA, GemmInputB, GemmOptions, Im2Col, RowOffsets};
 use rten_tensor::NdTensorView;
 
@@ -100,11 +101,12 @@ pub fn grouped(
     sp: &Spatial,
     name: &str,
 ) -> Result<Value, OpError> {
-    grouped_with(data, filters, groups, sp, name, None)
+    grouped_with(data, filters, groups, sp, name, None, None)
 }
 
 /// [`grouped`], with the f32 filters of each group packed for the GEMM ahead of time (by
-/// [`PackedFilters::new`]) when they are.
+/// [`PackedFilters::new`]) when they are, and `epilogue` applied to the f32 output (by each
+/// plane as soon as it is computed, on the packed path).
 pub fn grouped_with(
     data: &Value,
     filters: &Tensor,
@@ -112,6 +114,7 @@ pub fn grouped_with(
     sp: &Spatial,
     name: &str,
     packed: Option<&PackedFilters>,
+    epilogue: Option<&Epilogue>,
 ) -> Result<Value, OpError> {
     let (ds, fs) = (data.shape(), filters.shape());
     let r = sp.rank();
@@ -152,10 +155,14 @@ pub fn grouped_with(
     // One output position (a squeeze-excitation block's 1x1 convolutions) is a matrix times
     // a vector, which the unpacked filters serve best (see `Mul::gemm`).
     let packed = packed.filter(|_| g.out.iter().product::<usize>() > 1);
+    let mut applied = false;
     let out = match data.element_type() {
         ElementType::F32 if g.is_depthwise() => g.depthwise(data, filters, shape),
         ElementType::F32 => match packed {
-            Some(p) if g.fits_virtual_im2col(data.len()) => g.run_virtual_im2col(data, p, shape),
+            Some(p) if g.fits_virtual_im2col(data.len()) => {
+                applied = true;
+                g.run_virtual_im2col(data, p, shape, epilogue)
+            }
             Some(p) => g.run_with::<f32>(data, filters, shape, &|grp, k, cols, patches, dst| {
                 F32_GEMM.with(|e| {
                     e.gemm(
@@ -179,6 +186,20 @@ pub fn grouped_with(
             format!("{name} on {ty}"),
         )),
     }?;
+    let mut out = out;
+    if let Some(e) = epilogue.filter(|_| !applied) {
+        let layout = Channels::Planes {
+            channels: groups * co,
+            plane: g.out.iter().product(),
+        };
+        let v = out.values_mut::<f32>().ok_or_else(|| {
+            OpError::new(
+                codes::INTERNAL,
+                format!("{name}: an epilogue on an output that is not f32"),
+            )
+        })?;
+        e.apply(v, layout);
+    }
     Ok(Arc::new(out))
 }
 
@@ -252,6 +273,7 @@ impl Geometry {
         data: &Tensor,
         packed: &PackedFilters,
         shape: Vec<usize>,
+        epilogue: Option<&Epilogue>,
     ) -> Result<Tensor, OpError> {
         let x = data
             .values::<f32>()
@@ -332,6 +354,14 @@ impl Geometry {
                 )
                 .expect("packed for this geometry")
             });
+            if let Some(e) = epilogue {
+                // Still in cache: the plane's channels are `grp * co ..`.
+                let layout = Channels::Planes {
+                    channels: self.groups * self.co,
+                    plane: positions,
+                };
+                e.apply_at(dst, ng * self.co * positions, layout);
+            }
             Ok(())
         })?;
         Tensor::new(data.element_type(), shape, irun_tensor::Scalar::wrap(out))
@@ -543,6 +573,8 @@ pub struct PreparedConv {
     /// `None` for a plain Convolution (filters `[Cout, Cin, *k]` seen as one group).
     groups: Option<usize>,
     name: &'static str,
+    /// Ops after it that it applies to its output ([`Prepared::set_epilogue`]).
+    epilogue: Option<Epilogue>,
 }
 
 impl PreparedConv {
@@ -563,6 +595,7 @@ impl PreparedConv {
             spatial: spatial.clone(),
             groups,
             name,
+            epilogue: None,
         }))
     }
 }
@@ -593,10 +626,25 @@ impl Prepared for PreparedConv {
             &self.spatial,
             self.name,
             packed,
+            self.epilogue.as_ref(),
         )?])
     }
 
     fn byte_size(&self) -> usize {
         self.packed.byte_size()
+    }
+
+    /// A bias of one value per output channel, and/or a ReLU.
+    fn set_epilogue(&mut self, e: &Epilogue) -> bool {
+        let fs = self.filters.shape();
+        let channels = match self.groups {
+            Some(g) => g * fs.get(1).copied().unwrap_or(0),
+            None => fs.first().copied().unwrap_or(0),
+        };
+        if !e.fits(channels, self.spatial.rank()) {
+            return false;
+        }
+        self.epilogue = Some(e.clone());
+        true
     }
 }

@@ -4,6 +4,7 @@
 
 use irun_tensor::Scalar;
 
+use crate::par;
 use crate::simd;
 use rten_gemm::{GemmExecutor, GemmInputA, GemmInputB, GemmOptions};
 use rten_tensor::NdTensorView;
@@ -50,19 +51,8 @@ impl Mul for f32 {
             small_f32(m, k, n, a, sa, b, sb, c);
             return;
         }
-        if n == 1 {
-            // A matrix times a vector: computed as its transpose, the vector times a matrix,
-            // which rten-gemm runs as a GEMV without packing (a column of c is contiguous,
-            // so it is also the row of c's transpose).
-            F32_GEMM.with(|g| {
-                g.gemm(
-                    c,
-                    GemmInputA::Unpacked(view(1, k, b, (sb.1, sb.0))),
-                    GemmInputB::Unpacked(view(k, m, a, (sa.1, sa.0))),
-                    GemmOptions::default(),
-                )
-                .expect("shapes agree by construction")
-            });
+        if m == 1 || n == 1 {
+            vector_product(m, k, n, a, sa, b, sb, c);
             return;
         }
         F32_GEMM.with(|g| {
@@ -132,6 +122,84 @@ fn small_f32_loops(
             }
         }
     }
+}
+
+/// `c = a x b` when `m` or `n` is 1: every output is the dot product of a vector `u` (a's
+/// one row, or b's one column) with a vector `v_t` (b's column t, or a's row t). Our own
+/// loops rather than rten-gemm's GEMV, whose per-output order depends on how many threads
+/// split the columns (MobileNetV3's classifier differed between 1 and 2 threads), and whose
+/// packed kernel (for a prepared B) sums in yet another order. Here each output sums in one
+/// fixed order whatever the split: 32 interleaved partial sums along k where `v_t` is
+/// contiguous, else products in order with every output of a k step at once.
+#[allow(clippy::too_many_arguments)]
+fn vector_product(
+    m: usize,
+    k: usize,
+    n: usize,
+    a: &[f32],
+    sa: (isize, isize),
+    b: &[f32],
+    sb: (isize, isize),
+    c: &mut [f32],
+) {
+    // (outputs, u, u's stride, v, offset between successive v_t, v_t's stride along k)
+    let (count, u, us, v, v_step, vs) = if n == 1 {
+        (m, b, sb.0 as usize, a, sa.0 as usize, sa.1 as usize)
+    } else {
+        (n, a, sa.1 as usize, b, sb.1 as usize, sb.0 as usize)
+    };
+    let u: Vec<f32> = (0..k).map(|p| u[p * us]).collect();
+    let c = &mut c[..count];
+    let grain = (crate::kernel::PAR_MIN_ELEMENTS / k.max(1)).max(16);
+    par::for_each_split_mut(c, grain, &|start, out| {
+        simd::widest(
+            #[inline(always)]
+            || {
+                if vs == 1 {
+                    for (t, o) in out.iter_mut().enumerate() {
+                        let vt = &v[(start + t) * v_step..][..k];
+                        *o = dot32(&u, vt);
+                    }
+                } else {
+                    // v_t runs across t: for each k step, every output of the block at once.
+                    out.fill(0.0);
+                    for (p, &x) in u.iter().enumerate() {
+                        let row = &v[p * vs + start * v_step..];
+                        for (t, o) in out.iter_mut().enumerate() {
+                            *o = x.mul_add(row[t * v_step], *o);
+                        }
+                    }
+                }
+            },
+        )
+    });
+}
+
+/// `x . y` in 32 interleaved partial sums (fused multiply-adds: independent chains, so the
+/// loop is not bound by one chain's latency), combined pairwise, then the tail in order.
+#[inline(always)]
+fn dot32(x: &[f32], y: &[f32]) -> f32 {
+    const LANES: usize = 32;
+    let mut acc = [0f32; LANES];
+    let (xs, ys) = (x.chunks_exact(LANES), y.chunks_exact(LANES));
+    let (xr, yr) = (xs.remainder(), ys.remainder());
+    for (x, y) in xs.zip(ys) {
+        for l in 0..LANES {
+            acc[l] = x[l].mul_add(y[l], acc[l]);
+        }
+    }
+    let mut width = LANES;
+    while width > 1 {
+        width /= 2;
+        for l in 0..width {
+            acc[l] += acc[l + width];
+        }
+    }
+    let mut sum = acc[0];
+    for (x, y) in xr.iter().zip(yr) {
+        sum = x.mul_add(*y, sum);
+    }
+    sum
 }
 
 thread_local! {
@@ -277,7 +345,7 @@ mod tests {
 
     /// Every layout of the small path (rows of b contiguous, b transposed, a transposed) and
     /// lengths that are not multiples of the eight partial sums, beside the packed path just
-    /// above the threshold and a matrix times a vector.
+    /// above the threshold, a matrix times a vector and a vector times a matrix.
     #[test]
     fn small_and_packed_products_match_the_definition_in_every_layout() {
         let shapes = [
@@ -288,6 +356,7 @@ mod tests {
             (2, 7, 1),
             (20, 20, 21),
             (300, 40, 1),
+            (1, 100, 200),
         ];
         for &(m, k, n) in &shapes {
             let a: Vec<f32> = (0..m * k)

@@ -18,6 +18,7 @@ use crate::op::{
     codes, expect_inputs, same_element_type, take_inputs, Op, OpError, Prepared, Value,
 };
 use crate::par;
+use irun_opkit::epilogue::{Channels, Epilogue};
 use rten_gemm::{GemmInputA, GemmInputB, GemmOptions};
 
 #[derive(Debug)]
@@ -184,6 +185,8 @@ struct PreparedMatMul {
     packed: PackedB,
     k: usize,
     n: usize,
+    /// Ops after it that it applies to its output ([`Prepared::set_epilogue`]).
+    epilogue: Option<Epilogue>,
 }
 
 struct PackedB(rten_gemm::PackedBMatrix<f32>);
@@ -219,32 +222,56 @@ impl PreparedMatMul {
             packed,
             k,
             n,
+            epilogue: None,
         })
     }
 }
 
 impl Prepared for PreparedMatMul {
     fn eval(&self, inputs: Vec<Value>) -> Result<Vec<Value>, OpError> {
+        // One row of A, or one column of B, is a vector product, which the op's path runs
+        // on the unpacked B (`gemm::vector_product`): packing gains nothing there, and the
+        // packed kernel sums in another order, so prepared or not, both take the op's path.
         let covered = inputs.len() == 2
             && Arc::ptr_eq(&inputs[1], &self.b)
             && !self.op.transpose_a
             && inputs[0].shape().len() >= 2
-            && inputs[0].shape().last() == Some(&self.k);
+            && inputs[0].shape().last() == Some(&self.k)
+            && inputs[0].len() != self.k
+            && self.n != 1;
         let Some(av) = inputs[0].values::<f32>().filter(|_| covered) else {
-            return self.op.eval(inputs);
+            let out = self.op.eval(inputs)?;
+            return match &self.epilogue {
+                Some(e) => with_epilogue(out, e, Channels::Inner(self.n)),
+                None => Ok(out),
+            };
         };
         let rows = av.len() / self.k;
         let mut out = try_zeroed::<f32>(rows * self.n)?;
-        if rows > 0 {
+        let gemm = |a: &[f32], c: &mut [f32]| {
+            let rows = c.len() / self.n;
             F32_GEMM.with(|e| {
                 e.gemm(
-                    &mut out,
-                    GemmInputA::Unpacked(view(rows, self.k, av, (self.k as isize, 1))),
+                    c,
+                    GemmInputA::Unpacked(view(rows, self.k, a, (self.k as isize, 1))),
                     GemmInputB::Packed(&self.packed.0),
                     GemmOptions::default(),
                 )
                 .expect("shapes agree by construction")
-            });
+            })
+        };
+        match &self.epilogue {
+            _ if rows == 0 => {}
+            None => gemm(av, &mut out),
+            Some(e) => {
+                // Blocks of rows, each finished by the epilogue while it is still in cache.
+                let block = EPILOGUE_BLOCK_ELEMENTS.div_ceil(self.n).max(1) * self.n;
+                par::for_each_split_mut(&mut out, block, &|start, c| {
+                    let first_row = start / self.n;
+                    gemm(&av[first_row * self.k..], c);
+                    e.apply_at(c, start, Channels::Inner(self.n));
+                });
+            }
         }
         let mut shape = inputs[0].shape().to_vec();
         *shape.last_mut().expect("rank 2 or more") = self.n;
@@ -256,6 +283,37 @@ impl Prepared for PreparedMatMul {
     fn byte_size(&self) -> usize {
         self.k * self.n * 4
     }
+
+    /// A bias of one value per output column, and/or a ReLU.
+    fn set_epilogue(&mut self, e: &Epilogue) -> bool {
+        if !e.fits(self.n, 0) {
+            return false;
+        }
+        self.epilogue = Some(e.clone());
+        true
+    }
+}
+
+/// Output elements per block of rows that a prepared product with an epilogue computes and
+/// finishes at a time (256 KiB of f32: the block is still in L2 when the epilogue reads it).
+const EPILOGUE_BLOCK_ELEMENTS: usize = 1 << 16;
+
+/// `out`'s one f32 tensor with `e` applied (in place when nothing else holds it).
+pub fn with_epilogue(
+    out: Vec<Value>,
+    e: &Epilogue,
+    layout: Channels,
+) -> Result<Vec<Value>, OpError> {
+    let [t] = take_inputs::<1>(out, "epilogue")?;
+    let mut t = crate::kernel::take_or_copy(t);
+    let v = t.values_mut::<f32>().ok_or_else(|| {
+        OpError::new(
+            codes::INTERNAL,
+            "an epilogue was taken over by a kernel whose output is not f32",
+        )
+    })?;
+    e.apply(v, layout);
+    Ok(vec![Arc::new(t)])
 }
 
 /// One product's geometry: `[m,k] x [k,n]`, operands stored transposed when `ta`/`tb`.
