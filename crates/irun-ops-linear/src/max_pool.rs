@@ -18,7 +18,7 @@ use crate::pool::{infer_pool, tensor, RowWindows, Windows};
 use crate::spatial::{list, Spatial};
 use crate::util::norm_axis;
 
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct MaxPool {
     pub version: u32,
     pub spatial: Spatial,
@@ -99,7 +99,14 @@ macro_rules! ordered_int {
 ordered_int!(i8, i16, i32, i64, u8, u16, u32, u64);
 
 impl MaxPool {
-    fn run<T: Ordered>(&self, x: &Tensor, w: &Windows) -> Result<(Tensor, Vec<i64>), OpError> {
+    /// The maxima and, when `indices` (MaxPool-8/14), where each was found; MaxPool-1 has no
+    /// indices output, and its merge keeps no tap numbers.
+    fn run<T: Ordered>(
+        &self,
+        x: &Tensor,
+        w: &Windows,
+        indices: bool,
+    ) -> Result<(Tensor, Vec<i64>), OpError> {
         let v = x
             .values::<T>()
             .ok_or_else(|| OpError::new(codes::UNSUPPORTED_TYPE, "unexpected type"))?;
@@ -123,16 +130,32 @@ impl MaxPool {
                     // The merged maximum goes into `taps` and the buffers swap: a select that
                     // stored back into `max` would be turned into a conditional store, which
                     // does not vectorise (measured 20x slower on random data).
-                    for ((&m, i), t) in max.iter().zip(which.iter_mut()).zip(taps.iter_mut()) {
-                        let greater = t.gt(m);
-                        let mask = (greater as u32).wrapping_neg();
-                        *i = (*i & !mask) | (k & mask);
-                        *t = if greater { *t } else { m };
+                    if indices {
+                        for ((&m, i), t) in max.iter().zip(which.iter_mut()).zip(taps.iter_mut()) {
+                            let greater = t.gt(m);
+                            let mask = (greater as u32).wrapping_neg();
+                            *i = (*i & !mask) | (k & mask);
+                            *t = if greater { *t } else { m };
+                        }
+                    } else {
+                        for (&m, t) in max.iter().zip(taps.iter_mut()) {
+                            *t = if t.gt(m) { *t } else { m };
+                        }
                     }
                     std::mem::swap(&mut max, &mut taps);
                 }
             });
             for (ox, d) in dst.iter_mut().enumerate() {
+                if !indices {
+                    // A tap won iff the maximum moved off START (NaN never does).
+                    *d = if max[ox].gt(T::START) {
+                        (max[ox], 0)
+                    } else {
+                        row.first_non_nan(plane, ox, T::nan)
+                            .unwrap_or((T::LOWEST, usize::MAX))
+                    };
+                    continue;
+                }
                 *d = match tap_at.get(which[ox] as usize) {
                     Some(&(r, kx)) => (max[ox], r + row.column(ox, kx)),
                     None => row
@@ -148,11 +171,15 @@ impl MaxPool {
         let modulus: usize = shape[axis..].iter().product();
         // A plane's flat offset reduced once per plane, so the taps need no division; with
         // axis 0 (the default) nothing wraps at all.
-        let mut indices = Vec::with_capacity(best.len());
-        for (p, plane) in best.chunks(plane_out.max(1)).enumerate() {
+        let mut found = Vec::with_capacity(if indices { best.len() } else { 0 });
+        for (p, plane) in best
+            .chunks(plane_out.max(1))
+            .enumerate()
+            .filter(|_| indices)
+        {
             let base = (p * plane_in) % modulus.max(1);
             let wraps = base + plane_in > modulus;
-            indices.extend(plane.iter().map(|&(_, t)| {
+            found.extend(plane.iter().map(|&(_, t)| {
                 if t == usize::MAX {
                     0
                 } else if wraps {
@@ -167,7 +194,7 @@ impl MaxPool {
             w.shape.clone(),
             best.into_iter().map(|(b, _)| b).collect(),
         )?;
-        Ok((values, indices))
+        Ok((values, found))
     }
 }
 
@@ -196,12 +223,13 @@ impl Op for MaxPool {
     fn eval(&self, inputs: Vec<Value>) -> Result<Vec<Value>, OpError> {
         let [x] = take_inputs::<1>(inputs, self.name())?;
         let w = Windows::new(x.shape(), &self.kernel, &self.spatial, self.name())?;
+        let indices = self.version >= 8;
         let (values, idx) = match x.element_type() {
-            ElementType::F32 => self.run::<f32>(&x, &w),
-            ElementType::F64 => self.run::<f64>(&x, &w),
-            ElementType::F16 => self.run::<f16>(&x, &w),
-            ElementType::Bf16 => self.run::<bf16>(&x, &w),
-            ty => irun_tensor::with_int!(ty, T => self.run::<T>(&x, &w),
+            ElementType::F32 => self.run::<f32>(&x, &w, indices),
+            ElementType::F64 => self.run::<f64>(&x, &w, indices),
+            ElementType::F16 => self.run::<f16>(&x, &w, indices),
+            ElementType::Bf16 => self.run::<bf16>(&x, &w, indices),
+            ty => irun_tensor::with_int!(ty, T => self.run::<T>(&x, &w, indices),
                 else Err(OpError::new(codes::UNSUPPORTED_TYPE, format!("{} on {ty}", self.name())))),
         }?;
         let mut out = vec![Arc::new(values)];
@@ -306,6 +334,12 @@ mod tests {
             p.spatial.pads_begin = vec![pb, pb];
             p.spatial.pads_end = vec![pe, pe];
             let out = eval_all(&p, vec![input.clone()]).unwrap();
+            // MaxPool-1, which keeps no indices, finds the same values.
+            let v1 = MaxPool {
+                version: 1,
+                ..p.clone()
+            };
+            assert_eq!(eval_all(&v1, vec![input.clone()]).unwrap()[0], out[0]);
             let (oh, ow) = (out[0].shape()[2], out[0].shape()[3]);
             let (values, indices) = (
                 out[0].values::<f32>().unwrap(),
