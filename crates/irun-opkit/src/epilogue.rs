@@ -8,6 +8,9 @@
 //! Each element gets exactly what the ops compute: `x + bias[channel]` in f32, then ReLU's
 //! `x` if `x > 0` or NaN, else `+0`. Results are bit-identical to the unfused graph.
 
+use irun_tensor::Tensor;
+
+use crate::op::{codes, OpError};
 use crate::par;
 use crate::simd;
 
@@ -45,6 +48,21 @@ impl Epilogue {
                 b.len() == channels && (self.bias_axis_from_end == axis_from_end || channels == 1)
             }
         }
+    }
+
+    /// Applies it to `t`, an output that must be f32 and hold its own values (a kernel's
+    /// fresh output, or `kernel::take_or_copy` of one): a kernel offers to take over only
+    /// f32 Adds and ReLUs, so any other type is an internal error.
+    pub fn apply_to(&self, t: &mut Tensor, layout: Channels) -> Result<(), OpError> {
+        let ty = t.element_type();
+        let v = t.values_mut::<f32>().ok_or_else(|| {
+            OpError::new(
+                codes::INTERNAL,
+                format!("an epilogue on a {ty} output, not f32"),
+            )
+        })?;
+        self.apply(v, layout);
+        Ok(())
     }
 
     /// Applies it to a whole output, in parallel. `data.len()` must be a whole number of

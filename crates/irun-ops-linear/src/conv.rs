@@ -192,13 +192,7 @@ pub fn grouped_with(
             channels: groups * co,
             plane: g.out.iter().product(),
         };
-        let v = out.values_mut::<f32>().ok_or_else(|| {
-            OpError::new(
-                codes::INTERNAL,
-                format!("{name}: an epilogue on an output that is not f32"),
-            )
-        })?;
-        e.apply(v, layout);
+        e.apply_to(&mut out, layout)?;
     }
     Ok(Arc::new(out))
 }

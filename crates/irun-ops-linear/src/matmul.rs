@@ -241,10 +241,14 @@ impl Prepared for PreparedMatMul {
             && self.n != 1;
         let Some(av) = inputs[0].values::<f32>().filter(|_| covered) else {
             let out = self.op.eval(inputs)?;
-            return match &self.epilogue {
-                Some(e) => with_epilogue(out, e, Channels::Inner(self.n)),
-                None => Ok(out),
+            let Some(e) = &self.epilogue else {
+                return Ok(out);
             };
+            // In place: the op's output is fresh, so nothing else holds it.
+            let [t] = take_inputs::<1>(out, self.op.name())?;
+            let mut t = crate::kernel::take_or_copy(t);
+            e.apply_to(&mut t, Channels::Inner(self.n))?;
+            return Ok(vec![Arc::new(t)]);
         };
         let rows = av.len() / self.k;
         let mut out = try_zeroed::<f32>(rows * self.n)?;
@@ -297,24 +301,6 @@ impl Prepared for PreparedMatMul {
 /// Output elements per block of rows that a prepared product with an epilogue computes and
 /// finishes at a time (256 KiB of f32: the block is still in L2 when the epilogue reads it).
 const EPILOGUE_BLOCK_ELEMENTS: usize = 1 << 16;
-
-/// `out`'s one f32 tensor with `e` applied (in place when nothing else holds it).
-pub fn with_epilogue(
-    out: Vec<Value>,
-    e: &Epilogue,
-    layout: Channels,
-) -> Result<Vec<Value>, OpError> {
-    let [t] = take_inputs::<1>(out, "epilogue")?;
-    let mut t = crate::kernel::take_or_copy(t);
-    let v = t.values_mut::<f32>().ok_or_else(|| {
-        OpError::new(
-            codes::INTERNAL,
-            "an epilogue was taken over by a kernel whose output is not f32",
-        )
-    })?;
-    e.apply(v, layout);
-    Ok(vec![Arc::new(t)])
-}
 
 /// One product's geometry: `[m,k] x [k,n]`, operands stored transposed when `ta`/`tb`.
 struct Gemm {
