@@ -90,38 +90,25 @@ fn small_f32(
     sb: (isize, isize),
     c: &mut [f32],
 ) {
-    simd::widest(
-        #[inline(always)]
-        || small_f32_loops(m, k, n, a, sa, b, sb, c),
-    )
-}
-
-#[allow(clippy::too_many_arguments)]
-#[inline(always)]
-fn small_f32_loops(
-    m: usize,
-    k: usize,
-    n: usize,
-    a: &[f32],
-    sa: (isize, isize),
-    b: &[f32],
-    sb: (isize, isize),
-    c: &mut [f32],
-) {
     // Each row of c accumulates scaled rows of b (contiguous: the caller checked), which
     // vectorises along j while every element sums its k products in order from 0, as
     // rten-gemm's kernels do. (b given transposed goes to rten-gemm: copying it here cost
     // more than packing saved.)
     let row = sb.0 as usize;
-    for (i, ci) in c.chunks_exact_mut(n).take(m).enumerate() {
-        ci.fill(0.0);
-        for p in 0..k {
-            let x = a[i * sa.0 as usize + p * sa.1 as usize];
-            for (o, &y) in ci.iter_mut().zip(&b[p * row..][..n]) {
-                *o = x.mul_add(y, *o);
+    simd::widest(
+        #[inline(always)]
+        || {
+            for (i, ci) in c.chunks_exact_mut(n).take(m).enumerate() {
+                ci.fill(0.0);
+                for p in 0..k {
+                    let x = a[i * sa.0 as usize + p * sa.1 as usize];
+                    for (o, &y) in ci.iter_mut().zip(&b[p * row..][..n]) {
+                        *o = x.mul_add(y, *o);
+                    }
+                }
             }
-        }
-    }
+        },
+    )
 }
 
 /// `c = a x b` when `m` or `n` is 1: every output is the dot product of a vector `u` (a's
@@ -343,9 +330,9 @@ mod tests {
         }
     }
 
-    /// Every layout of the small path (rows of b contiguous, b transposed, a transposed) and
-    /// lengths that are not multiples of the eight partial sums, beside the packed path just
-    /// above the threshold, a matrix times a vector and a vector times a matrix.
+    /// Every layout (a and b each transposed or not) of the small products, the packed path
+    /// just above the threshold, a matrix times a vector and a vector times a matrix (lengths
+    /// that are not multiples of its 32 partial sums), against an f64 reference.
     #[test]
     fn small_and_packed_products_match_the_definition_in_every_layout() {
         let shapes = [
