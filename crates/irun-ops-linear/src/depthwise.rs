@@ -58,9 +58,10 @@ impl Depthwise {
 
     /// `x [N, C, *input]` with `w [C, *kernel]` into `[N, C, *out]`.
     pub fn run(&self, x: &[f32], w: &[f32]) -> Result<Vec<f32>, OpError> {
-        if self.kernel.contains(&0) {
-            // No taps (spatial.rs sizes the output as for a kernel of 1): every output is an
-            // empty sum. The walks below step through the kernel and assume it is not empty.
+        if self.kernel.contains(&0) || self.input.contains(&0) {
+            // No taps (spatial.rs sizes the output as for a kernel of 1), or none inside an
+            // empty input (padding can still give it outputs): every output is an empty sum.
+            // The walks below step through kernel and input rows and assume neither is empty.
             let plane_out: usize = self.out.iter().product();
             return try_zeroed::<f32>(self.n * self.channels * plane_out);
         }
@@ -100,11 +101,6 @@ impl Depthwise {
         let [_, oh, ow] = self.out;
         let [_, dy, dx] = self.dil;
         let [_, pt, pl] = self.pad;
-        let (plane_in, plane_out, taps) = (ih * iw, oh * ow, kh * kw);
-        let mut out = try_zeroed::<f32>(self.n * self.channels * plane_out)?;
-        if plane_out == 0 || self.channels == 0 {
-            return Ok(out);
-        }
         // Padded width: the input row after its left padding, and every tap of every output
         // of a row without wrapping into the next.
         let width = (iw + pl).max(ow + (kw - 1) * dx);
@@ -112,32 +108,58 @@ impl Depthwise {
         // Runs of the last output row read up to `(kw - 1) * dx` past the last padded row.
         let padded_len = rows * width + (kw - 1) * dx;
         let wide_len = oh * width;
+        self.for_each_plane(
+            x,
+            w,
+            &|| (vec![0f32; padded_len], vec![0f32; wide_len]),
+            #[inline(always)]
+            |xc, wc, dst, (padded, wide)| {
+                // Only the input's cells are rewritten; the padding stays 0.
+                for (r, src) in xc.chunks_exact(iw).enumerate() {
+                    padded[(r + pt) * width + pl..][..iw].copy_from_slice(src);
+                }
+                wide.fill(0.0);
+                for (t, &wt) in wc.iter().enumerate() {
+                    let offset = (t / kw) * dy * width + (t % kw) * dx;
+                    for (o, &v) in wide.iter_mut().zip(&padded[offset..]) {
+                        *o += wt * v;
+                    }
+                }
+                for (d, o) in dst.chunks_exact_mut(ow).zip(wide.chunks_exact(width)) {
+                    d.copy_from_slice(&o[..ow]);
+                }
+            },
+        )
+    }
+
+    /// Output planes in parallel, whole planes per task and at least `PAR_MIN_ELEMENTS`
+    /// multiply-adds of them: `plane(input plane, its weights, output plane, scratch)` for
+    /// each, compiled for the widest vector unit ([`simd::widest`]), with `scratch` made once
+    /// per task. The plane walks share it; `plane` should be `#[inline(always)]`.
+    fn for_each_plane<S>(
+        &self,
+        x: &[f32],
+        w: &[f32],
+        scratch: &(dyn Fn() -> S + Sync),
+        plane: impl Fn(&[f32], &[f32], &mut [f32], &mut S) + Sync,
+    ) -> Result<Vec<f32>, OpError> {
+        let plane_in: usize = self.input.iter().product();
+        let plane_out: usize = self.out.iter().product();
+        let taps: usize = self.kernel.iter().product();
+        let mut out = try_zeroed::<f32>(self.n * self.channels * plane_out)?;
+        if plane_out == 0 || self.channels == 0 {
+            return Ok(out);
+        }
         let grain = (PAR_MIN_ELEMENTS / (plane_out * taps).max(1)).max(1) * plane_out;
         par::for_each_split_mut(&mut out, grain, &|start, planes| {
-            let mut padded = vec![0f32; padded_len];
-            let mut wide = vec![0f32; wide_len];
+            let mut s = scratch();
             for (k, dst) in planes.chunks_mut(plane_out).enumerate() {
                 let p = start / plane_out + k;
                 let xc = &x[p * plane_in..][..plane_in];
                 let wc = &w[(p % self.channels) * taps..][..taps];
                 simd::widest(
                     #[inline(always)]
-                    || {
-                        // Only the input's cells are rewritten; the padding stays 0.
-                        for (r, src) in xc.chunks_exact(iw).enumerate() {
-                            padded[(r + pt) * width + pl..][..iw].copy_from_slice(src);
-                        }
-                        wide.fill(0.0);
-                        for (t, &wt) in wc.iter().enumerate() {
-                            let offset = (t / kw) * dy * width + (t % kw) * dx;
-                            for (o, &v) in wide.iter_mut().zip(&padded[offset..]) {
-                                *o += wt * v;
-                            }
-                        }
-                        for (d, o) in dst.chunks_exact_mut(ow).zip(wide.chunks_exact(width)) {
-                            d.copy_from_slice(&o[..ow]);
-                        }
-                    },
+                    || plane(xc, wc, dst, &mut s),
                 );
             }
         });
@@ -147,14 +169,7 @@ impl Depthwise {
     /// Planes in parallel, whole planes per task and at least `PAR_MIN_ELEMENTS`
     /// multiply-adds of them; within a plane, per output row and tap a run of the input row.
     pub fn by_rows(&self, x: &[f32], w: &[f32]) -> Result<Vec<f32>, OpError> {
-        let plane_in: usize = self.input.iter().product();
-        let plane_out: usize = self.out.iter().product();
-        let taps: usize = self.kernel.iter().product();
-        let mut out = try_zeroed::<f32>(self.n * self.channels * plane_out)?;
-        if plane_out == 0 || self.channels == 0 {
-            return Ok(out);
-        }
-        let [_, ih, iw] = self.input;
+        let [id, ih, iw] = self.input;
         let [kd, kh, kw] = self.kernel;
         let [_, oh, ow] = self.out;
         let (zs, ys) = (self.table(0), self.table(1));
@@ -172,65 +187,55 @@ impl Depthwise {
                 }
             })
             .collect();
+        // Strided rows are first split into `sx` phases (columns `ph, ph + sx, ...`), so that
+        // every tap reads a contiguous run, which vectorises.
         let sx = self.stride[2];
-        let grain = (PAR_MIN_ELEMENTS / (plane_out * taps).max(1)).max(1) * plane_out;
-        par::for_each_split_mut(&mut out, grain, &|start, planes| {
-            // Strided rows are first split into `sx` phases (columns `ph, ph + sx, ...`), so
-            // that every tap reads a contiguous run, which vectorises.
-            let phase_width = iw.div_ceil(sx);
-            let rows_in = plane_in / iw.max(1);
-            let mut phases = vec![
-                0f32;
+        let phase_width = iw.div_ceil(sx);
+        let phases_len = if sx > 1 {
+            id * ih * sx * phase_width
+        } else {
+            0
+        };
+        self.for_each_plane(
+            x,
+            w,
+            &|| vec![0f32; phases_len],
+            #[inline(always)]
+            |xc, wc, dst, phases| {
                 if sx > 1 {
-                    rows_in * sx * phase_width
-                } else {
-                    0
+                    for (r, src) in xc.chunks_exact(iw).enumerate() {
+                        let dst = &mut phases[r * sx * phase_width..][..sx * phase_width];
+                        deinterleave(src, sx, dst);
+                    }
                 }
-            ];
-            for (k, dst) in planes.chunks_mut(plane_out).enumerate() {
-                let p = start / plane_out + k;
-                let xc = &x[p * plane_in..][..plane_in];
-                let wc = &w[(p % self.channels) * taps..][..taps];
-                simd::widest(
-                    #[inline(always)]
-                    || {
-                        if sx > 1 {
-                            for (r, src) in xc.chunks_exact(iw).enumerate() {
-                                let dst = &mut phases[r * sx * phase_width..][..sx * phase_width];
-                                deinterleave(src, sx, dst);
-                            }
-                        }
-                        for (z, zrow) in zs.chunks(kd).enumerate() {
-                            for (y, yrow) in ys.chunks(kh).enumerate() {
-                                let row = &mut dst[(z * oh + y) * ow..][..ow];
-                                for (a, iz) in zrow.iter().enumerate() {
-                                    let Some(iz) = iz else { continue };
-                                    for (b, iy) in yrow.iter().enumerate() {
-                                        let Some(iy) = iy else { continue };
-                                        let wrow = &wc[(a * kh + b) * kw..][..kw];
-                                        let src = &xc[(iz * ih + iy) * iw..][..iw];
-                                        for (&wt, &(lo, hi, from)) in wrow.iter().zip(&xs) {
-                                            let run = if sx == 1 {
-                                                &src[from..][..hi - lo]
-                                            } else {
-                                                let ph = &phases[((iz * ih + iy) * sx
-                                                    + from % sx)
-                                                    * phase_width..][..phase_width];
-                                                &ph[from / sx..][..hi - lo]
-                                            };
-                                            for (d, &v) in row[lo..hi].iter_mut().zip(run) {
-                                                *d += wt * v;
-                                            }
-                                        }
+                for (z, zrow) in zs.chunks(kd).enumerate() {
+                    for (y, yrow) in ys.chunks(kh).enumerate() {
+                        let row = &mut dst[(z * oh + y) * ow..][..ow];
+                        for (a, iz) in zrow.iter().enumerate() {
+                            let Some(iz) = iz else { continue };
+                            for (b, iy) in yrow.iter().enumerate() {
+                                let Some(iy) = iy else { continue };
+                                let wrow = &wc[(a * kh + b) * kw..][..kw];
+                                let src = &xc[(iz * ih + iy) * iw..][..iw];
+                                for (&wt, &(lo, hi, from)) in wrow.iter().zip(&xs) {
+                                    let run = if sx == 1 {
+                                        &src[from..][..hi - lo]
+                                    } else {
+                                        let ph = &phases
+                                            [((iz * ih + iy) * sx + from % sx) * phase_width..]
+                                            [..phase_width];
+                                        &ph[from / sx..][..hi - lo]
+                                    };
+                                    for (d, &v) in row[lo..hi].iter_mut().zip(run) {
+                                        *d += wt * v;
                                     }
                                 }
                             }
                         }
-                    },
-                );
-            }
-        });
-        Ok(out)
+                    }
+                }
+            },
+        )
     }
 
     /// Blocks of `LANES` channels in parallel, one task each, transposed to channel-last.
@@ -381,10 +386,11 @@ mod tests {
             .collect()
     }
 
-    /// A kernel with an empty dim (spatial.rs sizes the output as for 1): every output is an
-    /// empty sum, 0, whatever the walk (the plane runs would size their buffers by `kw - 1`).
+    /// A kernel with an empty dim (spatial.rs sizes the output as for 1), or an empty input
+    /// with padded outputs: every output is an empty sum, 0, whatever the walk (the plane runs
+    /// would size their buffers by `kw - 1`, the row walk split empty rows into phases).
     #[test]
-    fn an_empty_kernel_dim_gives_zeros() {
+    fn an_empty_kernel_or_input_dim_gives_zeros() {
         for out_w in [5, 30] {
             let g = Depthwise {
                 n: 1,
@@ -398,6 +404,21 @@ mod tests {
             };
             let x = values(2 * 3 * out_w, 3);
             assert_eq!(g.run(&x, &[]).unwrap(), vec![0.0; 2 * 3 * out_w]);
+        }
+        // An empty input row padded to rows of 2 and 24 outputs, at stride 2 (the wide ones
+        // split into phases by the row walk).
+        for out_w in [2, 24] {
+            let g = Depthwise {
+                n: 1,
+                channels: 2,
+                input: [1, 3, 0],
+                kernel: [1, 1, 1],
+                out: [1, 3, out_w],
+                stride: [1, 1, 2],
+                dil: [1, 1, 1],
+                pad: [0, 0, 2 * out_w],
+            };
+            assert_eq!(g.run(&[], &[1.0, 1.0]).unwrap(), vec![0.0; 2 * 3 * out_w]);
         }
     }
 
