@@ -145,6 +145,33 @@ impl<'a> IndexValues<'a> {
         }
     }
 
+    /// The least and the greatest value in `range` (`None` if it is empty), in one pass on
+    /// the stored type, vectorised; a u64 above `i64::MAX` counts as `i64::MAX`.
+    pub fn min_max(&self, range: Range<usize>) -> Option<(i64, i64)> {
+        #[inline(always)]
+        fn fold<T: Copy + Ord>(s: &[T], f: impl Fn(T) -> i64) -> Option<(i64, i64)> {
+            let first = *s.first()?;
+            let (lo, hi) = crate::simd::widest(
+                #[inline(always)]
+                || {
+                    s.iter()
+                        .fold((first, first), |(lo, hi), &x| (lo.min(x), hi.max(x)))
+                },
+            );
+            Some((f(lo), f(hi)))
+        }
+        match self {
+            IndexValues::I8(v) => fold(&v[range], i64::from),
+            IndexValues::I16(v) => fold(&v[range], i64::from),
+            IndexValues::I32(v) => fold(&v[range], i64::from),
+            IndexValues::I64(v) => fold(&v[range], |x| x),
+            IndexValues::U8(v) => fold(&v[range], i64::from),
+            IndexValues::U16(v) => fold(&v[range], i64::from),
+            IndexValues::U32(v) => fold(&v[range], i64::from),
+            IndexValues::U64(v) => fold(&v[range], |x| i64::try_from(x).unwrap_or(i64::MAX)),
+        }
+    }
+
     /// Converts `range` into `buf` (whose length must equal the range's).
     pub fn read(&self, range: Range<usize>, buf: &mut [i64]) {
         fn conv<T: Copy>(src: &[T], buf: &mut [i64], f: impl Fn(T) -> i64) {
@@ -385,6 +412,31 @@ mod tests {
         let t = Tensor::from_i8(vec![2], vec![-3, 4]).unwrap();
         assert_eq!(IndexValues::of(&t).unwrap().to_vec(), vec![-3, 4]);
         assert!(IndexValues::of(&Tensor::from_f32(vec![1], vec![0.0]).unwrap()).is_none());
+    }
+
+    /// Every stored width, on a range that starts and ends inside the tensor, long enough
+    /// for the vector loop; an empty range has none; a huge u64 counts as `i64::MAX`.
+    #[test]
+    fn min_max_reads_the_stored_type() {
+        let vals: Vec<i64> = (0..300).map(|i| (i * 37) % 101 - 50).collect();
+        let want = |r: Range<usize>| {
+            let s = &vals[r];
+            Some((*s.iter().min().unwrap(), *s.iter().max().unwrap()))
+        };
+        let i32s = Tensor::from_i32(vec![300], vals.iter().map(|&v| v as i32).collect()).unwrap();
+        let i64s = Tensor::from_i64(vec![300], vals.clone()).unwrap();
+        let i8s = Tensor::from_i8(vec![300], vals.iter().map(|&v| v as i8).collect()).unwrap();
+        for t in [&i32s, &i64s, &i8s] {
+            let iv = IndexValues::of(t).unwrap();
+            assert_eq!(iv.min_max(3..297), want(3..297));
+            assert_eq!(iv.min_max(10..11), want(10..11));
+            assert_eq!(iv.min_max(5..5), None);
+        }
+        let t = Tensor::from_u64(vec![3], vec![4, u64::MAX, 2]).unwrap();
+        assert_eq!(
+            IndexValues::of(&t).unwrap().min_max(0..3),
+            Some((2, i64::MAX))
+        );
     }
 
     #[test]

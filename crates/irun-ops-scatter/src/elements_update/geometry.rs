@@ -74,6 +74,16 @@ impl Geometry {
 
     /// Index value `v` with a negative value counted from the end of the axis; anything still
     /// outside `[0, data_along)` (below `-data_along` wraps to a huge value) is out of range.
+    /// One outer row and one inner column with nothing mapped: the output offset of a
+    /// position is its axis target (a histogram, a 1-D max).
+    pub(super) fn single_flat_row(&self) -> bool {
+        self.outer == 1
+            && self.inner == 1
+            && self.data_inner == 1
+            && self.outer_map.is_none()
+            && self.inner_map.is_none()
+    }
+
     #[inline(always)]
     pub(super) fn target(&self, v: i64) -> usize {
         (v + ((v >> 63) & self.data_along as i64)) as usize

@@ -7,11 +7,13 @@
 //!
 //! Files: this one has the op (attributes, inference, `eval`, `prepare`); `geometry` the
 //! addressing the run-time kernel and the compile-time plan share; `runtime` the run-time
-//! kernel and how it splits work; `buckets` the lists of its bucketed path; `plan` the
+//! kernel and how it splits work; `lean` its one-pass loops (on one task, or on chunks of
+//! local indices); `buckets` the lists of its bucketed path; `plan` the
 //! compile-time plan for constant indices.
 
 mod buckets;
 mod geometry;
+mod lean;
 mod plan;
 mod rows;
 mod runtime;

@@ -2,6 +2,7 @@
 //! targets in rounds), and the loops of each path.
 
 use std::ops::Range;
+use std::time::{Duration, Instant};
 
 use super::buckets::{BucketMap, ManyLists, PartLists, Put, TwoLists, MAX_BUCKETS};
 use super::geometry::{hit, Coords, Geometry};
@@ -69,21 +70,21 @@ impl ElementsKernel<'_> {
     /// Whether to run bucketed ([`ElementsKernel::run_bucketed`]): large work that the row
     /// and column splits cannot share out (1-D-like shapes: histograms, 1-D max), with an
     /// output small enough for 32-bit offsets and not empty (every index of an empty axis is
-    /// out of range, which the other paths report). A flat histogram (the output offset is
-    /// the axis target) whose output fits in [`SERIAL_MAX_OUTPUT_BYTES`] runs in one lean
-    /// pass instead: its read-modify-writes stay in cache, and the partition pass costs more
-    /// than a second thread saves.
+    /// out of range, which the other paths report). Not local indices on a flat histogram
+    /// (the output offset is the axis target): they run lean, in chunks where they can. Nor a
+    /// flat histogram whose output fits in [`SERIAL_MAX_OUTPUT_BYTES`] with counts or too few
+    /// rounds to probe: its read-modify-writes may stay in cache, and then the lean pass beats
+    /// partitioning; with enough rounds, [`ElementsKernel::run_bucketed`] measures which.
     pub(super) fn bucketed(&self, out_len: usize, out_bytes: usize) -> bool {
         let g = &self.geometry;
         let threads = par::threads();
-        let flat = g.outer == 1
-            && g.inner == 1
-            && g.data_inner == 1
-            && g.outer_map.is_none()
-            && g.inner_map.is_none();
+        let flat = g.single_flat_row();
         let elem_bytes = out_bytes / out_len.max(1);
+        let small = flat && out_bytes <= SERIAL_MAX_OUTPUT_BYTES;
+        let unprobed = small && (self.track_counts || self.indices.len() < PROBE_MIN_POSITIONS);
         threads > 1
-            && !(flat && (out_bytes <= SERIAL_MAX_OUTPUT_BYTES || self.local(elem_bytes)))
+            && !unprobed
+            && !(flat && self.local(elem_bytes))
             && self.indices.len() >= BUCKETED_MIN_INDICES
             && g.data_along > 0
             && g.outer < threads
@@ -100,6 +101,14 @@ impl ElementsKernel<'_> {
     /// are reused from round to round: they stay in cache and are faulted in once.
     /// Each round shares the output out anew, so each round's apply pass gets its own
     /// [`DisjointSlice`]: an element may move to another bucket from one round to the next.
+    ///
+    /// A flat histogram on an output of at most [`SERIAL_MAX_OUTPUT_BYTES`] may run faster in
+    /// the lean pass on one thread, if the machine's caches hold its read-modify-writes (a
+    /// 4 MB f32 histogram of 16M updates: 20 ms lean against 31 bucketed on a 2-core EPYC
+    /// with 1 MiB of L2 per core, 57 ms against 37 on a 2-core Xeon with 2 MiB of L2 and a
+    /// slower L3). No size rule gets both right, so [`RoundProbe`] times one round of each and
+    /// runs the rest the faster way. Rounds run in order either way and each applies its
+    /// updates in position order, so the result is the same bit for bit.
     pub(super) fn run_bucketed<T: Elem, C: Combine<T>, const TRACK: bool>(
         &self,
         out: &mut [T],
@@ -121,8 +130,20 @@ impl ElementsKernel<'_> {
         } else {
             n
         };
-        for round in (0..n).step_by(round_len) {
+        let mut probe = RoundProbe::new(
+            !TRACK
+                && g.single_flat_row()
+                && out_bytes <= SERIAL_MAX_OUTPUT_BYTES
+                && n >= PROBE_MIN_POSITIONS,
+        );
+        for (r, round) in (0..n).step_by(round_len).enumerate() {
             let len = round_len.min(n - round);
+            let started = probe.start();
+            if probe.lean(r) {
+                self.lean_range::<T, C>(out, 0, round..round + len, updates)?;
+                probe.record(r, started);
+                continue;
+            }
             let sampled = self.sample_targets(round..round + len, shift, ranges);
             let map = BucketMap::balanced(shift, &sampled, buckets);
             let map = &map;
@@ -148,16 +169,19 @@ impl ElementsKernel<'_> {
                     }
                 }
             });
+            probe.record(r, started);
         }
         Ok(())
     }
 
     /// Whether consecutive positions target nearby elements (sorted or reverse-sorted
-    /// indices, one target for all): then one lean pass streams through the output, which
-    /// beats partitioning whatever the output's size (8M sorted i32 maxima: 34 ms bucketed on
-    /// two threads). Judged from [`SAMPLE_BLOCKS`] evenly spaced blocks of positions: the
+    /// indices, one target for all): then the lean pass streams through the output, in
+    /// chunks of positions with disjoint target ranges where it can
+    /// ([`ElementsKernel::run_local_chunks`]), which beats partitioning whatever the output's
+    /// size (8M sorted i32 maxima on a 2-core Xeon: 9 ms in chunks, 14 ms in one pass, 34 ms
+    /// bucketed). Judged from [`SAMPLE_BLOCKS`] evenly spaced blocks of positions: the
     /// median block's targets span at most [`LOCAL_SPAN_BYTES`] of output.
-    fn local(&self, elem_bytes: usize) -> bool {
+    pub(super) fn local(&self, elem_bytes: usize) -> bool {
         let g = &self.geometry;
         let n = self.indices.len();
         let step = n / SAMPLE_BLOCKS;
@@ -302,41 +326,6 @@ impl ElementsKernel<'_> {
         Ok(())
     }
 
-    /// One task, one element per index along the axis (`inner == 1`), no counts: the
-    /// plainest loop, on a plain slice. Index-bound checks double as the validation.
-    pub(super) fn run_flat<T: Elem, C: Combine<T>>(
-        &self,
-        out: &mut [T],
-        updates: &[T],
-    ) -> Result<(), OpError> {
-        let g = &self.geometry;
-        for o in 0..g.outer {
-            let dst = &mut out[o * g.data_along..(o + 1) * g.data_along];
-            let row = o * g.along;
-            self.indices
-                .for_each_block(row..row + g.along, |start, vals| {
-                    let ups = &updates[start..start + vals.len()];
-                    // A block whose first, middle and last index are equal is likely one
-                    // long run of one target (a hot target, sorted indices with many
-                    // duplicates): it keeps the run's element in a register, one dependent
-                    // apply per update instead of a store and a reload (16M updates to one
-                    // element: 15 ms against 56). Others take the plain loop, which carrying
-                    // a run would slow down by half, and so would counting runs first. Either
-                    // way the same applies in the same order.
-                    let runny = vals.len() > 2
-                        && vals[0] == vals[vals.len() / 2]
-                        && vals[0] == vals[vals.len() - 1];
-                    if runny {
-                        flat_runs::<T, C>(dst, vals, ups)
-                    } else {
-                        flat_plain::<T, C>(dst, vals, ups)
-                    }
-                    .map_err(|k| self.out_of_range(start + k, vals[k]))
-                })?;
-        }
-        Ok(())
-    }
-
     pub(super) fn run_task<T: Elem, C: Combine<T>>(
         &self,
         task: &Task,
@@ -426,66 +415,64 @@ impl ElementsKernel<'_> {
     }
 }
 
-/// The lean loop of [`ElementsKernel::run_flat`] over one block: each update applied to its
-/// target; the place in the block of the first index out of range, if any.
-#[inline(always)]
-fn flat_plain<T: Elem, C: Combine<T>>(dst: &mut [T], vals: &[i64], ups: &[T]) -> Result<(), usize> {
-    let len = dst.len();
-    for (k, (&v, &u)) in vals.iter().zip(ups).enumerate() {
-        let t = target_in(v, len);
-        let Some(d) = dst.get_mut(t) else {
-            return Err(k);
-        };
-        *d = C::apply(*d, u);
-    }
-    Ok(())
-}
-
-/// As [`flat_plain`], with the current run of equal targets accumulated in a register.
-#[inline(always)]
-fn flat_runs<T: Elem, C: Combine<T>>(dst: &mut [T], vals: &[i64], ups: &[T]) -> Result<(), usize> {
-    let len = dst.len();
-    let Some(&first) = vals.first() else {
-        return Ok(());
-    };
-    let mut at = target_in(first, len);
-    let Some(&start) = dst.get(at) else {
-        return Err(0);
-    };
-    let mut acc = start;
-    for (k, (&v, &u)) in vals.iter().zip(ups).enumerate() {
-        let t = target_in(v, len);
-        if t == at {
-            acc = C::apply(acc, u);
-            continue;
-        }
-        let Some(&d) = dst.get(t) else {
-            dst[at] = acc;
-            return Err(k);
-        };
-        dst[at] = acc;
-        (at, acc) = (t, C::apply(d, u));
-    }
-    dst[at] = acc;
-    Ok(())
-}
-
-/// Index value `v` on an axis of `len`, negative values counted from the end (as
-/// [`Geometry::target`]); out of range if `>= len`.
-#[inline(always)]
-fn target_in(v: i64, len: usize) -> usize {
-    (v + ((v >> 63) & len as i64)) as usize
-}
-
 /// Output bytes that a block of [`SAMPLE_BLOCK`] consecutive positions may span and still
 /// count as local ([`ElementsKernel::local`]).
 const LOCAL_SPAN_BYTES: usize = 64 << 10;
 
-/// Flat histograms with outputs up to this size run in one lean pass at any thread count.
-/// Measured on this 2-core EPYC (2026-11-22), 16M updates: a 4 MB f32 output takes 20 ms in
-/// one pass and 31-35 ms bucketed on two threads, whatever the index distribution; a 32 MB
-/// i32 one takes 160 ms in one pass and 54 ms bucketed.
+/// Flat histograms with outputs up to this size may run faster in one lean pass than
+/// bucketed, depending on the machine: they run lean when there are too few positions to
+/// probe, else [`RoundProbe`] decides. Measured with 16M updates: a 4 MB f32 output takes
+/// 20 ms lean and 31-35 ms bucketed on a 2-core EPYC (2026-11-22), 57 ms lean and 36 ms
+/// bucketed on a 2-core Xeon (2026-11-23); a 32 MB i32 one 160 ms lean and 54 ms bucketed
+/// on the EPYC, so larger outputs always run bucketed.
 pub(super) const SERIAL_MAX_OUTPUT_BYTES: usize = 8 << 20;
+
+/// Flat histograms on small outputs probe ([`RoundProbe`]) from this many positions: the
+/// untimed first round and the two timed ones are whole rounds, and at least one is left.
+pub(super) const PROBE_MIN_POSITIONS: usize = 4 * ROUND_POSITIONS;
+
+/// Which way [`ElementsKernel::run_bucketed`] runs each round of a flat histogram on a small
+/// output: round 0 bucketed and untimed (it faults the lists in), round 1 lean and round 2
+/// bucketed, both timed, and every later round the way that was faster. Off, every round
+/// runs bucketed. (Off on WebAssembly, where `Instant` is not available; nothing runs
+/// bucketed there anyway, having one thread.)
+struct RoundProbe {
+    on: bool,
+    lean_took: Option<Duration>,
+    lean_wins: Option<bool>,
+}
+
+impl RoundProbe {
+    fn new(on: bool) -> RoundProbe {
+        RoundProbe {
+            on: on && !cfg!(target_family = "wasm"),
+            lean_took: None,
+            lean_wins: None,
+        }
+    }
+
+    /// The clock at the start of a round, when it is to be timed.
+    fn start(&self) -> Option<Instant> {
+        (self.on && self.lean_wins.is_none()).then(Instant::now)
+    }
+
+    /// Whether round `r` runs lean.
+    fn lean(&self, r: usize) -> bool {
+        self.on && self.lean_wins.unwrap_or(r == 1)
+    }
+
+    fn record(&mut self, r: usize, started: Option<Instant>) {
+        let Some(started) = started else {
+            return;
+        };
+        let took = started.elapsed();
+        match r {
+            1 => self.lean_took = Some(took),
+            2 => self.lean_wins = Some(self.lean_took.is_some_and(|lean| lean < took)),
+            _ => {}
+        }
+    }
+}
 
 /// Fewer indices than this run in one lean pass rather than bucketed.
 pub(super) const BUCKETED_MIN_INDICES: usize = 1 << 18;
@@ -541,6 +528,11 @@ impl ReduceKernel for ElementsKernel<'_> {
         let flat = g.inner == 1 && g.data_inner == 1 && g.outer_map.is_none() && !self.track_counts;
         let bucketed = self.bucketed(out.len(), std::mem::size_of_val(out)) && self.plan.is_none();
         if flat && !bucketed && self.plan.is_none() {
+            if self.chunkable(std::mem::size_of::<T>())
+                && self.run_local_chunks::<T, C>(out, updates)?
+            {
+                return Ok(());
+            }
             return self.run_flat::<T, C>(out, updates);
         }
         if bucketed {
@@ -577,5 +569,34 @@ impl ReduceKernel for ElementsKernel<'_> {
             });
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn took(ms: u64) -> Option<Instant> {
+        Instant::now().checked_sub(Duration::from_millis(ms))
+    }
+
+    /// Round 0 bucketed, round 1 lean, round 2 bucketed, then the faster of the two timed
+    /// ones; switched off, every round is bucketed.
+    #[test]
+    fn the_probe_times_one_round_each_way_and_keeps_the_faster() {
+        for (lean_ms, buckets_ms, later_lean) in [(5, 50, true), (50, 5, false)] {
+            let mut probe = RoundProbe::new(true);
+            assert_eq!(
+                (probe.lean(0), probe.lean(1), probe.lean(2)),
+                (false, true, false)
+            );
+            probe.record(0, took(1));
+            probe.record(1, took(lean_ms));
+            probe.record(2, took(buckets_ms));
+            assert!(probe.start().is_none(), "nothing more to time");
+            assert!((3..6).all(|r| probe.lean(r) == later_lean));
+        }
+        let probe = RoundProbe::new(false);
+        assert!((0..4).all(|r| !probe.lean(r)) && probe.start().is_none());
     }
 }

@@ -602,3 +602,140 @@ fn row_scatters_match_the_sequential_reference() {
         );
     }
 }
+
+/// `data` with each update applied to its target in position order, with the initial
+/// values (`use_init_val=true`), for a 1-D scatter: what every parallel path must give.
+fn sequential_with_init(red: Reduction, data: &[f32], idx: &[i64], upd: &[f32]) -> Vec<f32> {
+    let mut out = data.to_vec();
+    for (&v, &u) in idx.iter().zip(upd) {
+        let o = &mut out[v.rem_euclid(data.len() as i64) as usize];
+        *o = match red {
+            Reduction::Sum => *o + u,
+            Reduction::Max => o.max(u),
+            _ => unreachable!("the reductions these tests run"),
+        };
+    }
+    out
+}
+
+fn scatter_1d(
+    red: Reduction,
+    data: &[f32],
+    idx: &[i64],
+    upd: &[f32],
+    threads: usize,
+) -> Result<Tensor, OpError> {
+    let n = idx.len();
+    eval_with(
+        &seu12(red, true),
+        vec![
+            f32s(&[data.len()], data),
+            i64s(&[n], idx),
+            f32s(&[n], upd),
+            i64s(&[], &[0]),
+        ],
+        threads,
+    )
+}
+
+fn same_bits(got: &Tensor, want: &[f32]) -> bool {
+    let got = got.values::<f32>().unwrap();
+    got.len() == want.len()
+        && got
+            .iter()
+            .zip(want)
+            .all(|(g, w)| g.to_bits() == w.to_bits())
+}
+
+/// Local indices run in one chunk of positions per thread when the chunks' target ranges
+/// are disjoint, and in one task when not. Every case equals the sequential reference bit
+/// for bit at 1, 2 and 3 threads: sorted with runs of about five duplicates (so an even
+/// split mostly falls inside a run and must move to its end), reverse-sorted, all negative,
+/// mixed signs for the same targets (their span is found target by target), and the cases
+/// that fall back: all indices equal (no split point), two sorted halves (overlapping
+/// chunks).
+#[test]
+fn local_chunks_match_the_sequential_reference() {
+    let n = BUCKETED_MIN_INDICES + 1234;
+    let along = 50_000usize;
+    let sorted: Vec<i64> = (0..n).map(|i| (i * along / n) as i64).collect();
+    let signed = |v: i64| v - along as i64;
+    let cases: Vec<(&str, Vec<i64>)> = vec![
+        ("reversed", sorted.iter().rev().copied().collect()),
+        ("negative", sorted.iter().map(|&v| signed(v)).collect()),
+        (
+            "mixed signs",
+            sorted
+                .iter()
+                .enumerate()
+                .map(|(i, &v)| if i % 3 == 0 { signed(v) } else { v })
+                .collect(),
+        ),
+        ("equal", vec![7; n]),
+        (
+            "two sorted halves",
+            (0..n).map(|i| ((i % (n / 2)) * along / n) as i64).collect(),
+        ),
+        ("sorted", sorted),
+    ];
+    let upd: Vec<f32> = (0..n)
+        .map(|i| ((i * 29) % 97) as f32 * 0.011 - 0.5)
+        .collect();
+    let data: Vec<f32> = (0..along).map(|i| (i % 13) as f32 * 0.1).collect();
+    for (name, idx) in &cases {
+        for red in [Reduction::Sum, Reduction::Max] {
+            let want = sequential_with_init(red, &data, idx, &upd);
+            for threads in [1, 2, 3] {
+                let out = scatter_1d(red, &data, idx, &upd, threads).unwrap();
+                assert!(
+                    same_bits(&out, &want),
+                    "{name} {red:?} at {threads} threads"
+                );
+            }
+        }
+    }
+}
+
+/// An index out of range among sorted ones: no chunk runs, and the one-task pass reports
+/// the first bad position whatever the thread count, also when a later chunk holds it.
+#[test]
+fn local_chunks_leave_a_bad_index_to_the_lean_pass() {
+    let n = BUCKETED_MIN_INDICES + 10;
+    let along = 40_000usize;
+    let mut idx: Vec<i64> = (0..n).map(|i| (i * along / n) as i64).collect();
+    let bad = n * 3 / 4;
+    idx[bad] = along as i64;
+    let upd = vec![1.0f32; n];
+    for threads in [1, 2, 3] {
+        let e = scatter_1d(Reduction::Sum, &vec![0.0; along], &idx, &upd, threads).unwrap_err();
+        assert_eq!(e.code, codes::INDEX_OUT_OF_RANGE);
+        assert!(
+            e.message
+                .starts_with(&format!("index {along} at position [{bad}]")),
+            "{}",
+            e.message
+        );
+    }
+}
+
+/// A flat histogram with enough rounds to probe, on an output small enough to stay lean
+/// under the old size rule: whichever way the probe picks for the later rounds (lean or
+/// bucketed), the sums equal the sequential ones bit for bit, with a last round that is
+/// partial.
+#[test]
+fn probed_rounds_match_the_sequential_reference() {
+    let n = super::runtime::PROBE_MIN_POSITIONS + ROUND_POSITIONS / 3;
+    let along = 100_000usize;
+    let idx: Vec<i64> = (0..n as i64)
+        .map(|i| (i * 2_654_435_761) % along as i64)
+        .collect();
+    let upd: Vec<f32> = (0..n)
+        .map(|i| ((i * 37) % 101) as f32 * 0.013 - 0.6)
+        .collect();
+    let data = vec![0.5f32; along];
+    for red in [Reduction::Sum, Reduction::Max] {
+        let want = sequential_with_init(red, &data, &idx, &upd);
+        let out = scatter_1d(red, &data, &idx, &upd, 2).unwrap();
+        assert!(same_bits(&out, &want), "{red:?}");
+    }
+}

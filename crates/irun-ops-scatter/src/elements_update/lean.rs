@@ -1,0 +1,241 @@
+//! The lean pass: each update applied straight to its target, in position order, with no
+//! lists and no counts. [`ElementsKernel::run_flat`] runs it on one task;
+//! [`ElementsKernel::run_local_chunks`] on one chunk of positions per thread, when the indices
+//! are local (sorted, reverse-sorted) and the chunks' target ranges do not overlap, so that
+//! each thread owns its own stretch of the output.
+
+use std::ops::Range;
+
+use super::runtime::ElementsKernel;
+use crate::op::{codes, OpError};
+use crate::par;
+use crate::reduce::{Combine, Elem};
+
+/// How far [`ElementsKernel::chunk_bounds`] moves a chunk boundary to find a change of
+/// target: past a run of equal targets this long (all indices equal, say) there is no split.
+const SPLIT_SCAN: usize = 4096;
+
+impl ElementsKernel<'_> {
+    /// One task, one element per index along the axis (`inner == 1`), no counts: the
+    /// plainest loop, on a plain slice. Index-bound checks double as the validation.
+    pub(super) fn run_flat<T: Elem, C: Combine<T>>(
+        &self,
+        out: &mut [T],
+        updates: &[T],
+    ) -> Result<(), OpError> {
+        let g = &self.geometry;
+        for o in 0..g.outer {
+            let dst = &mut out[o * g.data_along..(o + 1) * g.data_along];
+            let row = o * g.along;
+            self.lean_range::<T, C>(dst, 0, row..row + g.along, updates)?;
+        }
+        Ok(())
+    }
+
+    /// The lean loop over `positions` of one flat row onto `dst`, which holds the row's
+    /// targets `base..base + dst.len()`. Reports the first index out of range.
+    pub(super) fn lean_range<T: Elem, C: Combine<T>>(
+        &self,
+        dst: &mut [T],
+        base: usize,
+        positions: Range<usize>,
+        updates: &[T],
+    ) -> Result<(), OpError> {
+        let along = self.geometry.data_along;
+        self.indices.for_each_block(positions, |start, vals| {
+            let ups = &updates[start..start + vals.len()];
+            // A block whose first, middle and last index are equal is likely one long run of
+            // one target (a hot target, sorted indices with many duplicates): it keeps the
+            // run's element in a register, one dependent apply per update instead of a store
+            // and a reload (16M updates to one element: 15 ms against 56). Others take the
+            // plain loop, which carrying a run would slow down by half, and so would counting
+            // runs first. Either way the same applies in the same order.
+            let runny = vals.len() > 2
+                && vals[0] == vals[vals.len() / 2]
+                && vals[0] == vals[vals.len() - 1];
+            let lean = if runny {
+                flat_runs::<T, C>(dst, along, base, vals, ups)
+            } else {
+                flat_plain::<T, C>(dst, along, base, vals, ups)
+            };
+            lean.map_err(|k| {
+                if self.geometry.target(vals[k]) < along {
+                    // In range but outside `dst`: the chunks' spans were measured wrong.
+                    OpError::new(codes::INTERNAL, "a scatter chunk left its output span")
+                } else {
+                    self.out_of_range(start + k, vals[k])
+                }
+            })
+        })
+    }
+
+    /// Whether [`ElementsKernel::run_local_chunks`] may pay: several threads, enough indices,
+    /// a single flat row (the output offset is the axis target) and local indices.
+    pub(super) fn chunkable(&self, elem_bytes: usize) -> bool {
+        par::threads() > 1
+            && self.indices.len() >= super::runtime::BUCKETED_MIN_INDICES
+            && self.geometry.single_flat_row()
+            && self.local(elem_bytes)
+    }
+
+    /// The lean pass over one contiguous chunk of positions per thread, in parallel, when
+    /// the chunks' target ranges are disjoint (sorted or reverse-sorted indices, after
+    /// moving each boundary to a change of target): each chunk then owns the stretch of
+    /// the output its targets span, and every element still sees its updates in position
+    /// order, all of them coming from one chunk. `Ok(false)`, with nothing written, when the
+    /// ranges overlap or an index is out of range (the lean pass then reports the first).
+    pub(super) fn run_local_chunks<T: Elem, C: Combine<T>>(
+        &self,
+        out: &mut [T],
+        updates: &[T],
+    ) -> Result<bool, OpError> {
+        let Some(bounds) = self.chunk_bounds(par::threads()) else {
+            return Ok(false);
+        };
+        let mut spans: Vec<(Range<usize>, Option<Range<usize>>)> =
+            bounds.windows(2).map(|w| (w[0]..w[1], None)).collect();
+        par::for_each_mut(&mut spans, &|_, (positions, span)| {
+            *span = self.target_span(positions.clone());
+        });
+        let Some(mut chunks) = spans
+            .into_iter()
+            .map(|(positions, span)| span.map(|s| (positions, s)))
+            .collect::<Option<Vec<_>>>()
+        else {
+            return Ok(false);
+        };
+        chunks.sort_by_key(|(_, span)| span.start);
+        if chunks.windows(2).any(|w| w[0].1.end > w[1].1.start) {
+            return Ok(false);
+        }
+        // Cut the output into the chunks' disjoint spans: plain `&mut` slices, one per task.
+        let mut work = Vec::with_capacity(chunks.len());
+        let (mut rest, mut at) = (out, 0);
+        for (positions, span) in chunks {
+            let (_, tail) = std::mem::take(&mut rest).split_at_mut(span.start - at);
+            let (dst, tail) = tail.split_at_mut(span.len());
+            (rest, at) = (tail, span.end);
+            work.push((positions, span.start, dst));
+        }
+        par::try_for_each_mut(&mut work, &|_, (positions, base, dst)| {
+            self.lean_range::<T, C>(dst, *base, positions.clone(), updates)
+                .map_err(|e| (positions.start, e))
+        })?;
+        Ok(true)
+    }
+
+    /// `parts + 1` increasing chunk boundaries from 0 to the index count, each inner one
+    /// the first position at or after an even split whose target differs from the one
+    /// before it; `None` if some split finds no change within [`SPLIT_SCAN`] positions or
+    /// two boundaries meet.
+    fn chunk_bounds(&self, parts: usize) -> Option<Vec<usize>> {
+        let g = &self.geometry;
+        let n = self.indices.len();
+        let mut bounds = vec![0];
+        let mut buf = vec![0i64; SPLIT_SCAN + 1];
+        for k in 1..parts {
+            let split = k * n / parts;
+            let end = (split + SPLIT_SCAN).min(n);
+            let vals = &mut buf[..end - split + 1];
+            self.indices.read(split - 1..end, vals);
+            let change = vals
+                .windows(2)
+                .position(|w| g.target(w[0]) != g.target(w[1]))?;
+            let at = split + change;
+            if at <= *bounds.last()? {
+                return None;
+            }
+            bounds.push(at);
+        }
+        bounds.push(n);
+        Some(bounds)
+    }
+
+    /// The targets `positions` reach, as a range; `None` if one is out of range. From the
+    /// least and greatest index when they have the same sign (one vectorised pass on the
+    /// stored type); else target by target.
+    fn target_span(&self, positions: Range<usize>) -> Option<Range<usize>> {
+        let g = &self.geometry;
+        let along = g.data_along as i64;
+        let (lo, hi) = self.indices.min_max(positions.clone())?;
+        if lo < -along || hi >= along {
+            return None;
+        }
+        if lo >= 0 || hi < 0 {
+            return Some(g.target(lo)..g.target(hi) + 1);
+        }
+        let (mut lo, mut hi) = (usize::MAX, 0);
+        let _ = self.indices.for_each_block(positions, |_, vals| {
+            for &v in vals {
+                let t = g.target(v);
+                (lo, hi) = (lo.min(t), hi.max(t));
+            }
+            Ok::<(), ()>(())
+        });
+        Some(lo..hi + 1)
+    }
+}
+
+/// The lean loop over one block: each update applied to its target, `dst` holding the
+/// targets from `base` on of an axis of `along`; the place in the block of the first index
+/// out of range or outside `dst`, if any.
+#[inline(always)]
+fn flat_plain<T: Elem, C: Combine<T>>(
+    dst: &mut [T],
+    along: usize,
+    base: usize,
+    vals: &[i64],
+    ups: &[T],
+) -> Result<(), usize> {
+    for (k, (&v, &u)) in vals.iter().zip(ups).enumerate() {
+        let Some(d) = dst.get_mut(place(v, along, base)) else {
+            return Err(k);
+        };
+        *d = C::apply(*d, u);
+    }
+    Ok(())
+}
+
+/// As [`flat_plain`], with the current run of equal targets accumulated in a register.
+#[inline(always)]
+fn flat_runs<T: Elem, C: Combine<T>>(
+    dst: &mut [T],
+    along: usize,
+    base: usize,
+    vals: &[i64],
+    ups: &[T],
+) -> Result<(), usize> {
+    let Some(&first) = vals.first() else {
+        return Ok(());
+    };
+    let mut at = place(first, along, base);
+    let Some(&start) = dst.get(at) else {
+        return Err(0);
+    };
+    let mut acc = start;
+    for (k, (&v, &u)) in vals.iter().zip(ups).enumerate() {
+        let t = place(v, along, base);
+        if t == at {
+            acc = C::apply(acc, u);
+            continue;
+        }
+        let Some(&d) = dst.get(t) else {
+            dst[at] = acc;
+            return Err(k);
+        };
+        dst[at] = acc;
+        (at, acc) = (t, C::apply(d, u));
+    }
+    dst[at] = acc;
+    Ok(())
+}
+
+/// Where index value `v` on an axis of `along` lands in a slice that holds targets
+/// `base..` of the axis (negative values count from the end, as
+/// [`super::geometry::Geometry::target`]). No test for the axis's bounds is needed: the slice
+/// lies within the axis, so a value `>= along` lands at or past its end, a value below
+/// `-along` wraps to nearly `2^64`, and a target before `base` wraps too.
+#[inline(always)]
+fn place(v: i64, along: usize, base: usize) -> usize {
+    ((v + ((v >> 63) & along as i64)) as usize).wrapping_sub(base)
+}
