@@ -11,8 +11,10 @@
 //! graph. In-place reuse is the ops' business: the executor only guarantees that the input an
 //! op names in `inplace_input` reaches `eval` as the only reference when nothing else reads it.
 
+mod checks;
 mod error;
 mod fuse;
+mod fuse_index;
 mod inputs;
 mod memory;
 mod plan;
@@ -92,6 +94,8 @@ pub struct Executable {
     /// Ops whose work a prepared kernel before them does (see `fuse.rs`): the input slot they
     /// pass through.
     fused: Vec<Option<usize>>,
+    /// Ops that read an input as it was before a Broadcast (see `fuse_index.rs`).
+    index_broadcasts: Vec<Option<fuse_index::IndexBroadcast>>,
     /// The state variables (ReadValue/Assign), as [`State`]s of this model carry them.
     variables: Arc<[VariableInfo]>,
     /// The facts inferred for the last input shapes that differed from the declared ones
@@ -232,6 +236,7 @@ impl Executable {
             prepared: (0..graph.nodes.len()).map(|_| None).collect(),
             prepared_bytes: 0,
             fused: vec![None; graph.nodes.len()],
+            index_broadcasts: (0..graph.nodes.len()).map(|_| None).collect(),
             variables,
             recent_facts: Mutex::new(None),
             memory_limit: options.memory_limit.unwrap_or_else(physical_memory),
@@ -244,6 +249,7 @@ impl Executable {
         if options.prepare_constants {
             exe.prepare()?;
             exe.fuse_epilogues()?;
+            exe.fuse_index_broadcasts()?;
         }
         Ok(exe)
     }
@@ -586,6 +592,8 @@ impl Executable {
         let mut values: Vec<Option<Value>> = vec![None; self.plan.outlet_count];
         let mut remaining = schedule.readers.clone();
         let mut outputs: Vec<Option<Value>> = vec![None; self.outputs.len()];
+        // The shape inputs of the Broadcasts whose readers take their data before them.
+        let mut held: Vec<(NodeId, Vec<Value>)> = Vec::new();
         // The variables' values are in use all along: held by the state, then by the run.
         let mut live_bytes: u64 = self.prepared_bytes
             + state.byte_size()
@@ -707,16 +715,28 @@ impl Executable {
                         .as_ref()
                         .expect("plan has only resolved ops");
                     let result = match (&self.prepared[n], self.fused[n]) {
-                        // Applied by the kernel that produced the input: passed through.
-                        (_, Some(slot)) => Ok(args.into_iter().skip(slot).take(1).collect()),
+                        // Applied by the kernel that produced the input, or by the one that
+                        // reads the output: passed through.
+                        (_, Some(slot)) => {
+                            if self.index_broadcasts[n].is_some() {
+                                held.push((n, args[1..].to_vec()));
+                            }
+                            Ok(args.into_iter().skip(slot).take(1).collect())
+                        }
                         (Some(kernel), None) => kernel.eval(args),
-                        (None, None) => op.eval(args),
+                        (None, None) => match &self.index_broadcasts[n] {
+                            Some(fused) => self.run_index_broadcast(n, fused, args, &held),
+                            None => op.eval(args),
+                        },
                     };
                     let produced = result.map_err(|e| {
                         self.layer_error(n, RunErrorKind::Op, e.message)
                             .with_code(e.code)
                     })?;
-                    self.check_outputs(n, &produced, &facts[n])?;
+                    // A passed-through value is what its reader expects, not the node's fact.
+                    if self.fused[n].is_none() {
+                        self.check_outputs(n, &produced, &facts[n])?;
+                    }
                     produced
                 }
             };
@@ -746,46 +766,5 @@ impl Executable {
             .into_iter()
             .map(|o| o.expect("every Result runs"))
             .collect())
-    }
-
-    /// A kernel's outputs against the inferred facts (a Result's one fact is the model
-    /// output): as many, of the inferred element types, of the inferred shapes where those are
-    /// static. A contradiction is an internal error naming the layer, never a panic further on.
-    fn check_outputs(&self, n: NodeId, produced: &[Value], facts: &[Fact]) -> Result<(), RunError> {
-        let want = facts.len();
-        let internal = |msg: String| {
-            self.layer_error(n, RunErrorKind::Op, format!("internal error: {msg}"))
-                .with_code(irun_ops::codes::INTERNAL)
-        };
-        if produced.len() != want {
-            return Err(internal(format!(
-                "the kernel returned {} output(s), the layer has {want}",
-                produced.len()
-            )));
-        }
-        for (slot, (v, f)) in produced.iter().zip(facts).enumerate() {
-            let type_ok = f.ty == ElementType::Dynamic || v.element_type() == f.ty;
-            let shape_ok = f.shape.to_static().is_none_or(|s| s == v.shape());
-            if !type_ok || !shape_ok {
-                return Err(internal(format!(
-                    "output {slot} is {} {}, inference said {f}",
-                    v.element_type(),
-                    irun_tensor::fmt_shape(v.shape())
-                )));
-            }
-        }
-        Ok(())
-    }
-
-    pub(crate) fn layer_error(&self, n: NodeId, kind: RunErrorKind, message: String) -> RunError {
-        let layer = self.graph.layer(n);
-        let op = self.graph.ops[n]
-            .as_ref()
-            .map_or(layer.type_name.as_str(), |op| op.name());
-        RunError::new(
-            kind,
-            format!("layer {} (\"{}\", {op}): {message}", layer.id, layer.name),
-        )
-        .on_layer(Some(layer.layer_ref()))
     }
 }

@@ -72,6 +72,25 @@ pub trait Op: Debug + Send + Sync {
     fn prepare(&self, _inputs: &[Fact], _constants: &[Option<Value>]) -> Option<Box<dyn Prepared>> {
         None
     }
+
+    /// The input that [`Op::eval_broadcast`] can take before a broadcast; `None`, the
+    /// default, for ops that cannot.
+    fn broadcast_input(&self) -> Option<usize> {
+        None
+    }
+
+    /// [`Op::eval`] with input [`Op::broadcast_input`] as it was before a broadcast (numpy or
+    /// bidirectional rules) to shape `to`: the op reads each value where the broadcast would
+    /// have copied it, and must give what `eval` gives on the broadcast input. It takes the
+    /// inputs out of `inputs` only when it runs; `Ok(None)`, with `inputs` untouched, when it
+    /// does not serve these shapes (the caller then broadcasts and calls `eval`).
+    fn eval_broadcast(
+        &self,
+        _inputs: &mut Vec<Value>,
+        _to: &[usize],
+    ) -> Result<Option<Vec<Value>>, OpError> {
+        Ok(None)
+    }
 }
 
 /// How a stateful node uses its variable, named by `variable_id`.

@@ -18,6 +18,8 @@ mod plan;
 mod rows;
 mod runtime;
 #[cfg(test)]
+mod tests_broadcast;
+#[cfg(test)]
 mod tests_eval;
 #[cfg(test)]
 mod tests_infer;
@@ -91,6 +93,25 @@ impl Op for ScatterElementsUpdate {
 
     fn eval(&self, inputs: Vec<Value>) -> Result<Vec<Value>, OpError> {
         self.eval_with(inputs, None)
+    }
+
+    fn broadcast_input(&self) -> Option<usize> {
+        Some(1)
+    }
+
+    /// Indices broadcast along every dim after the axis (torch's
+    /// `index.unsqueeze(1).expand(-1, d)`) hold one index per line of inner columns: the row
+    /// path reads that one, where the broadcast would have written it `d` times.
+    fn eval_broadcast(
+        &self,
+        inputs: &mut Vec<Value>,
+        to: &[usize],
+    ) -> Result<Option<Vec<Value>>, OpError> {
+        if !self.line_indices_fit(inputs, to) {
+            return Ok(None);
+        }
+        self.eval_lines(std::mem::take(inputs), None, true)
+            .map(Some)
     }
 
     /// With constant indices (and axis), the indices' offsets are computed and grouped by
@@ -234,13 +255,31 @@ impl ScatterElementsUpdate {
         inputs: Vec<Value>,
         plan: Option<&ElementsPlan>,
     ) -> Result<Vec<Value>, OpError> {
+        self.eval_lines(inputs, plan, false)
+    }
+
+    /// [`Self::eval_with`]; with `line_indices`, the indices hold one value per line of
+    /// updates' inner columns (checked by [`Self::line_indices_fit`]).
+    fn eval_lines(
+        &self,
+        inputs: Vec<Value>,
+        plan: Option<&ElementsPlan>,
+        line_indices: bool,
+    ) -> Result<Vec<Value>, OpError> {
         let [data, indices, updates, axis] = take_inputs::<4>(inputs, self.name())?;
         check_same_type(&data, &updates)?;
         let axis = runtime_axis(&axis, data.shape().len(), 3)?;
-        let geometry = Geometry::new(data.shape(), indices.shape(), updates.shape(), axis)?;
+        // One index per line stands for the updates-shaped indices it was broadcast to.
+        let indices_shape = if line_indices {
+            updates.shape()
+        } else {
+            indices.shape()
+        };
+        let geometry = Geometry::new(data.shape(), indices_shape, updates.shape(), axis)?;
         let kernel = ElementsKernel {
             indices: runtime_indices(&indices)?,
-            indices_shape: indices.shape(),
+            indices_shape,
+            line_indices,
             geometry,
             mean: self.reduction == Reduction::Mean,
             use_init_val: self.use_init_val,
@@ -248,6 +287,12 @@ impl ScatterElementsUpdate {
             track_counts: self.reduction == Reduction::Mean
                 || (!self.use_init_val && self.reduction != Reduction::None),
         };
+        if line_indices && !kernel.rows_apply(data.len()) {
+            return Err(OpError::new(
+                codes::INTERNAL,
+                "one index per line on a shape the row path does not serve",
+            ));
+        }
         let mut out = take_or_copy(data);
         if !kernel.indices.is_empty() {
             let updates = plan
@@ -262,6 +307,45 @@ impl ScatterElementsUpdate {
             )?;
         }
         Ok(vec![Arc::new(out)])
+    }
+}
+
+impl ScatterElementsUpdate {
+    /// Whether `inputs[1]`, which a broadcast would turn into `to`, holds one index per line
+    /// of inner columns that the row path can take: `to` is the updates' shape, and the
+    /// indices match it up to the axis and are 1 after it, on a shape the row path serves.
+    fn line_indices_fit(&self, inputs: &[Value], to: &[usize]) -> bool {
+        let [data, indices, updates, axis] = inputs else {
+            return false;
+        };
+        let Ok(axis) = runtime_axis(axis, data.shape().len(), 3) else {
+            return false;
+        };
+        let lines_fit = indices.shape().len() == to.len()
+            && to == updates.shape()
+            && indices
+                .shape()
+                .iter()
+                .zip(to)
+                .enumerate()
+                .all(|(d, (&i, &t))| if d <= axis { i == t } else { i == 1 });
+        let Ok(geometry) = Geometry::new(data.shape(), to, to, axis) else {
+            return false;
+        };
+        let Ok(values) = runtime_indices(indices) else {
+            return false;
+        };
+        let kernel = ElementsKernel {
+            indices: values,
+            indices_shape: to,
+            line_indices: true,
+            geometry,
+            mean: false,
+            use_init_val: self.use_init_val,
+            track_counts: false,
+            plan: None,
+        };
+        lines_fit && data.element_type() == updates.element_type() && kernel.rows_apply(data.len())
     }
 }
 

@@ -12,6 +12,9 @@
 //!
 //! Pass 1 writes nothing to the output: at the first line that is not uniform it gives up,
 //! and the element-wise kernel runs instead.
+//!
+//! The indices may also come one per line, before the broadcast that torch's `expand` lowers
+//! to (`line_indices`): then nothing is scanned, and the broadcast is never materialised.
 
 use super::runtime::ElementsKernel;
 use crate::kernel::try_zeroed;
@@ -77,7 +80,12 @@ impl ElementsKernel<'_> {
             let mut lists = vec![Vec::new(); buckets];
             for line in bounds[p]..bounds[p + 1] {
                 let first = line * inner;
-                let Some(v) = self.indices.uniform(first..first + inner) else {
+                let held = if self.line_indices {
+                    line..line + 1
+                } else {
+                    first..first + inner
+                };
+                let Some(v) = self.indices.uniform(held) else {
                     return Pass1::NotRows;
                 };
                 let t = g.target(v);

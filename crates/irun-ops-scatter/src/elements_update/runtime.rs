@@ -32,6 +32,12 @@ pub(super) struct ElementsKernel<'a> {
     pub(super) track_counts: bool,
     /// The indices' work done at compile time, if they are constant.
     pub(super) plan: Option<&'a ElementsPlan>,
+    /// `indices` hold one value per line of inner columns: the indices before a broadcast
+    /// along every dim after the axis (see [`ScatterElementsUpdate::eval_broadcast`]). Only
+    /// the row path reads them so.
+    ///
+    /// [`ScatterElementsUpdate::eval_broadcast`]: irun_opkit::op::Op::eval_broadcast
+    pub(super) line_indices: bool,
 }
 
 impl ElementsKernel<'_> {
@@ -511,6 +517,15 @@ impl ReduceKernel for ElementsKernel<'_> {
                 codes::MEMORY,
                 "more than 2^32 indices with counted reductions",
             ));
+        }
+        if self.line_indices {
+            return match self.run_rows::<T, C>(out, updates)? {
+                true => Ok(()),
+                false => Err(OpError::new(
+                    codes::INTERNAL,
+                    "one index per line did not make a row scatter",
+                )),
+            };
         }
         if self.plan.is_none()
             && self.indices.len() >= PAR_MIN_ELEMENTS
