@@ -11,6 +11,7 @@ use crate::reduce::{Combine, Elem};
 /// Data and indices viewed as `[outer, axis, inner]`. Indices may be smaller than data off the
 /// axis (never larger: checked), so their outer and inner positions map into data's through
 /// `outer_map`/`inner_map` (`None` when the dims are equal and the map is the identity).
+#[derive(Debug)]
 pub(super) struct Geometry {
     pub(super) axis: usize,
     /// Outer (dims before the axis), axis and inner (dims after) sizes of the indices.

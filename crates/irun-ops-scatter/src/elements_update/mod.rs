@@ -26,7 +26,7 @@ mod tests_infer;
 #[cfg(test)]
 mod tests_prepared;
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use irun_tensor::ElementType;
 
@@ -115,8 +115,9 @@ impl Op for ScatterElementsUpdate {
     }
 
     /// With constant indices (and axis), the indices' offsets are computed and grouped by
-    /// output bucket once ([`ElementsPlan`]); with constant updates too, the updates are stored
-    /// in that order. Only for static data and enough indices to be worth the memory.
+    /// output bucket once ([`ElementsPlan`]), at the first run that gets them; with constant
+    /// updates too, the updates are stored in that order. Only for static data and enough
+    /// indices to be worth the memory.
     fn prepare(&self, inputs: &[Fact], constants: &[Option<Value>]) -> Option<Box<dyn Prepared>> {
         let ([data_fact, indices_fact, updates_fact, _], [_, Some(indices), updates, Some(axis)]) =
             (inputs, constants)
@@ -133,20 +134,14 @@ impl Op for ScatterElementsUpdate {
             return None;
         }
         let axis_index = runtime_axis(&axis, data_shape.len(), 3).ok()?;
-        let g = Geometry::new(&data_shape, indices.shape(), indices.shape(), axis_index).ok()?;
+        let geometry =
+            Geometry::new(&data_shape, indices.shape(), indices.shape(), axis_index).ok()?;
         let elem_bytes = data_fact.ty.bit_width().div_ceil(8).max(1) as usize;
-        let plan = ElementsPlan::build(
-            &g,
-            &indices,
-            updates.as_deref(),
-            product(&data_shape),
-            elem_bytes,
-            par::threads(),
-        )?;
-        let updates = plan.sorted_updates.is_some().then_some(updates).flatten();
         Some(Box::new(PreparedElementsUpdate {
             op: self.clone(),
-            plan,
+            plan: OnceLock::new(),
+            geometry,
+            elem_bytes,
             data_shape,
             indices,
             axis,
@@ -350,13 +345,19 @@ impl ScatterElementsUpdate {
 }
 
 /// A ScatterElementsUpdate prepared for its constant indices (and updates): runs on the plan
-/// when the inputs are the ones it was made for, else on the op's own kernel.
+/// when the inputs are the ones it was made for, else on the op's own kernel. The plan is
+/// made by the first run that gets those inputs, not at load: for 16M indices that took
+/// 0.3 s, more than OpenVINO's whole read and compile of the file.
 #[derive(Debug)]
 struct PreparedElementsUpdate {
     op: ScatterElementsUpdate,
-    plan: ElementsPlan,
+    /// `None` when no plan can be made (an index out of range, which every run then
+    /// reports; offsets past 32 bits; no memory): the op's kernel runs.
+    plan: OnceLock<Option<ElementsPlan>>,
+    geometry: Geometry,
+    elem_bytes: usize,
     data_shape: Vec<usize>,
-    /// The constants the plan was made from, compared by identity at run time.
+    /// The constants the plan is made from, compared by identity at run time.
     indices: Value,
     axis: Value,
     updates: Option<Value>,
@@ -376,16 +377,36 @@ impl PreparedElementsUpdate {
                 .as_ref()
                 .is_none_or(|u| Arc::ptr_eq(updates, u))
     }
+
+    fn plan(&self) -> Option<&ElementsPlan> {
+        self.plan
+            .get_or_init(|| {
+                ElementsPlan::build(
+                    &self.geometry,
+                    &self.indices,
+                    self.updates.as_deref(),
+                    product(&self.data_shape),
+                    self.elem_bytes,
+                    par::threads(),
+                )
+            })
+            .as_ref()
+    }
 }
 
 impl Prepared for PreparedElementsUpdate {
     fn eval(&self, inputs: Vec<Value>) -> Result<Vec<Value>, OpError> {
-        let plan = self.covers(&inputs).then_some(&self.plan);
+        let plan = self.covers(&inputs).then(|| self.plan()).flatten();
         self.op.eval_with(inputs, plan)
     }
 
+    /// What the plan holds once made, or at most will: the budget counts it before the
+    /// first run makes it (an offset and a position per index, and the updates reordered).
     fn byte_size(&self) -> usize {
-        self.plan.byte_size()
+        match self.plan.get() {
+            Some(plan) => plan.as_ref().map_or(0, ElementsPlan::byte_size),
+            None => 8 * self.indices.len() + self.updates.as_ref().map_or(0, |u| u.byte_size()),
+        }
     }
 }
 
