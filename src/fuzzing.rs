@@ -122,6 +122,7 @@ fn options(threads: usize) -> Options {
         threads: Some(threads),
         memory_limit: Some(MEMORY_LIMIT),
         prepare_constants: threads == 2,
+        fuse_broadcasts: threads == 2,
     }
 }
 

@@ -132,6 +132,7 @@ fn prepared_and_fused_kernels_change_no_bit() {
                 .compile(&Options {
                     threads: Some(2),
                     prepare_constants,
+                    fuse_broadcasts: prepare_constants,
                     ..Options::default()
                 })
                 .unwrap()

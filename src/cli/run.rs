@@ -135,6 +135,7 @@ impl ExecArgs {
             threads: self.threads.map(usize::from),
             memory_limit: self.memory_limit,
             prepare_constants: !runs_once,
+            ..Options::default()
         };
         compile(&self.model, self.weights.as_deref(), &options)
     }

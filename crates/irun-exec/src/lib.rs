@@ -44,6 +44,10 @@ pub struct Options {
     /// a slower compile for faster runs, so worth it when the model runs more than once.
     /// Outputs are the same either way. Default: true.
     pub prepare_constants: bool,
+    /// Let an op read an input as it was before the Broadcast that feeds it
+    /// ([`irun_ops::Op::eval_broadcast`]; costs nothing at compile time). Outputs are the
+    /// same either way. Default: true.
+    pub fuse_broadcasts: bool,
 }
 
 impl Default for Options {
@@ -52,6 +56,7 @@ impl Default for Options {
             threads: None,
             memory_limit: None,
             prepare_constants: true,
+            fuse_broadcasts: true,
         }
     }
 }
@@ -249,6 +254,8 @@ impl Executable {
         if options.prepare_constants {
             exe.prepare()?;
             exe.fuse_epilogues()?;
+        }
+        if options.fuse_broadcasts {
             exe.fuse_index_broadcasts()?;
         }
         Ok(exe)
