@@ -10,7 +10,7 @@ use crate::attrs::AttrReader;
 use crate::binary::same_element_type;
 use crate::fact::Fact;
 use crate::op::{codes, Op, OpError, Value};
-use crate::unary::{map_in_place, unsupported, Real};
+use crate::unary::{map_in_place, map_slices_in_place, unsupported, Real};
 
 #[derive(Debug)]
 pub struct Swish;
@@ -89,7 +89,12 @@ impl Op for Swish {
             None => 1.0,
         };
         let out = match x.element_type() {
-            ElementType::F32 => map_in_place::<f32>(x, |v| swish(v, beta as f32)),
+            // Vectorised (rten-vecmath, within a few ULP of `swish`, as Sigmoid-1 is): the
+            // scalar `exp` made MoE's eight Swish layers 22% of its run.
+            ElementType::F32 => map_slices_in_place(x, |s| {
+                let op = rten_vecmath::Swish { alpha: beta as f32 };
+                rten_simd::SimdUnaryOp::map_mut(&op, s);
+            }),
             ElementType::F64 => map_in_place::<f64>(x, |v| swish(v, beta)),
             ElementType::F16 => {
                 map_in_place::<f16>(x, |v| f16::from_f32(swish(v.to_f32(), beta as f32)))
@@ -108,12 +113,32 @@ mod tests {
     use super::*;
     use crate::testing::*;
 
+    /// f32 runs vectorised: within 4 ULP of the definition over the range where the
+    /// exponential matters (within 1e-12 where the result is nearly 0, far out on the negative
+    /// side) and at both tails; f64 is the definition itself.
     #[test]
     fn with_and_without_beta() {
-        let out = run(&Swish, vec![f32s(&[2], &[0., 2.])]).unwrap();
-        assert_eq!(out, f32s(&[2], &[0., 2. / (1. + (-2f32).exp())]));
-        let out = run(&Swish, vec![f32s(&[1], &[2.]), f32s(&[], &[0.5])]).unwrap();
-        assert_eq!(out, f32s(&[1], &[2. / (1. + (-1f32).exp())]));
+        let xs: Vec<f32> = (-400..=400)
+            .map(|i| i as f32 * 0.05)
+            .chain([-100., 100.])
+            .collect();
+        for beta in [None, Some(0.5f32), Some(1.7)] {
+            let mut inputs = vec![f32s(&[xs.len()], &xs)];
+            inputs.extend(beta.map(|b| f32s(&[], &[b])));
+            let out = run(&Swish, inputs).unwrap();
+            let b = f64::from(beta.unwrap_or(1.0));
+            for (&x, &got) in xs.iter().zip(out.values::<f32>().unwrap()) {
+                let x = f64::from(x);
+                let want = x / (1.0 + (-b * x).exp());
+                let tol = (4.0 * f64::from(f32::EPSILON) * want.abs()).max(1e-12);
+                assert!(
+                    (f64::from(got) - want).abs() <= tol,
+                    "x={x} beta={b}: {got} vs {want}"
+                );
+            }
+        }
+        let out = run(&Swish, vec![f64s(&[1], &[2.]), f64s(&[], &[0.5])]).unwrap();
+        assert_eq!(out, f64s(&[1], &[2. / (1. + (-1f64).exp())]));
     }
 
     #[test]
