@@ -150,13 +150,16 @@ impl Executable {
 
     /// Runs node `n`, whose broadcast input arrived as it was before the Broadcast (and
     /// Convert) of `fused`; or, for a ShapeOf reader, gives the broadcast's shape. `held`:
-    /// the shape inputs each fused Broadcast of this run left.
+    /// the shape inputs each fused Broadcast of this run left; `left`: the bytes the memory
+    /// limit leaves, which a broadcast made after all must fit in (the Broadcast node, which
+    /// would have been checked for it, counted none).
     pub(crate) fn run_index_broadcast(
         &self,
         n: NodeId,
         fused: &IndexBroadcast,
         mut args: Vec<Value>,
         held: &[(NodeId, Vec<Value>)],
+        left: u64,
     ) -> Result<Vec<Value>, OpError> {
         let op = self.graph.ops[n]
             .as_ref()
@@ -208,6 +211,22 @@ impl Executable {
                 }
             }
             (None, _) => {}
+        }
+        let elem_bytes = args[slot].element_type().bit_width().div_ceil(8);
+        let need = to.as_ref().map_or(0, |to| {
+            to.iter()
+                .fold(elem_bytes, |bytes, &d| bytes.saturating_mul(d as u64))
+        });
+        if need > left {
+            return Err(self.in_fused(
+                fused.broadcast,
+                OpError::new(
+                    irun_ops::codes::MEMORY,
+                    format!(
+                        "its output needs {need} bytes, {left} are left under the memory limit"
+                    ),
+                ),
+            ));
         }
         let full = broadcast
             .eval(broadcast_inputs)

@@ -732,7 +732,11 @@ impl Executable {
                         }
                         (Some(kernel), None) => kernel.eval(args),
                         (None, None) => match &self.index_broadcasts[n] {
-                            Some(fused) => self.run_index_broadcast(n, fused, args, &held),
+                            Some(fused) => {
+                                let left = live_bytes.saturating_add(need);
+                                let left = self.memory_limit.saturating_sub(left);
+                                self.run_index_broadcast(n, fused, args, &held, left)
+                            }
                             None => op.eval(args),
                         },
                     };
