@@ -90,6 +90,47 @@ pub enum IndexValues<'a> {
     U64(&'a [u64]),
 }
 
+/// An integer type index tensors are stored in, and its value as the `i64` every kernel
+/// reads (a u64 above `i64::MAX` as `i64::MAX`, out of range for every dimension).
+trait StoredIndex: Copy + Ord {
+    fn to_i64(self) -> i64;
+}
+
+macro_rules! stored_index_by_from {
+    ($($t:ty),*) => {$(
+        impl StoredIndex for $t {
+            #[inline(always)]
+            fn to_i64(self) -> i64 {
+                i64::from(self)
+            }
+        }
+    )*};
+}
+stored_index_by_from!(i8, i16, i32, i64, u8, u16, u32);
+
+impl StoredIndex for u64 {
+    #[inline(always)]
+    fn to_i64(self) -> i64 {
+        i64::try_from(self).unwrap_or(i64::MAX)
+    }
+}
+
+/// `$body` with `$v` bound to the stored slice, whichever integer type it is.
+macro_rules! on_stored {
+    ($values:expr, $v:ident => $body:expr) => {
+        match $values {
+            IndexValues::I8($v) => $body,
+            IndexValues::I16($v) => $body,
+            IndexValues::I32($v) => $body,
+            IndexValues::I64($v) => $body,
+            IndexValues::U8($v) => $body,
+            IndexValues::U16($v) => $body,
+            IndexValues::U32($v) => $body,
+            IndexValues::U64($v) => $body,
+        }
+    };
+}
+
 /// Block length for [`IndexValues::for_each_block`]: small enough to stay in L1.
 pub const INDEX_BLOCK: usize = 512;
 
@@ -110,16 +151,7 @@ impl<'a> IndexValues<'a> {
     }
 
     pub fn len(&self) -> usize {
-        match self {
-            IndexValues::I8(v) => v.len(),
-            IndexValues::I16(v) => v.len(),
-            IndexValues::I32(v) => v.len(),
-            IndexValues::I64(v) => v.len(),
-            IndexValues::U8(v) => v.len(),
-            IndexValues::U16(v) => v.len(),
-            IndexValues::U32(v) => v.len(),
-            IndexValues::U64(v) => v.len(),
-        }
+        on_stored!(self, v => v.len())
     }
 
     pub fn is_empty(&self) -> bool {
@@ -129,27 +161,18 @@ impl<'a> IndexValues<'a> {
     /// The value every index in `range` holds, if they are all equal (and `range` is not
     /// empty): one comparison pass on the stored type, no conversion.
     pub fn uniform(&self, range: Range<usize>) -> Option<i64> {
-        fn same<T: Copy + PartialEq>(s: &[T], f: impl Fn(T) -> i64) -> Option<i64> {
+        fn same<T: StoredIndex>(s: &[T]) -> Option<i64> {
             let first = *s.first()?;
-            s.iter().all(|&x| x == first).then(|| f(first))
+            s.iter().all(|&x| x == first).then(|| first.to_i64())
         }
-        match self {
-            IndexValues::I8(v) => same(&v[range], i64::from),
-            IndexValues::I16(v) => same(&v[range], i64::from),
-            IndexValues::I32(v) => same(&v[range], i64::from),
-            IndexValues::I64(v) => same(&v[range], |x| x),
-            IndexValues::U8(v) => same(&v[range], i64::from),
-            IndexValues::U16(v) => same(&v[range], i64::from),
-            IndexValues::U32(v) => same(&v[range], i64::from),
-            IndexValues::U64(v) => same(&v[range], |x| i64::try_from(x).unwrap_or(i64::MAX)),
-        }
+        on_stored!(self, v => same(&v[range]))
     }
 
     /// The least and the greatest value in `range` (`None` if it is empty), in one pass on
     /// the stored type, vectorised; a u64 above `i64::MAX` counts as `i64::MAX`.
     pub fn min_max(&self, range: Range<usize>) -> Option<(i64, i64)> {
         #[inline(always)]
-        fn fold<T: Copy + Ord>(s: &[T], f: impl Fn(T) -> i64) -> Option<(i64, i64)> {
+        fn fold<T: StoredIndex>(s: &[T]) -> Option<(i64, i64)> {
             let first = *s.first()?;
             let (lo, hi) = crate::simd::widest(
                 #[inline(always)]
@@ -158,37 +181,23 @@ impl<'a> IndexValues<'a> {
                         .fold((first, first), |(lo, hi), &x| (lo.min(x), hi.max(x)))
                 },
             );
-            Some((f(lo), f(hi)))
+            Some((lo.to_i64(), hi.to_i64()))
         }
-        match self {
-            IndexValues::I8(v) => fold(&v[range], i64::from),
-            IndexValues::I16(v) => fold(&v[range], i64::from),
-            IndexValues::I32(v) => fold(&v[range], i64::from),
-            IndexValues::I64(v) => fold(&v[range], |x| x),
-            IndexValues::U8(v) => fold(&v[range], i64::from),
-            IndexValues::U16(v) => fold(&v[range], i64::from),
-            IndexValues::U32(v) => fold(&v[range], i64::from),
-            IndexValues::U64(v) => fold(&v[range], |x| i64::try_from(x).unwrap_or(i64::MAX)),
-        }
+        on_stored!(self, v => fold(&v[range]))
     }
 
     /// Converts `range` into `buf` (whose length must equal the range's).
     pub fn read(&self, range: Range<usize>, buf: &mut [i64]) {
-        fn conv<T: Copy>(src: &[T], buf: &mut [i64], f: impl Fn(T) -> i64) {
+        fn conv<T: StoredIndex>(src: &[T], buf: &mut [i64]) {
             for (d, &s) in buf.iter_mut().zip(src) {
-                *d = f(s);
+                *d = s.to_i64();
             }
         }
-        match self {
-            IndexValues::I8(v) => conv(&v[range], buf, i64::from),
-            IndexValues::I16(v) => conv(&v[range], buf, i64::from),
-            IndexValues::I32(v) => conv(&v[range], buf, i64::from),
-            IndexValues::I64(v) => buf.copy_from_slice(&v[range]),
-            IndexValues::U8(v) => conv(&v[range], buf, i64::from),
-            IndexValues::U16(v) => conv(&v[range], buf, i64::from),
-            IndexValues::U32(v) => conv(&v[range], buf, i64::from),
-            IndexValues::U64(v) => conv(&v[range], buf, |x| i64::try_from(x).unwrap_or(i64::MAX)),
+        if let IndexValues::I64(v) = self {
+            buf.copy_from_slice(&v[range]);
+            return;
         }
+        on_stored!(self, v => conv(&v[range], buf))
     }
 
     /// Calls `f(first_position, values)` for consecutive blocks of `range`.
