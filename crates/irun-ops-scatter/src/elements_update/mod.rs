@@ -282,7 +282,7 @@ impl ScatterElementsUpdate {
             track_counts: self.reduction == Reduction::Mean
                 || (!self.use_init_val && self.reduction != Reduction::None),
         };
-        if line_indices && !kernel.rows_apply(data.len()) {
+        if line_indices && !kernel.geometry.rows_apply(data.len()) {
             return Err(OpError::new(
                 codes::INTERNAL,
                 "one index per line on a shape the row path does not serve",
@@ -324,23 +324,12 @@ impl ScatterElementsUpdate {
                 .zip(to)
                 .enumerate()
                 .all(|(d, (&i, &t))| if d <= axis { i == t } else { i == 1 });
-        let Ok(geometry) = Geometry::new(data.shape(), to, to, axis) else {
-            return false;
-        };
-        let Ok(values) = runtime_indices(indices) else {
-            return false;
-        };
-        let kernel = ElementsKernel {
-            indices: values,
-            indices_shape: to,
-            line_indices: true,
-            geometry,
-            mean: false,
-            use_init_val: self.use_init_val,
-            track_counts: false,
-            plan: None,
-        };
-        lines_fit && data.element_type() == updates.element_type() && kernel.rows_apply(data.len())
+        let rows_fit =
+            Geometry::new(data.shape(), to, to, axis).is_ok_and(|g| g.rows_apply(data.len()));
+        lines_fit
+            && rows_fit
+            && runtime_indices(indices).is_ok()
+            && data.element_type() == updates.element_type()
     }
 }
 

@@ -16,6 +16,7 @@
 //! The indices may also come one per line, before the broadcast that torch's `expand` lowers
 //! to (`line_indices`): then nothing is scanned, and the broadcast is never materialised.
 
+use super::geometry::Geometry;
 use super::runtime::ElementsKernel;
 use crate::kernel::try_zeroed;
 use crate::op::OpError;
@@ -42,20 +43,21 @@ enum Pass1 {
     OutOfRange(OpError),
 }
 
-impl ElementsKernel<'_> {
+impl Geometry {
     /// Whether the shape is one the row path serves: data rows that the indices' inner
     /// columns map onto one to one, lines long enough, and line and row numbers that fit
-    /// in 32 bits.
+    /// in 32 bits, for an output of `out_len` elements.
     pub(super) fn rows_apply(&self, out_len: usize) -> bool {
-        let g = &self.geometry;
-        g.inner_map.is_none()
-            && g.outer_map.is_none()
-            && g.data_inner == g.inner
-            && g.inner >= ROW_MIN_COLUMNS
-            && g.outer * g.along <= u32::MAX as usize
-            && out_len / g.inner <= u32::MAX as usize
+        self.inner_map.is_none()
+            && self.outer_map.is_none()
+            && self.data_inner == self.inner
+            && self.inner >= ROW_MIN_COLUMNS
+            && self.outer * self.along <= u32::MAX as usize
+            && out_len / self.inner <= u32::MAX as usize
     }
+}
 
+impl ElementsKernel<'_> {
     /// The row path, the mean's division included; `Ok(false)` (with the output untouched)
     /// when some line is not uniform.
     pub(super) fn run_rows<T: Elem, C: Combine<T>>(

@@ -529,7 +529,7 @@ impl ReduceKernel for ElementsKernel<'_> {
         }
         if self.plan.is_none()
             && self.indices.len() >= PAR_MIN_ELEMENTS
-            && self.rows_apply(out.len())
+            && self.geometry.rows_apply(out.len())
             && self.run_rows::<T, C>(out, updates)?
         {
             return Ok(());
