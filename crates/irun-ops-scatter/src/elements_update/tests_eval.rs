@@ -263,11 +263,11 @@ fn bucketed_path_reports_the_first_bad_index() {
     );
 }
 
-/// ScatterElementsUpdate-12 with `use_init_val=false` on 2-D f32 data, written as the spec
-/// says, one update at a time in row-major order of the indices: the values the parallel
-/// paths must reproduce bit for bit.
+/// ScatterElementsUpdate-12 `op` (its reduction and `use_init_val`) on 1-D or 2-D f32 data,
+/// written as the spec says, one update at a time in row-major order of the indices: the
+/// values the parallel paths must reproduce bit for bit.
 fn sequential_seu(
-    red: Reduction,
+    op: &ScatterElementsUpdate,
     data: &[f32],
     dshape: &[usize],
     idx: &[i64],
@@ -281,6 +281,7 @@ fn sequential_seu(
         ([a, b], [c, d]) => ([*a, *b], [*c, *d], axis),
         _ => unreachable!("1-D or 2-D"),
     };
+    let (red, init) = (op.reduction, op.use_init_val);
     let mut out = data.to_vec();
     let mut hits = vec![0u32; out.len()];
     for r in 0..ishape[0] {
@@ -290,7 +291,8 @@ fn sequential_seu(
             let (tr, tc) = if axis == 0 { (t, c) } else { (r, t) };
             let o = tr * dshape[1] + tc;
             let (acc, u) = (out[o], upd[p]);
-            let first = hits[o] == 0;
+            // Without the initial values, an element's first update replaces it.
+            let first = hits[o] == 0 && !init;
             hits[o] += 1;
             out[o] = match red {
                 Reduction::None => u,
@@ -303,9 +305,10 @@ fn sequential_seu(
         }
     }
     if red == Reduction::Mean {
+        // With the initial values, the mean counts the data value too.
         for (x, &k) in out.iter_mut().zip(&hits) {
             if k > 0 {
-                *x /= k as f32;
+                *x /= (k + u32::from(init)) as f32;
             }
         }
     }
@@ -343,7 +346,7 @@ fn parallel_splits_agree_with_one_thread() {
                 ],
             )
             .unwrap();
-            let want = sequential_seu(red, &data, &dshape, &idx, &upd, &shape, axis as usize);
+            let want = sequential_seu(&op, &data, &dshape, &idx, &upd, &shape, axis as usize);
             let got = out.values::<f32>().unwrap();
             let same = got
                 .iter()
@@ -408,7 +411,7 @@ fn every_index_distribution_matches_the_sequential_reference() {
         for red in [Reduction::Sum, Reduction::Max, Reduction::Mean] {
             for (dshape, ishape) in &shapes {
                 let idx: Vec<i64> = idx.iter().map(|&v| v % dshape[0] as i64).collect();
-                let want = sequential_seu(red, &data, dshape, &idx, &upd, ishape, 0);
+                let want = sequential_seu(&seu12(red, false), &data, dshape, &idx, &upd, ishape, 0);
                 for threads in [1, 2, 3] {
                     let out = eval_with(
                         &seu12(red, false),
@@ -490,9 +493,10 @@ fn local_indices_on_a_large_output_match_the_sequential_reference() {
     let upd: Vec<f32> = (0..n).map(|i| (i % 23) as f32 * 0.07).collect();
     let data = vec![0.5f32; targets];
     for idx in [sorted, scattered] {
-        let want = sequential_seu(Reduction::Sum, &data, &[targets], &idx, &upd, &[n], 0);
+        let op = seu12(Reduction::Sum, false);
+        let want = sequential_seu(&op, &data, &[targets], &idx, &upd, &[n], 0);
         let out = eval_with(
-            &seu12(Reduction::Sum, false),
+            &op,
             vec![
                 f32s(&[targets], &data),
                 i64s(&[n], &idx),
@@ -546,29 +550,7 @@ fn row_scatters_match_the_sequential_reference() {
             Reduction::Max,
         ] {
             for init in [false, true] {
-                let mut want = sequential_seu(red, &data, &dshape, &idx, &upd, &shape, 0);
-                if init {
-                    // With the initial values: sums add to the data; means count it too.
-                    let mut out = data.clone();
-                    let mut hits = vec![0u32; out.len()];
-                    for (p, (&v, &u)) in idx.iter().zip(&upd).enumerate() {
-                        let o = v.rem_euclid(rows as i64) as usize * cols + p % cols;
-                        hits[o] += 1;
-                        out[o] = match red {
-                            Reduction::None => u,
-                            Reduction::Max => out[o].max(u),
-                            _ => out[o] + u,
-                        };
-                    }
-                    if red == Reduction::Mean {
-                        for (x, &k) in out.iter_mut().zip(&hits) {
-                            if k > 0 {
-                                *x /= (k + 1) as f32;
-                            }
-                        }
-                    }
-                    want = out;
-                }
+                let want = sequential_seu(&seu12(red, init), &data, &dshape, &idx, &upd, &shape, 0);
                 for threads in [1, 2, 3] {
                     let out = eval_with(&seu12(red, init), inputs(&idx), threads).unwrap();
                     let got = out.values::<f32>().unwrap();
@@ -603,19 +585,10 @@ fn row_scatters_match_the_sequential_reference() {
     }
 }
 
-/// `data` with each update applied to its target in position order, with the initial
-/// values (`use_init_val=true`), for a 1-D scatter: what every parallel path must give.
+/// [`sequential_seu`] for a 1-D scatter with the initial values (`use_init_val=true`).
 fn sequential_with_init(red: Reduction, data: &[f32], idx: &[i64], upd: &[f32]) -> Vec<f32> {
-    let mut out = data.to_vec();
-    for (&v, &u) in idx.iter().zip(upd) {
-        let o = &mut out[v.rem_euclid(data.len() as i64) as usize];
-        *o = match red {
-            Reduction::Sum => *o + u,
-            Reduction::Max => o.max(u),
-            _ => unreachable!("the reductions these tests run"),
-        };
-    }
-    out
+    let op = seu12(red, true);
+    sequential_seu(&op, data, &[data.len()], idx, upd, &[idx.len()], 0)
 }
 
 fn scatter_1d(
