@@ -305,7 +305,12 @@ impl<'a, T: Copy> DisjointSlice<'a, T> {
 
     /// The access of task `task`: the elements it reaches must be reached by no other task.
     pub fn part(&self, task: usize) -> Part<'_, 'a, T> {
-        Part { slice: self, task }
+        Part {
+            ptr: self.ptr,
+            len: self.len,
+            slice: self,
+            task,
+        }
     }
 
     /// Panics if element `i` was reached through a part of another task (debug builds).
@@ -328,19 +333,23 @@ impl<'a, T: Copy> DisjointSlice<'a, T> {
     }
 }
 
-/// One task's access to a [`DisjointSlice`].
+/// One task's access to a [`DisjointSlice`]. It keeps its own copy of the pointer and
+/// length: read through `slice` they would be reloaded after every write, which may alias
+/// anything as far as the compiler knows.
 pub struct Part<'s, 'a, T> {
+    ptr: *mut T,
+    len: usize,
     slice: &'s DisjointSlice<'a, T>,
     task: usize,
 }
 
 impl<T: Copy> Part<'_, '_, T> {
     pub fn len(&self) -> usize {
-        self.slice.len
+        self.len
     }
 
     pub fn is_empty(&self) -> bool {
-        self.slice.len == 0
+        self.len == 0
     }
 
     /// Reads element `i` (panics if `i` is out of bounds).
@@ -349,15 +358,11 @@ impl<T: Copy> Part<'_, '_, T> {
     /// No part of another task writes element `i` while this part exists.
     #[inline]
     pub unsafe fn get(&self, i: usize) -> T {
-        assert!(
-            i < self.slice.len,
-            "index {i} out of bounds of {}",
-            self.slice.len
-        );
+        assert!(i < self.len, "index {i} out of bounds of {}", self.len);
         self.slice.claim(i, self.task);
-        // SAFETY: `i < len`, so the pointer is inside the borrowed slice; the caller guarantees
-        // no concurrent write to element `i`.
-        unsafe { *self.slice.ptr.add(i) }
+        // SAFETY: `i < len`, so the pointer (the slice's own) is inside the borrowed slice;
+        // the caller guarantees no concurrent write to element `i`.
+        unsafe { *self.ptr.add(i) }
     }
 
     /// Writes element `i` (panics if `i` is out of bounds).
@@ -366,15 +371,11 @@ impl<T: Copy> Part<'_, '_, T> {
     /// No part of another task reads or writes element `i` while this part exists.
     #[inline]
     pub unsafe fn set(&self, i: usize, v: T) {
-        assert!(
-            i < self.slice.len,
-            "index {i} out of bounds of {}",
-            self.slice.len
-        );
+        assert!(i < self.len, "index {i} out of bounds of {}", self.len);
         self.slice.claim(i, self.task);
-        // SAFETY: `i < len`, so the pointer is inside the borrowed slice; the caller guarantees
-        // no concurrent access to element `i`.
-        unsafe { *self.slice.ptr.add(i) = v }
+        // SAFETY: `i < len`, so the pointer (the slice's own) is inside the borrowed slice;
+        // the caller guarantees no concurrent access to element `i`.
+        unsafe { *self.ptr.add(i) = v }
     }
 }
 

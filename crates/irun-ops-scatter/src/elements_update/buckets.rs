@@ -1,5 +1,7 @@
 //! The per-part, per-bucket lists of the bucketed path, reused from round to round.
 
+use std::mem::MaybeUninit;
+
 use crate::op::{codes, OpError};
 use crate::reduce::Elem;
 
@@ -8,39 +10,96 @@ pub(super) const MAX_BUCKETS: usize = 64;
 
 /// The work lists one part of a round of [`ElementsKernel::run_bucketed`] fills: per bucket,
 /// the `(output offset, update)` pairs of the part's positions that target the bucket, in
-/// row-major order. The vectors only grow, and `used` says how much of each is this round's,
-/// so refilling them costs no allocation and no initialisation after the first rounds.
+/// row-major order. Each list's length is this round's pairs; its capacity is kept from round
+/// to round, and the writers ([`TwoLists`], [`ManyLists`]) fill the spare capacity, so a
+/// round costs no allocation and no initialisation once the lists are large enough.
 pub(super) struct PartLists<T> {
-    pub(super) lists: Vec<Vec<(u32, T)>>,
-    pub(super) used: Vec<usize>,
+    lists: Vec<Vec<(u32, T)>>,
 }
 
 impl<T: Elem> PartLists<T> {
     pub(super) fn new(buckets: usize) -> PartLists<T> {
         PartLists {
             lists: (0..buckets).map(|_| Vec::new()).collect(),
-            used: vec![0; buckets],
         }
     }
 
     pub(super) fn bucket(&self, b: usize) -> &[(u32, T)] {
-        &self.lists[b][..self.used[b]]
+        &self.lists[b]
+    }
+
+    /// Empties every list for a new round, and gives bucket `b` room for `expected[b]`
+    /// pairs (the round's estimate): growing a list by doubling as it fills would copy it
+    /// over and over.
+    pub(super) fn start_round(&mut self, expected: &[usize]) -> Result<(), OpError> {
+        for (list, &want) in self.lists.iter_mut().zip(expected) {
+            list.clear();
+            list.try_reserve(want).map_err(|_| no_memory())?;
+        }
+        Ok(())
     }
 
     /// Room for `n` more pairs in every bucket, plus the one slot past the end that
     /// [`TwoLists`] writes in the bucket it does not fill.
     pub(super) fn make_room(&mut self, n: usize) -> Result<(), OpError> {
-        for (list, &used) in self.lists.iter_mut().zip(&self.used) {
-            if list.len() < used + n + 1 {
-                let len = (used + n + 1).max(2 * list.len());
-                list.try_reserve(len - list.len()).map_err(|_| {
-                    OpError::new(codes::MEMORY, "cannot allocate scatter work lists")
-                })?;
-                list.resize(len, (0, T::ZERO));
+        for list in &mut self.lists {
+            if list.capacity() - list.len() < n + 1 {
+                let more = (n + 1).max(list.capacity());
+                list.try_reserve(more).map_err(|_| no_memory())?;
             }
         }
         Ok(())
     }
+
+    /// Runs `f` with the two-bucket writer on the lists' spare room, then makes what it put
+    /// part of the lists; `None`, and `f` not run, unless there are two buckets.
+    pub(super) fn with_two<R>(&mut self, f: impl FnOnce(&mut TwoLists<'_, T>) -> R) -> Option<R> {
+        let [low, high] = &mut self.lists[..] else {
+            return None;
+        };
+        let mut two = TwoLists {
+            low: low.spare_capacity_mut(),
+            high: high.spare_capacity_mut(),
+            cursors: (0, 0),
+        };
+        let r = f(&mut two);
+        let (l, h) = two.cursors;
+        // SAFETY: `put` writes a pair to slot `l` of `low`'s spare room (and `h` of `high`'s)
+        // before it advances that cursor, and nothing else moves them: the first `l` (`h`)
+        // slots past the length are initialised.
+        unsafe {
+            low.set_len(low.len() + l);
+            high.set_len(high.len() + h);
+        }
+        Some(r)
+    }
+
+    /// Runs `f` with the writer for any number of buckets on the lists' spare room, then
+    /// makes what it put part of the lists.
+    pub(super) fn with_many<R>(&mut self, f: impl FnOnce(&mut ManyLists<'_, T>) -> R) -> R {
+        let mut lists: [&mut [MaybeUninit<(u32, T)>]; MAX_BUCKETS] =
+            std::array::from_fn(|_| &mut [][..]);
+        for (slot, list) in lists.iter_mut().zip(&mut self.lists) {
+            *slot = list.spare_capacity_mut();
+        }
+        let mut many = ManyLists {
+            lists,
+            used: [0; MAX_BUCKETS],
+        };
+        let r = f(&mut many);
+        let used = many.used;
+        for (list, &n) in self.lists.iter_mut().zip(&used) {
+            // SAFETY: `put` writes a pair to slot `used[b]` of bucket `b`'s spare room before
+            // it advances `used[b]`, and nothing else moves it: the first `used[b]` slots
+            // past the length are initialised.
+            unsafe { list.set_len(list.len() + n) };
+        }
+        r
+    }
+}
+
+fn no_memory() -> OpError {
+    OpError::new(codes::MEMORY, "cannot allocate scatter work lists")
 }
 
 /// Appends `(offset, update)` to a bucket's list, within the room [`PartLists::make_room`] made.
@@ -50,57 +109,37 @@ pub(super) trait Put<T> {
 
 /// The writer for two buckets: writes each pair to both lists and advances one cursor, which
 /// leaves no branch to mispredict on random targets. Small enough for its cursors to live in
-/// registers.
+/// registers. Its fields are private: [`PartLists::with_two`]'s proof rests on `put` alone
+/// moving the cursors.
 pub(super) struct TwoLists<'a, T> {
-    pub(super) low: &'a mut [(u32, T)],
-    pub(super) high: &'a mut [(u32, T)],
-    pub(super) cursors: (usize, usize),
+    low: &'a mut [MaybeUninit<(u32, T)>],
+    high: &'a mut [MaybeUninit<(u32, T)>],
+    cursors: (usize, usize),
 }
 
 impl<T: Copy> Put<T> for TwoLists<'_, T> {
     #[inline(always)]
     fn put(&mut self, bucket: usize, off: u32, u: T) {
         let (l, h) = self.cursors;
-        self.low[l] = (off, u);
-        self.high[h] = (off, u);
+        self.low[l] = MaybeUninit::new((off, u));
+        self.high[h] = MaybeUninit::new((off, u));
         self.cursors = (l + 1 - bucket, h + bucket);
     }
 }
 
-/// The writer for any number of buckets, with the cursors in a local array.
+/// The writer for any number of buckets, with the cursors in a local array (private, as for
+/// [`TwoLists`]).
 pub(super) struct ManyLists<'a, T> {
-    pub(super) lists: [&'a mut [(u32, T)]; MAX_BUCKETS],
-    pub(super) used: [usize; MAX_BUCKETS],
-    /// Where [`ManyLists::finish`] leaves the cursors.
-    pub(super) counts: &'a mut [usize],
-}
-
-impl<'a, T> ManyLists<'a, T> {
-    pub(super) fn new(vecs: &'a mut [Vec<(u32, T)>], counts: &'a mut [usize]) -> ManyLists<'a, T> {
-        let mut lists: [&mut [(u32, T)]; MAX_BUCKETS] = std::array::from_fn(|_| &mut [][..]);
-        for (slot, list) in lists.iter_mut().zip(vecs) {
-            *slot = list.as_mut_slice();
-        }
-        let mut used = [0; MAX_BUCKETS];
-        used[..counts.len()].copy_from_slice(counts);
-        ManyLists {
-            lists,
-            used,
-            counts,
-        }
-    }
-
-    pub(super) fn finish(self) {
-        let n = self.counts.len();
-        self.counts.copy_from_slice(&self.used[..n]);
-    }
+    lists: [&'a mut [MaybeUninit<(u32, T)>]; MAX_BUCKETS],
+    used: [usize; MAX_BUCKETS],
 }
 
 impl<T: Copy> Put<T> for ManyLists<'_, T> {
     #[inline(always)]
     fn put(&mut self, bucket: usize, off: u32, u: T) {
-        self.lists[bucket][self.used[bucket]] = (off, u);
-        self.used[bucket] += 1;
+        let at = self.used[bucket];
+        self.lists[bucket][at] = MaybeUninit::new((off, u));
+        self.used[bucket] = at + 1;
     }
 }
 
@@ -117,6 +156,7 @@ const FINE_RANGES: usize = 4096;
 /// which is what the apply pass's disjointness proof rests on.
 pub(super) struct BucketMap {
     shift: u32,
+    buckets: usize,
     /// The bucket of each fine range.
     table: Vec<u8>,
 }
@@ -153,11 +193,53 @@ impl BucketMap {
                 bucket += 1;
             }
         }
-        BucketMap { shift, table }
+        BucketMap {
+            shift,
+            buckets,
+            table,
+        }
     }
 
+    /// The pairs each bucket's list can expect from `positions` positions, as the sample
+    /// `counts` (per fine range) has them, with a margin for the sample's error; none
+    /// without a sample (the lists then grow as they fill).
+    pub(super) fn expected(&self, counts: &[u32], positions: usize) -> Vec<usize> {
+        let mut per_bucket = vec![0u64; self.buckets];
+        for (r, &c) in counts.iter().enumerate() {
+            per_bucket[usize::from(self.table[r])] += u64::from(c);
+        }
+        let total: u64 = per_bucket.iter().sum();
+        per_bucket
+            .iter()
+            .map(|&c| match total {
+                0 => 0,
+                _ => {
+                    let share = (c as f64 / total as f64 * positions as f64) as usize;
+                    (share + share / 8 + 1024).min(positions + 1)
+                }
+            })
+            .collect()
+    }
+
+    /// The map's table and shift by value, for a hot loop to keep in registers.
+    pub(super) fn lookup(&self) -> Lookup<'_> {
+        Lookup {
+            shift: self.shift,
+            table: &self.table,
+        }
+    }
+}
+
+/// [`BucketMap::bucket`] on copies of the map's fields.
+#[derive(Clone, Copy)]
+pub(super) struct Lookup<'a> {
+    shift: u32,
+    table: &'a [u8],
+}
+
+impl Lookup<'_> {
     #[inline(always)]
-    pub(super) fn bucket(&self, target: usize) -> usize {
+    pub(super) fn bucket(self, target: usize) -> usize {
         usize::from(self.table[target >> self.shift])
     }
 }
@@ -167,7 +249,9 @@ mod tests {
     use super::*;
 
     fn buckets_of(map: &BucketMap, ranges: usize) -> Vec<usize> {
-        (0..ranges).map(|r| map.bucket(r << map.shift)).collect()
+        (0..ranges)
+            .map(|r| map.lookup().bucket(r << map.shift))
+            .collect()
     }
 
     #[test]
@@ -192,7 +276,7 @@ mod tests {
         );
         // Consecutive ranges, buckets in order, every target mapped.
         assert!(b.windows(2).all(|w| w[0] <= w[1]));
-        assert_eq!(map.bucket(999_999), 1);
+        assert_eq!(map.lookup().bucket(999_999), 1);
     }
 
     #[test]
@@ -208,5 +292,64 @@ mod tests {
         // No counts: the ranges shared out evenly.
         let map = BucketMap::balanced(0, &[0; 8], 2);
         assert_eq!(buckets_of(&map, 8), [0, 0, 0, 0, 1, 1, 1, 1]);
+    }
+
+    /// The writers fill the lists' spare room across blocks and rounds: each list holds
+    /// exactly its bucket's pairs of the round, in order, whatever the growth on the way.
+    #[test]
+    fn writers_append_each_rounds_pairs_in_order() {
+        let targets: Vec<u32> = (0..10_000u32).map(|i| (i * 7919) % 97).collect();
+        for buckets in [2, 5] {
+            let mut lists = PartLists::<f32>::new(buckets);
+            for round in 0..3 {
+                // No estimate in round 0 (the lists grow as they fill), a short one later.
+                let expected = vec![round * 10; buckets];
+                lists.start_round(&expected).unwrap();
+                for block in targets.chunks(777) {
+                    lists.make_room(block.len()).unwrap();
+                    let put_all = |w: &mut dyn FnMut(usize, u32, f32)| {
+                        for &t in block {
+                            w(t as usize % buckets, t, t as f32 + round as f32);
+                        }
+                    };
+                    if lists
+                        .with_two(|two| put_all(&mut |b, t, u| two.put(b, t, u)))
+                        .is_none()
+                    {
+                        lists.with_many(|many| put_all(&mut |b, t, u| many.put(b, t, u)));
+                    }
+                }
+                for b in 0..buckets {
+                    let want: Vec<(u32, f32)> = targets
+                        .iter()
+                        .filter(|&&t| t as usize % buckets == b)
+                        .map(|&t| (t, t as f32 + round as f32))
+                        .collect();
+                    assert_eq!(lists.bucket(b), &want[..], "bucket {b} of {buckets}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn expected_pairs_follow_the_sample_with_a_margin() {
+        let counts = [60u32, 0, 10, 30];
+        let map = BucketMap::balanced(0, &counts, 2);
+        let expected = map.expected(&counts, 1_000_000);
+        // Buckets {0} and {1, 2, 3}: 60% and 40% of the positions, plus the margin.
+        assert_eq!(expected.len(), 2);
+        assert!(
+            expected[0] >= 600_000 && expected[0] < 690_000,
+            "{expected:?}"
+        );
+        assert!(
+            expected[1] >= 400_000 && expected[1] < 460_000,
+            "{expected:?}"
+        );
+        assert_eq!(
+            map.expected(&[0; 4], 1000),
+            [0, 0],
+            "no sample, no estimate"
+        );
     }
 }
