@@ -123,6 +123,7 @@ fn options(threads: usize) -> Options {
         memory_limit: Some(MEMORY_LIMIT),
         prepare_constants: threads == 2,
         fuse_broadcasts: threads == 2,
+        keep_workers_awake: threads == 2,
     }
 }
 

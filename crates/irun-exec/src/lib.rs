@@ -11,6 +11,7 @@
 //! graph. In-place reuse is the ops' business: the executor only guarantees that the input an
 //! op names in `inplace_input` reaches `eval` as the only reference when nothing else reads it.
 
+mod awake;
 mod checks;
 mod error;
 mod fuse;
@@ -27,6 +28,7 @@ use irun_graph::{Graph, NodeId};
 use irun_ops::{Fact, Prepared, Value};
 use irun_tensor::{ElementType, PartialShape, Tensor};
 
+use awake::Awake;
 pub use error::{RunError, RunErrorKind};
 use memory::physical_memory;
 use plan::{Plan, Source};
@@ -48,6 +50,10 @@ pub struct Options {
     /// ([`irun_ops::Op::eval_broadcast`]; costs nothing at compile time). Outputs are the
     /// same either way. Default: true.
     pub fuse_broadcasts: bool,
+    /// Keep the other workers spinning for the length of a run, so that parallel loops do
+    /// not wait for them to wake (`awake.rs`); they burn their cores meanwhile, as
+    /// OpenVINO's do. Outputs are the same either way. Default: true.
+    pub keep_workers_awake: bool,
 }
 
 impl Default for Options {
@@ -57,6 +63,7 @@ impl Default for Options {
             memory_limit: None,
             prepare_constants: true,
             fuse_broadcasts: true,
+            keep_workers_awake: true,
         }
     }
 }
@@ -85,6 +92,8 @@ pub struct Executable {
     graph: Graph,
     plan: Plan,
     pool: rayon::ThreadPool,
+    /// [`Options::keep_workers_awake`].
+    keep_workers_awake: bool,
     memory_limit: u64,
     inputs: Vec<InputInfo>,
     outputs: Vec<OutputInfo>,
@@ -247,6 +256,7 @@ impl Executable {
             memory_limit: options.memory_limit.unwrap_or_else(physical_memory),
             plan,
             pool,
+            keep_workers_awake: options.keep_workers_awake,
             inputs,
             outputs,
             graph,
@@ -440,9 +450,14 @@ impl Executable {
         if let Some(p) = profile.as_deref_mut() {
             p.inference += started.elapsed();
         }
-        let outputs = self
-            .pool
-            .install(|| self.execute(bound, &facts, state, profile))?;
+        let awake = self.keep_workers_awake.then(|| Awake::start(&self.pool));
+        let awake = awake.flatten();
+        let outputs = self.pool.install(|| {
+            Awake::mark_runner(awake.as_ref());
+            self.execute(bound, &facts, state, profile)
+        });
+        drop(awake);
+        let outputs = outputs?;
         Ok(self
             .outputs
             .iter()
