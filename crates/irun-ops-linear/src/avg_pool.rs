@@ -51,9 +51,13 @@ impl AvgPool {
             .values::<T>()
             .ok_or_else(|| OpError::new(codes::UNSUPPORTED_TYPE, "unexpected type"))?;
         let exclude = self.exclude_pad;
-        let out = w.map_rows(v, &|plane: &[T], row: &RowWindows, dst: &mut [T]| {
+        let out = w.map_rows(v, &|plane: &[T],
+                                   row: &RowWindows,
+                                   dst: &mut [T],
+                                   sums: &mut Vec<f64>| {
             // Sums in f64, each output's taps in scan order.
-            let mut sums = vec![0.0f64; dst.len()];
+            sums.clear();
+            sums.resize(dst.len(), 0.0);
             row.for_each_input_row(|r| {
                 let xr = &plane[r..r + row.input_width()];
                 for kx in 0..row.kernel_width() {
@@ -64,7 +68,7 @@ impl AvgPool {
                     }
                 }
             });
-            for (ox, (d, sum)) in dst.iter_mut().zip(sums).enumerate() {
+            for (ox, (d, &sum)) in dst.iter_mut().zip(sums.iter()).enumerate() {
                 let n = row.inside(ox) + if exclude { 0 } else { row.padded(ox) };
                 *d = from(if n == 0 && !exclude {
                     0.0

@@ -98,6 +98,25 @@ macro_rules! ordered_int {
 }
 ordered_int!(i8, i16, i32, i64, u8, u16, u32, u64);
 
+/// One output row's buffers in [`MaxPool::run`], reused from row to row of a plane.
+struct RowBuffers<T> {
+    max: Vec<T>,
+    which: Vec<u32>,
+    taps: Vec<T>,
+    tap_at: Vec<(usize, usize)>,
+}
+
+impl<T> Default for RowBuffers<T> {
+    fn default() -> Self {
+        RowBuffers {
+            max: Vec::new(),
+            which: Vec::new(),
+            taps: Vec::new(),
+            tap_at: Vec::new(),
+        }
+    }
+}
+
 impl MaxPool {
     /// The maxima and, when `indices` (MaxPool-8/14), where each was found; MaxPool-1 has no
     /// indices output, and its merge keeps no tap numbers.
@@ -111,88 +130,101 @@ impl MaxPool {
             .values::<T>()
             .ok_or_else(|| OpError::new(codes::UNSUPPORTED_TYPE, "unexpected type"))?;
         let kw = w.kernel[2];
-        let best: Vec<(T, usize)> = w.map_rows(v, &|plane: &[T], row: &RowWindows, dst| {
-            // Per tap in scan order, the tap's value for every output of the row (START where
-            // it lies in padding) is gathered into `taps` and merged into the running maximum
-            // with a branch-free select that vectorises. Strictly greater wins, so the first
-            // largest tap is kept and NaN (never greater) is skipped.
-            let n = dst.len();
-            let (mut max, mut which) = (vec![T::START; n], vec![u32::MAX; n]);
-            let mut taps = vec![T::START; n];
-            // Tap number -> (input row offset, kx).
-            let mut tap_at = Vec::new();
-            row.for_each_input_row(|r| {
-                let xr = &plane[r..r + row.input_width()];
-                for kx in 0..kw {
-                    row.gather(xr, kx, T::START, &mut taps);
-                    let k = tap_at.len() as u32;
-                    tap_at.push((r, kx));
-                    // The merged maximum goes into `taps` and the buffers swap: a select that
-                    // stored back into `max` would be turned into a conditional store, which
-                    // does not vectorise (measured 20x slower on random data).
-                    if indices {
-                        for ((&m, i), t) in max.iter().zip(which.iter_mut()).zip(taps.iter_mut()) {
-                            let greater = t.gt(m);
-                            let mask = (greater as u32).wrapping_neg();
-                            *i = (*i & !mask) | (k & mask);
-                            *t = if greater { *t } else { m };
-                        }
-                    } else {
-                        for (&m, t) in max.iter().zip(taps.iter_mut()) {
-                            *t = if t.gt(m) { *t } else { m };
-                        }
-                    }
-                    std::mem::swap(&mut max, &mut taps);
-                }
-            });
-            for (ox, d) in dst.iter_mut().enumerate() {
-                if !indices {
-                    // A tap won iff the maximum moved off START (NaN never does).
-                    *d = if max[ox].gt(T::START) {
-                        (max[ox], 0)
-                    } else {
-                        row.first_non_nan(plane, ox, T::nan)
-                            .unwrap_or((T::LOWEST, usize::MAX))
-                    };
-                    continue;
-                }
-                *d = match tap_at.get(which[ox] as usize) {
-                    Some(&(r, kx)) => (max[ox], r + row.column(ox, kx)),
-                    None => row
-                        .first_non_nan(plane, ox, T::nan)
-                        .unwrap_or((T::LOWEST, usize::MAX)),
-                };
-            }
-        })?;
         let plane_in: usize = w.input.iter().product();
-        let plane_out: usize = w.out.iter().product();
         let shape = x.shape();
         let axis = norm_axis(self.axis, shape.len(), None, self.name())?;
-        let modulus: usize = shape[axis..].iter().product();
-        // A plane's flat offset reduced once per plane, so the taps need no division; with
-        // axis 0 (the default) nothing wraps at all.
-        let mut found = Vec::with_capacity(if indices { best.len() } else { 0 });
-        for (p, plane) in best
-            .chunks(plane_out.max(1))
-            .enumerate()
-            .filter(|_| indices)
-        {
-            let base = (p * plane_in) % modulus.max(1);
-            let wraps = base + plane_in > modulus;
-            found.extend(plane.iter().map(|&(_, t)| {
-                if t == usize::MAX {
-                    0
-                } else if wraps {
-                    ((base + t) % modulus) as i64
-                } else {
-                    (base + t) as i64
+        let modulus: usize = shape[axis..].iter().product::<usize>().max(1);
+        // Each maximum's index in the input counted from dim `axis`: its plane's flat offset,
+        // reduced once per row so the taps need no division (with axis 0, the default,
+        // nothing wraps at all), plus its offset in the plane; 0 for a window of no tap.
+        let base_of = |plane: usize| (plane * plane_in) % modulus;
+        let index = |base: usize, t: usize| -> i64 {
+            match t {
+                usize::MAX => 0,
+                t if base + plane_in > modulus => ((base + t) % modulus) as i64,
+                t => (base + t) as i64,
+            }
+        };
+        let best: Vec<(T, i64)> =
+            w.map_rows(v, &|plane: &[T],
+                            row: &RowWindows,
+                            dst,
+                            rows: &mut RowBuffers<T>| {
+                // Per tap in scan order, the tap's value for every output of the row (START where
+                // it lies in padding) is gathered into `taps` and merged into the running maximum
+                // with a branch-free select that vectorises. Strictly greater wins, so the first
+                // largest tap is kept and NaN (never greater) is skipped.
+                let n = dst.len();
+                let RowBuffers {
+                    max,
+                    which,
+                    taps,
+                    tap_at,
+                } = rows;
+                for (buf, fill) in [(&mut *max, T::START), (&mut *taps, T::START)] {
+                    buf.clear();
+                    buf.resize(n, fill);
                 }
-            }));
-        }
+                which.clear();
+                which.resize(n, u32::MAX);
+                // Tap number -> (input row offset, kx).
+                tap_at.clear();
+                row.for_each_input_row(|r| {
+                    let xr = &plane[r..r + row.input_width()];
+                    for kx in 0..kw {
+                        row.gather(xr, kx, T::START, taps);
+                        let k = tap_at.len() as u32;
+                        tap_at.push((r, kx));
+                        // The merged maximum goes into `taps` and the buffers swap: a select that
+                        // stored back into `max` would be turned into a conditional store, which
+                        // does not vectorise (measured 20x slower on random data).
+                        if indices {
+                            for ((&m, i), t) in
+                                max.iter().zip(which.iter_mut()).zip(taps.iter_mut())
+                            {
+                                let greater = t.gt(m);
+                                let mask = (greater as u32).wrapping_neg();
+                                *i = (*i & !mask) | (k & mask);
+                                *t = if greater { *t } else { m };
+                            }
+                        } else {
+                            for (&m, t) in max.iter().zip(taps.iter_mut()) {
+                                *t = if t.gt(m) { *t } else { m };
+                            }
+                        }
+                        std::mem::swap(max, taps);
+                    }
+                });
+                let base = base_of(row.plane);
+                for (ox, d) in dst.iter_mut().enumerate() {
+                    if !indices {
+                        // A tap won iff the maximum moved off START (NaN never does).
+                        *d = if max[ox].gt(T::START) {
+                            (max[ox], 0)
+                        } else {
+                            let first = row.first_non_nan(plane, ox, T::nan);
+                            (first.map_or(T::LOWEST, |(v, _)| v), 0)
+                        };
+                        continue;
+                    }
+                    let (value, at) = match tap_at.get(which[ox] as usize) {
+                        Some(&(r, kx)) => (max[ox], r + row.column(ox, kx)),
+                        None => row
+                            .first_non_nan(plane, ox, T::nan)
+                            .unwrap_or((T::LOWEST, usize::MAX)),
+                    };
+                    *d = (value, index(base, at));
+                }
+            })?;
+        let found = if indices {
+            crate::par::map(&best, |(_, i)| i)
+        } else {
+            Vec::new()
+        };
         let values = tensor(
             x.element_type(),
             w.shape.clone(),
-            best.into_iter().map(|(b, _)| b).collect(),
+            crate::par::map(&best, |(v, _)| v),
         )?;
         Ok((values, found))
     }
@@ -270,6 +302,22 @@ mod tests {
             kernel: vec![k, k],
             index_type: I64,
             axis: 0,
+        }
+    }
+
+    /// The index counts from dim `axis`: the flat position in the whole input for axis 0,
+    /// wrapped to the dims from `axis` on for the others.
+    #[test]
+    fn indices_count_from_the_axis_across_planes() {
+        let x = Tensor::from_f32(vec![2, 2, 2, 2], (0..16).map(|v| v as f32).collect()).unwrap();
+        for (axis, want) in [(0, [3, 7, 11, 15]), (1, [3, 7, 3, 7]), (2, [3, 3, 3, 3])] {
+            let pool = MaxPool {
+                axis,
+                ..op(2, 2, 0, Rounding::Floor, 8)
+            };
+            let out = eval_all(&pool, vec![x.clone()]).unwrap();
+            assert_eq!(out[0].values::<f32>().unwrap(), &[3., 7., 11., 15.]);
+            assert_eq!(out[1].values::<i64>().unwrap(), &want, "axis {axis}");
         }
     }
 
