@@ -222,10 +222,18 @@ pub fn map_in_place<T: Scalar>(x: Value, f: impl Fn(T) -> T + Sync) -> Result<Te
     match Arc::try_unwrap(x) {
         Ok(mut own) if own.is_exclusive() => {
             if let Some(v) = own.values_mut::<T>() {
+                // In the widest instruction set: the formulas (HSwish's clamps and product)
+                // then run 16 lanes wide instead of SSE2's 4, with the same IEEE operations,
+                // so the same bits.
                 par::for_each_split_mut(v, PAR_MIN_ELEMENTS, &|_, chunk| {
-                    for d in chunk.iter_mut() {
-                        *d = f(*d);
-                    }
+                    irun_opkit::simd::widest(
+                        #[inline(always)]
+                        || {
+                            for d in chunk.iter_mut() {
+                                *d = f(*d);
+                            }
+                        },
+                    )
                 });
             }
             Ok(own)
