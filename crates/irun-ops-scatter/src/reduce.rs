@@ -21,6 +21,10 @@ pub trait Elem: Scalar + PartialOrd {
     const LOWEST: Self;
     /// `numeric_limits::max()`: the neutral value of min.
     const HIGHEST: Self;
+    /// Whether every combine is associative and commutative on this type (wrapping integer
+    /// arithmetic, min and max, booleans; not floats), so that a fold may be regrouped, as a
+    /// vector reduction does, without changing a bit.
+    const EXACT: bool;
     fn add(self, b: Self) -> Self;
     fn sub(self, b: Self) -> Self;
     fn mul(self, b: Self) -> Self;
@@ -36,6 +40,7 @@ macro_rules! float_elem {
             const ONE: Self = 1.0;
             const LOWEST: Self = <$t>::MIN;
             const HIGHEST: Self = <$t>::MAX;
+            const EXACT: bool = false;
             #[inline] fn add(self, b: Self) -> Self { self + b }
             #[inline] fn sub(self, b: Self) -> Self { self - b }
             #[inline] fn mul(self, b: Self) -> Self { self * b }
@@ -52,6 +57,7 @@ macro_rules! int_elem {
             const ONE: Self = 1;
             const LOWEST: Self = <$t>::MIN;
             const HIGHEST: Self = <$t>::MAX;
+            const EXACT: bool = true;
             #[inline] fn add(self, b: Self) -> Self { self.wrapping_add(b) }
             #[inline] fn sub(self, b: Self) -> Self { self.wrapping_sub(b) }
             #[inline] fn mul(self, b: Self) -> Self { self.wrapping_mul(b) }
@@ -70,6 +76,7 @@ impl Elem for bool {
     const ONE: Self = true;
     const LOWEST: Self = false;
     const HIGHEST: Self = true;
+    const EXACT: bool = true;
     #[inline]
     fn add(self, b: Self) -> Self {
         self | b
@@ -294,6 +301,7 @@ macro_rules! half_elem {
             const ONE: Self = <$t>::ONE;
             const LOWEST: Self = <$t>::MIN;
             const HIGHEST: Self = <$t>::MAX;
+            const EXACT: bool = false;
             fn add(self, b: Self) -> Self { <$t>::from_f32(self.to_f32() + b.to_f32()) }
             fn sub(self, b: Self) -> Self { <$t>::from_f32(self.to_f32() - b.to_f32()) }
             fn mul(self, b: Self) -> Self { <$t>::from_f32(self.to_f32() * b.to_f32()) }

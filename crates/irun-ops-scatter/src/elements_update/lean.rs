@@ -208,6 +208,23 @@ fn flat_runs<T: Elem, C: Combine<T>>(
     let Some(&first) = vals.first() else {
         return Ok(());
     };
+    // No short cut in the test, so that it vectorises too.
+    if T::EXACT && vals.iter().fold(true, |same, &v| same & (v == first)) {
+        // The whole block on one target: one fold of the same applies in the same order,
+        // which on integers (associative combines, `Elem::EXACT`) the compiler turns into a
+        // vector reduction (8M i32 maxima onto one element: 14 to 10 ms, the rest being the
+        // data's copy and the indices' read). On floats it would be the same chain of
+        // dependent adds as the loop below, after a test that costs a fifth more.
+        let Some(d) = dst.get_mut(place(first, along, base)) else {
+            return Err(0);
+        };
+        let start = *d;
+        *d = irun_opkit::simd::widest(
+            #[inline(always)]
+            || ups.iter().fold(start, |acc, &u| C::apply(acc, u)),
+        );
+        return Ok(());
+    }
     let mut at = place(first, along, base);
     let Some(&start) = dst.get(at) else {
         return Err(0);

@@ -712,3 +712,52 @@ fn probed_rounds_match_the_sequential_reference() {
         assert!(same_bits(&out, &want), "{red:?}");
     }
 }
+
+/// Long runs of one target on integers (folded as one vector reduction per block) give the
+/// element-by-element results: wrapping sums and products, min, max, the last update for
+/// none; with the target written as a negative index too, and with a run broken by another
+/// target in mid-block (that block takes the ordinary loop).
+#[test]
+fn integer_runs_fold_as_the_sequential_loop() {
+    use Reduction::*;
+    let n = 5003;
+    let upd: Vec<i32> = (0..n)
+        .map(|i| (i as i32).wrapping_mul(0x3779_b9f1) >> 3)
+        .collect();
+    for (target, broken) in [(3, false), (-5, false), (3, true)] {
+        let idx: Vec<i64> = (0..n)
+            .map(|i| if broken && i == 1500 { 1 } else { target })
+            .collect();
+        for red in [None, Sum, Prod, Min, Max] {
+            let mut want = [7i32; 8];
+            for (&t, &u) in idx.iter().zip(&upd) {
+                let d = &mut want[t.rem_euclid(8) as usize];
+                *d = match red {
+                    None => u,
+                    Sum => d.wrapping_add(u),
+                    Prod => d.wrapping_mul(u),
+                    Min => (*d).min(u),
+                    _ => (*d).max(u),
+                };
+            }
+            for threads in [1, 2] {
+                let out = eval_with(
+                    &seu12(red, true),
+                    vec![
+                        i32s(&[8], &[7; 8]),
+                        i64s(&[n], &idx),
+                        i32s(&[n], &upd),
+                        i64s(&[], &[0]),
+                    ],
+                    threads,
+                )
+                .unwrap();
+                assert_eq!(
+                    out.values::<i32>().unwrap(),
+                    &want[..],
+                    "{red:?}, broken {broken}"
+                );
+            }
+        }
+    }
+}
