@@ -451,8 +451,10 @@ impl Executable {
         if let Some(p) = profile.as_deref_mut() {
             p.inference += started.elapsed();
         }
-        let awake = self.keep_workers_awake.then(|| Awake::start(&self.pool));
-        let awake = awake.flatten();
+        let awake = self
+            .keep_workers_awake
+            .then(|| Awake::start(&self.pool))
+            .flatten();
         let outputs = self.pool.install(|| {
             Awake::mark_runner(awake.as_ref());
             self.execute(bound, &facts, state, profile)

@@ -73,8 +73,6 @@ impl Geometry {
         self.outer_map.as_ref().map_or(o, |m| m[o]) * self.data_along * self.data_inner
     }
 
-    /// Index value `v` with a negative value counted from the end of the axis; anything still
-    /// outside `[0, data_along)` (below `-data_along` wraps to a huge value) is out of range.
     /// One outer row and one inner column with nothing mapped: the output offset of a
     /// position is its axis target (a histogram, a 1-D max).
     pub(super) fn single_flat_row(&self) -> bool {
@@ -85,6 +83,8 @@ impl Geometry {
             && self.inner_map.is_none()
     }
 
+    /// Index value `v` with a negative value counted from the end of the axis; anything still
+    /// outside `[0, data_along)` (below `-data_along` wraps to a huge value) is out of range.
     #[inline(always)]
     pub(super) fn target(&self, v: i64) -> usize {
         (v + ((v >> 63) & self.data_along as i64)) as usize

@@ -261,7 +261,7 @@ impl ElementsKernel<'_> {
         let mut next = Coords::at(g, part.start);
         // When the output offset is the axis target (histograms), the loop skips the
         // coordinate bookkeeping.
-        let flat = g.outer == 1 && g.inner == 1 && g.outer_map.is_none() && g.inner_map.is_none();
+        let flat = g.single_flat_row();
         self.indices.for_each_block(part, |start, vals| {
             let ups = &updates[start..start + vals.len()];
             lists.make_room(vals.len()).map_err(|e| (start, e))?;
