@@ -8,20 +8,46 @@
 //! runs a spinner that takes each piece of parallel work the moment it appears
 //! ([`rayon::yield_now`]) and stops when the run is over.
 //!
-//! Why this cannot deadlock: a spinner only ever waits by polling, and it stops as soon as
-//! either the run is done or it finds itself on the worker that runs the run's job. The
-//! second case is the one that matters: a worker that took the run's job first may meet its
-//! own spinner while it waits inside the run (for a join's other half); a spinner that kept
-//! polling there would never return to the frame below it, and the run would never end.
-//! The run's job marks its worker before anything else ([`Awake::mark_runner`]), and a
-//! spinner can only start on that worker inside a wait of the run, so after the mark. A
-//! spinner that starts first on the worker that then takes the run's job runs the whole
-//! job inside its poll, and returns to its loop when the job is done. Runs that start on a
-//! worker of the pool itself (a nested run) get no spinners: the caller's frame would be
-//! under them.
+//! Why this cannot deadlock: a spinner polls only at the bottom of its worker's stack, where
+//! no frame waits for it to return. A spinner that starts anywhere else returns at once: on
+//! a worker that already runs a spinner (a thread-local flag says so) or on the worker that
+//! runs the run's job. Both cases happen. A spinner of the previous run that has not yet seen
+//! its run end can take a piece of the next run, and that piece, waiting for a join's other
+//! half, can take the next run's spinner; had that spinner polled until its run ended, the
+//! piece under it would never finish and neither would the run (seen once in `irun bench`
+//! of a lone MaxPool after thousands of runs). And a worker that took the run's job first
+//! may meet its own spinner while it waits inside the run; the run's job marks its worker
+//! before anything else ([`Awake::mark_runner`]). Runs that start on a worker of the pool
+//! itself (a nested run) get no spinners: the caller's frame would be under them.
 
+use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
+
+thread_local! {
+    /// Whether a spinner polls on this thread, lower in its stack.
+    static SPINNING: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Clears [`SPINNING`] when its spinner returns, a panic included.
+struct SpinningHere;
+
+impl SpinningHere {
+    fn claim() -> Option<SpinningHere> {
+        // Made only when claimed: dropping one clears the flag.
+        if SPINNING.with(|s| s.replace(true)) {
+            None
+        } else {
+            Some(SpinningHere)
+        }
+    }
+}
+
+impl Drop for SpinningHere {
+    fn drop(&mut self) {
+        SPINNING.with(|s| s.set(false));
+    }
+}
 
 /// The spinners of one run; dropping it (at the end of the run, or while a panic unwinds)
 /// stops them.
@@ -70,6 +96,9 @@ impl Awake {
 
 impl Shared {
     fn spin(&self, worker: usize) {
+        let Some(_here) = SpinningHere::claim() else {
+            return;
+        };
         self.spinning.fetch_add(1, Ordering::AcqRel);
         while !self.done.load(Ordering::Acquire) && self.runner.load(Ordering::Acquire) != worker {
             match rayon::yield_now() {
@@ -173,5 +202,27 @@ mod tests {
         }));
         assert!(result.is_err());
         assert!(wait_until_stopped(&watch));
+    }
+
+    /// The hang of the module doc, made certain: a piece of one run's work, taken by a
+    /// spinner that is still polling, waits on a join and meets its worker's spinner of the
+    /// run it belongs to. That spinner must return, or the piece and its run never end.
+    #[test]
+    fn a_spinner_met_above_another_returns_at_once() {
+        let p = pool(2);
+        let older = Awake::start(&p).unwrap();
+        let newer = Awake::start(&p).unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let shared = newer.shared.clone();
+        p.spawn(move || {
+            // On a worker, inside its older spinner: the newer run's spinner would poll here
+            // until the newer run ended, which it cannot while this job waits.
+            shared.spin(rayon::current_thread_index().unwrap());
+            tx.send(()).unwrap();
+        });
+        let met = rx.recv_timeout(Duration::from_secs(10));
+        drop(newer);
+        drop(older);
+        assert!(met.is_ok(), "the nested spinner kept polling");
     }
 }
