@@ -35,6 +35,11 @@ fn pool(threads: usize) -> rayon::ThreadPool {
         .expect("pool")
 }
 
+/// `f` on a pool of `threads` workers (for kernels tested below the op level).
+pub fn on_threads<R: Send>(threads: usize, f: impl FnOnce() -> R + Send) -> R {
+    pool(threads).install(f)
+}
+
 /// Runs `op` on `inputs` on a pool of `threads` workers; the single output.
 pub fn eval_with(op: &dyn Op, inputs: Vec<Tensor>, threads: usize) -> Result<Tensor, OpError> {
     let pool = pool(threads);

@@ -10,6 +10,7 @@ use half::{bf16, f16};
 use irun_tensor::{ElementType, Tensor};
 
 use crate::depthwise::Depthwise;
+use crate::direct_conv::{DirectFilters, Shape2};
 use crate::gemm::{view, Mul, F32_GEMM};
 use crate::kernel::try_zeroed;
 use crate::op::{codes, take_inputs, OpError, Prepared, Value};
@@ -30,10 +31,12 @@ const BLOCK: usize = 512;
 /// Multiplies one group's filters by a patch matrix: `(group, k, cols, patches, out)`.
 type GroupGemm<'a, T> = &'a (dyn Fn(usize, usize, usize, &[T], &mut [T]) + Sync);
 
-/// f32 filters packed once for the GEMM, one matrix `[Cout/G, Cin/G * k]` per group: the
-/// per-call packing of the constant operand was a fifth of a convolution's time.
+/// f32 filters packed once for the GEMM, one matrix `[Cout/G, Cin/G * k]` per group (the
+/// per-call packing of the constant operand was a fifth of a convolution's time), or laid
+/// out for the direct stride-1 kernel ([`PackedFilters::direct`]) instead.
 pub struct PackedFilters {
     groups: Vec<rten_gemm::PackedAMatrix<f32>>,
+    direct: Option<DirectFilters>,
     bytes: usize,
 }
 
@@ -56,7 +59,29 @@ impl PackedFilters {
             .collect();
         Some(PackedFilters {
             groups,
+            direct: None,
             bytes: w.len() * 4,
+        })
+    }
+
+    /// Filters `[1, co, ci, *k]` (one group, 1 or 2 spatial dims, more than one tap) for
+    /// [`DirectFilters`], when this CPU runs it; the convolution must have unit strides.
+    pub fn direct(filters: &Tensor) -> Option<PackedFilters> {
+        let w = filters.values::<f32>()?;
+        let fs = filters.shape();
+        let kernel = match *fs {
+            [1, _, _, k] => [1, k],
+            [1, _, _, kh, kw] => [kh, kw],
+            _ => return None,
+        };
+        if kernel[0] * kernel[1] < 2 || !DirectFilters::supported() {
+            return None;
+        }
+        let direct = DirectFilters::new(w, fs[1], fs[2], kernel)?;
+        Some(PackedFilters {
+            groups: Vec::new(),
+            bytes: direct.byte_size(),
+            direct: Some(direct),
         })
     }
 
@@ -159,6 +184,15 @@ pub fn grouped_with(
     let out = match data.element_type() {
         ElementType::F32 if g.is_depthwise() => g.depthwise(data, filters, shape),
         ElementType::F32 => match packed {
+            Some(PackedFilters {
+                direct: Some(d), ..
+            }) => match g.direct_shape(d) {
+                Some(s) => {
+                    applied = true;
+                    g.run_direct(data, d, &s, shape, epilogue)
+                }
+                None => g.run::<f32>(data, filters, shape),
+            },
             Some(p) if g.fits_virtual_im2col(data.len()) => {
                 applied = true;
                 g.run_virtual_im2col(data, p, shape, epilogue)
@@ -174,7 +208,15 @@ pub fn grouped_with(
                     .expect("packed for this geometry")
                 })
             }),
-            None => g.run::<f32>(data, filters, shape),
+            // Unprepared filters take the kernel prepared ones would (packed here), so a
+            // run that does not prepare (`irun run`) gives the same bits.
+            None => match g.direct_filters(filters) {
+                Some((d, s)) => {
+                    applied = true;
+                    g.run_direct(data, &d, &s, shape, epilogue)
+                }
+                None => g.run::<f32>(data, filters, shape),
+            },
         },
         ElementType::F64 => g.run::<f64>(data, filters, shape),
         ty @ (ElementType::F16 | ElementType::Bf16) => {
@@ -227,6 +269,65 @@ impl Geometry {
             pad: self.pad,
         }
         .run(x, w)?;
+        Tensor::new(data.element_type(), shape, irun_tensor::Scalar::wrap(out))
+            .map_err(|e| OpError::new(codes::RUN_SHAPE, e.to_string()))
+    }
+
+    /// The geometry for `d` when [`DirectFilters`] can run it: one group, unit strides, at
+    /// most two spatial dims, and the filters `d` was made from.
+    fn direct_shape(&self, d: &DirectFilters) -> Option<Shape2> {
+        let fits = self.groups == 1
+            && self.stride == [1, 1, 1]
+            && self.input[0] == 1
+            && self.kernel[0] == 1
+            && self.out[0] == 1
+            && self.pad[0] == 0
+            && d.output_channels() == self.co
+            && d.input_channels() == self.ci
+            && d.kernel() == [self.kernel[1], self.kernel[2]];
+        fits.then_some(Shape2 {
+            n: self.n,
+            input: [self.input[1], self.input[2]],
+            out: [self.out[1], self.out[2]],
+            dil: [self.dil[1], self.dil[2]],
+            pad: [self.pad[1], self.pad[2]],
+        })
+    }
+
+    /// `filters [1, co, ci, *k]` laid out for [`DirectFilters`] and the geometry, when the
+    /// prepared path would run it ([`PackedFilters::direct`] and [`Self::direct_shape`]).
+    fn direct_filters(&self, filters: &Tensor) -> Option<(DirectFilters, Shape2)> {
+        if self.groups != 1 || self.stride != [1, 1, 1] || self.input[0] != 1 {
+            return None;
+        }
+        let d = PackedFilters::direct(filters)?.direct?;
+        let s = self.direct_shape(&d)?;
+        Some((d, s))
+    }
+
+    /// The convolution by [`DirectFilters`], with `epilogue` applied to each task's output
+    /// channels as soon as they are computed.
+    fn run_direct(
+        &self,
+        data: &Tensor,
+        d: &DirectFilters,
+        s: &Shape2,
+        shape: Vec<usize>,
+        epilogue: Option<&Epilogue>,
+    ) -> Result<Tensor, OpError> {
+        let x = data
+            .values::<f32>()
+            .ok_or_else(|| OpError::new(codes::UNSUPPORTED_TYPE, "unexpected element type"))?;
+        let positions = s.out[0] * s.out[1];
+        let layout = Channels::Planes {
+            channels: self.co,
+            plane: positions,
+        };
+        let out = d.run(x, s, &|channel, dst| {
+            if let Some(e) = epilogue {
+                e.apply_at(dst, channel * positions, layout);
+            }
+        })?;
         Tensor::new(data.element_type(), shape, irun_tensor::Scalar::wrap(out))
             .map_err(|e| OpError::new(codes::RUN_SHAPE, e.to_string()))
     }
@@ -581,7 +682,11 @@ impl PreparedConv {
     ) -> Option<Box<dyn Prepared>> {
         let filters = constants.get(1)?.clone()?;
         let as_groups = grouped_view(&filters, grouped).ok()?;
-        let packed = PackedFilters::new(&as_groups)?;
+        let unit_strides = spatial.strides.iter().all(|&s| s == 1) && spatial.rank() <= 2;
+        let packed = unit_strides
+            .then(|| PackedFilters::direct(&as_groups))
+            .flatten()
+            .or_else(|| PackedFilters::new(&as_groups))?;
         let groups = grouped.then(|| filters.shape().first().copied().unwrap_or(0));
         Some(Box::new(PreparedConv {
             filters,

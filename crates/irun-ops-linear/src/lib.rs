@@ -19,6 +19,7 @@ pub mod avg_pool;
 pub mod conv;
 pub mod convolution;
 pub mod depthwise;
+pub mod direct_conv;
 pub mod einsum;
 pub mod gemm;
 pub mod group_convolution;
