@@ -9,20 +9,34 @@
 //! 7x7). The im2col GEMM spent a fifth of its time gathering patches into packed panels, and
 //! split small outputs into uneven column blocks.
 //!
-//! A tile is `MR` output channels by `NR` flat positions, summed in registers over every
+//! A tile is `MR` output channels by 16, 32 or 48 flat positions (the width that wastes the
+//! fewest positions past the last output, preferring the widest), summed in registers over every
 //! (input channel, tap) in that order, one fused multiply-add chain per output: the order
 //! depends on nothing but the filter's shape, so results do not depend on the thread count.
 //! Tasks own `MR` output channels of one batch item (contiguous in the output), so they write
 //! disjoint slices.
 
-use crate::kernel::try_zeroed;
 use crate::op::OpError;
-use crate::par;
+use crate::par::{self, Filler};
 
 /// Output channels of a tile: one broadcast filter value each.
 const MR: usize = 8;
-/// Flat output positions of a tile: two 16-lane vectors.
-const NR: usize = 32;
+/// Flat output positions of a tile, at most: three 16-lane vectors (24 accumulators, with the
+/// three input vectors and a broadcast 28 of the 32 registers). Wider tiles load fewer
+/// filter values per multiply-add.
+const NR: usize = 48;
+
+/// 16-lane vectors per tile row for `flat` positions: the widest whose padding past `flat`
+/// is within 5% of the least any width gives (ResNet's 7x7 planes, 63 flat positions, take
+/// 32-wide tiles, not 48, which would compute 96).
+fn vectors_for(flat: usize) -> usize {
+    let padded = |v: usize| flat.next_multiple_of(16 * v);
+    let least = (1..=NR / 16).map(padded).min().unwrap_or(0);
+    (1..=NR / 16)
+        .rev()
+        .find(|&v| padded(v) * 20 <= least * 21)
+        .unwrap_or(1)
+}
 
 /// Filters `[co, ci, kh, kw]` laid out for [`tile`]: per group of `MR` output channels, per
 /// input channel, per tap, the `MR` channels' weights (zeros past `co`).
@@ -97,9 +111,9 @@ impl DirectFilters {
         self.kernel
     }
 
-    /// The convolution of `x [n, ci, *input]` into `[n, co, *out]`; `each` is then called
-    /// on every task's output channels (`(first channel of the item, n * co + c), values`)
-    /// while they are in cache.
+    /// The convolution of `x [n, ci, *input]` into `[n, co, *out]`; `each` is called on
+    /// every run of output channels (`(index of the first, n * co + c, values)`) as soon as
+    /// they are computed.
     pub fn run(
         &self,
         x: &[f32],
@@ -116,70 +130,101 @@ impl DirectFilters {
         let reach = taps.last().copied().unwrap_or(0);
         // Flat positions computed, rounded up to whole tiles; each plane holds every value a
         // tile reads (zeros past the padded plane).
-        let flat = (oh * wp).next_multiple_of(NR);
+        let vectors = vectors_for(oh * wp);
+        let nr = 16 * vectors;
+        let flat = (oh * wp).next_multiple_of(nr);
         let plane = (hp * wp).max(flat + reach);
         let positions = oh * ow;
         let in_plane = s.input[0] * s.input[1];
-        let mut out = try_zeroed::<f32>(s.n * self.co * positions)?;
-        let mut padded = try_zeroed::<f32>(self.ci * plane)?;
-        for (item, out_item) in out.chunks_mut((self.co * positions).max(1)).enumerate() {
-            let xi = &x[item * self.ci * in_plane..][..self.ci * in_plane];
-            par::for_each_chunk_mut(&mut padded, plane, &|start, dst| {
-                let c = start / plane;
-                pad_plane(&xi[c * in_plane..][..in_plane], s, [hp, wp], dst);
-            });
-            let padded = &padded[..];
-            let mut tasks: Vec<&mut [f32]> = out_item.chunks_mut((MR * positions).max(1)).collect();
-            par::for_each_mut(&mut tasks, &|t, dst| {
-                let w = &self.packed[t * self.ci * taps.len() * MR..][..self.ci * taps.len() * MR];
-                let rows = dst.len() / positions.max(1);
+        // Both buffers are written in parallel straight into their capacity: zero-filling
+        // them first, on one thread, cost as much as a tenth of a 56x56 convolution.
+        let padded = par::build(s.n * self.ci * plane, plane, &|start, fill| {
+            let mut p = start / plane;
+            while fill.remaining() > 0 {
+                pad_plane(&x[p * in_plane..][..in_plane], s, [hp, wp], plane, fill);
+                p += 1;
+            }
+        })?;
+        let weights_per_tile = self.ci * taps.len() * MR;
+        let channels = s.n * self.co;
+        par::build(
+            channels * positions,
+            (MR * positions).max(1),
+            &|start, fill| {
+                let mut stage = vec![0f32; MR * positions];
                 let mut acc = [[0f32; NR]; MR];
-                for q0 in (0..oh * wp).step_by(NR) {
-                    tile(w, padded, plane, &taps, q0, &mut acc);
-                    // Keep the tile's positions that are outputs (not past an output row).
-                    let end = (q0 + NR).min(oh * wp);
-                    let mut q = q0;
-                    while q < end {
-                        let (oy, ox) = (q / wp, q % wp);
-                        let run = (wp - ox).min(end - q);
-                        let keep = run.min(ow.saturating_sub(ox));
-                        for (r, a) in acc.iter().enumerate().take(rows) {
-                            let at = r * positions + oy * ow + ox;
-                            dst[at..at + keep].copy_from_slice(&a[q - q0..q - q0 + keep]);
+                let mut g = start / positions.max(1);
+                while fill.remaining() > 0 && g < channels {
+                    // Channels `c .. c + rows` of item `item`, in tile `c / MR` from its row
+                    // `c % MR`: a chunk starts on a tile unless `co` is not a multiple of MR.
+                    let (item, c) = (g / self.co, g % self.co);
+                    let (tile_of, first) = (c / MR, c % MR);
+                    let rows = (MR - first)
+                        .min(self.co - c)
+                        .min(fill.remaining() / positions.max(1));
+                    let w = &self.packed[tile_of * weights_per_tile..][..weights_per_tile];
+                    let xi = &padded[item * self.ci * plane..][..self.ci * plane];
+                    for q0 in (0..oh * wp).step_by(nr) {
+                        tile(vectors, w, xi, plane, &taps, q0, &mut acc);
+                        // Keep the tile's positions that are outputs (not past an output row).
+                        let end = (q0 + nr).min(oh * wp);
+                        let mut q = q0;
+                        while q < end {
+                            let (oy, ox) = (q / wp, q % wp);
+                            let run = (wp - ox).min(end - q);
+                            let keep = run.min(ow.saturating_sub(ox));
+                            for (r, a) in acc[first..first + rows].iter().enumerate() {
+                                let at = r * positions + oy * ow + ox;
+                                stage[at..at + keep].copy_from_slice(&a[q - q0..q - q0 + keep]);
+                            }
+                            q += run;
                         }
-                        q += run;
                     }
+                    let done = &mut stage[..rows * positions];
+                    each(g, done);
+                    fill.extend_from_slice(done);
+                    g += rows;
                 }
-                each(item * self.co + t * MR, dst);
-            });
-        }
-        Ok(out)
+            },
+        )
     }
 }
 
-/// Input plane `x [ih, iw]` at `pad` in a zeroed `[hp, wp]` plane (and zeros after it).
-fn pad_plane(x: &[f32], s: &Shape2, [hp, wp]: [usize; 2], dst: &mut [f32]) {
+/// Appends input plane `x [ih, iw]` at `pad` in a `[hp, wp]` plane of zeros, and zeros up
+/// to `plane` values, to `fill`.
+fn pad_plane(x: &[f32], s: &Shape2, [hp, wp]: [usize; 2], plane: usize, fill: &mut Filler<f32>) {
     let [ih, iw] = s.input;
     let [pt, pl] = s.pad;
-    dst.fill(0.0);
-    let cols = iw.min(wp.saturating_sub(pl));
-    for y in 0..ih.min(hp.saturating_sub(pt)) {
-        let at = (y + pt) * wp + pl;
-        dst[at..at + cols].copy_from_slice(&x[y * iw..][..cols]);
+    let (rows, cols) = (ih.min(hp.saturating_sub(pt)), iw.min(wp.saturating_sub(pl)));
+    fill.repeat(0.0, pt * wp);
+    for y in 0..rows {
+        fill.repeat(0.0, pl);
+        fill.extend_from_slice(&x[y * iw..][..cols]);
+        fill.repeat(0.0, wp - pl - cols);
     }
+    fill.repeat(0.0, plane - (pt + rows) * wp);
 }
 
 /// `acc[r][i]` = the output of channel `r` of the tile at flat position `q0 + i`: for each
 /// input channel `c`, for each tap, `w[(c, tap, r)] * x[c * plane + q0 + tap offset + i]`,
 /// summed in that order by fused multiply-adds from 0.
-fn tile(w: &[f32], x: &[f32], plane: usize, taps: &[usize], q0: usize, acc: &mut [[f32; NR]; MR]) {
+fn tile(
+    vectors: usize,
+    w: &[f32],
+    x: &[f32],
+    plane: usize,
+    taps: &[usize],
+    q0: usize,
+    acc: &mut [[f32; NR]; MR],
+) {
     let ci = x.len() / plane;
     let reach = taps.iter().copied().max().unwrap_or(0);
     // Every read below is within these bounds: the kernel reads `x[c * plane + q0 + off ..
-    // + NR]` for c < ci and off <= reach, and `w[.. ci * taps * MR]`.
+    // + 16 * vectors]` for c < ci and off <= reach, and `w[.. ci * taps * MR]`.
     assert!(
         x.len() >= ci * plane
-            && (ci == 0 || q0 + reach + NR <= plane)
+            && (1..=NR / 16).contains(&vectors)
+            && (ci == 0 || q0 + reach + 16 * vectors <= plane)
             && w.len() >= ci * taps.len() * MR,
         "tile out of bounds"
     );
@@ -187,7 +232,12 @@ fn tile(w: &[f32], x: &[f32], plane: usize, taps: &[usize], q0: usize, acc: &mut
     // SAFETY: callers construct `DirectFilters` only where `supported()` (AVX-512F) holds,
     // and the assert above bounds every pointer the kernel reads.
     unsafe {
-        avx512::tile(w.as_ptr(), x.as_ptr(), plane, ci, taps, q0, acc)
+        let (w, x) = (w.as_ptr(), x.as_ptr());
+        match vectors {
+            1 => avx512::tile::<1>(w, x, plane, ci, taps, q0, acc),
+            2 => avx512::tile::<2>(w, x, plane, ci, taps, q0, acc),
+            _ => avx512::tile::<3>(w, x, plane, ci, taps, q0, acc),
+        }
     }
     #[cfg(not(target_arch = "x86_64"))]
     unreachable!("DirectFilters::supported() is false off x86_64");
@@ -200,9 +250,10 @@ mod avx512 {
 
     /// # Safety
     /// AVX-512F must be available; `x` must be readable at `c * plane + q0 + off + i` for
-    /// `c < ci`, `off` in `taps`, `i < NR`, and `w` at `0 .. ci * taps.len() * MR`.
+    /// `c < ci`, `off` in `taps`, `i < 16 * V`, and `w` at `0 .. ci * taps.len() * MR`;
+    /// `V <= NR / 16`.
     #[target_feature(enable = "avx512f")]
-    pub unsafe fn tile(
+    pub unsafe fn tile<const V: usize>(
         w: *const f32,
         x: *const f32,
         plane: usize,
@@ -211,24 +262,31 @@ mod avx512 {
         q0: usize,
         out: &mut [[f32; NR]; MR],
     ) {
-        let mut acc = [[_mm512_setzero_ps(); 2]; MR];
+        let mut acc = [[_mm512_setzero_ps(); V]; MR];
         let mut wp = w;
         for c in 0..ci {
             let xc = x.add(c * plane + q0);
             for &off in taps {
-                let b0 = _mm512_loadu_ps(xc.add(off));
-                let b1 = _mm512_loadu_ps(xc.add(off + 16));
+                let next = xc.wrapping_add(plane + off) as *const i8;
+                _mm_prefetch::<_MM_HINT_T0>(next);
+                _mm_prefetch::<_MM_HINT_T0>(next.wrapping_add(64 * V));
+                let mut b = [_mm512_setzero_ps(); V];
+                for (v, b) in b.iter_mut().enumerate() {
+                    *b = _mm512_loadu_ps(xc.add(off + 16 * v));
+                }
                 for (r, a) in acc.iter_mut().enumerate() {
                     let f = _mm512_set1_ps(*wp.add(r));
-                    a[0] = _mm512_fmadd_ps(f, b0, a[0]);
-                    a[1] = _mm512_fmadd_ps(f, b1, a[1]);
+                    for (a, &b) in a.iter_mut().zip(&b) {
+                        *a = _mm512_fmadd_ps(f, b, *a);
+                    }
                 }
                 wp = wp.add(MR);
             }
         }
         for (o, a) in out.iter_mut().zip(&acc) {
-            _mm512_storeu_ps(o.as_mut_ptr(), a[0]);
-            _mm512_storeu_ps(o.as_mut_ptr().add(16), a[1]);
+            for (v, a) in a.iter().enumerate() {
+                _mm512_storeu_ps(o.as_mut_ptr().add(16 * v), *a);
+            }
         }
     }
 }
@@ -349,10 +407,16 @@ mod tests {
         .unwrap();
         let mut seen = seen.into_inner().unwrap();
         seen.sort();
-        let want: Vec<(usize, usize)> = [0, 19]
-            .iter()
-            .flat_map(|&b| [(b, 8), (b + 8, 8), (b + 16, 3)])
-            .collect();
-        assert_eq!(seen, want);
+        // Runs of channels back to back from 0 to 2 * 19, none across the two items.
+        let mut next = 0;
+        for &(first, rows) in &seen {
+            assert_eq!(first, next, "{seen:?}");
+            assert!(
+                rows > 0 && first / co == (first + rows - 1) / co,
+                "{seen:?}"
+            );
+            next += rows;
+        }
+        assert_eq!(next, 2 * co);
     }
 }
