@@ -652,6 +652,7 @@ impl Executable {
                     let op = self.graph.ops[n]
                         .as_ref()
                         .expect("plan has only resolved ops");
+                    let outlets = self.plan.outlets(n);
                     let result = match (&self.prepared[n], self.fused[n]) {
                         // Applied by the kernel that produced the input, or by the one that
                         // reads the output: passed through.
@@ -668,6 +669,10 @@ impl Executable {
                                 let left = self.memory_limit.saturating_sub(left);
                                 self.run_index_broadcast(n, fused, args, &held, left)
                             }
+                            None if outlets.len() > 1 => {
+                                let read: Vec<bool> = outlets.map(|o| remaining[o] > 0).collect();
+                                op.eval_reading(args, &read)
+                            }
                             None => op.eval(args),
                         },
                     };
@@ -675,9 +680,15 @@ impl Executable {
                         self.layer_error(n, RunErrorKind::Op, e.message)
                             .with_code(e.code)
                     })?;
-                    // A passed-through value is what its reader expects, not the node's fact.
+                    // A passed-through value is what its reader expects, not the node's fact;
+                    // an output nothing reads may be a placeholder (`Op::eval_reading`).
                     if self.fused[n].is_none() {
-                        self.check_outputs(n, &produced, &facts[n])?;
+                        let outlets = self.plan.outlets(n);
+                        let read = |slot: usize| {
+                            let o = outlets.start + slot;
+                            !outlets.contains(&o) || remaining[o] > 0
+                        };
+                        self.check_outputs(n, &produced, &facts[n], read)?;
                     }
                     produced
                 }

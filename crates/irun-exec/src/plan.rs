@@ -160,12 +160,7 @@ impl Plan {
         let mut runs = vec![false; self.steps.len()];
         let mut readers = vec![0u32; self.outlet_count];
         for (i, step) in self.steps.iter().enumerate().rev() {
-            let outlets = self.first_outlet[step.node]
-                ..self
-                    .first_outlet
-                    .get(step.node + 1)
-                    .copied()
-                    .unwrap_or(self.outlet_count);
+            let outlets = self.outlets(step.node);
             let sink = step.output_index.is_some()
                 || matches!(step.source, Source::Input(_) | Source::Assign(_));
             if !sink && readers[outlets].iter().all(|&r| r == 0) {
@@ -182,6 +177,12 @@ impl Plan {
             }
         }
         Schedule { runs, readers }
+    }
+
+    /// The outlets of `node`'s outputs (none for a Result).
+    pub fn outlets(&self, node: NodeId) -> std::ops::Range<usize> {
+        let end = self.first_outlet.get(node + 1).copied();
+        self.first_outlet[node]..end.unwrap_or(self.outlet_count)
     }
 
     pub fn outlet(&self, node: NodeId, slot: usize) -> usize {

@@ -43,6 +43,15 @@ pub trait Op: Debug + Send + Sync {
         ))
     }
 
+    /// [`Op::eval`] in a graph that reads output `slot` only where `read[slot]` is true: an
+    /// op may skip the work of an unread output and return an empty tensor (shape `[0]`, its
+    /// element type) in its place; the executor drops it unchecked. The default computes
+    /// everything.
+    fn eval_reading(&self, inputs: Vec<Value>, read: &[bool]) -> Result<Vec<Value>, OpError> {
+        let _ = read;
+        self.eval(inputs)
+    }
+
     /// Whether inference may evaluate the op when all its inputs are known (constant folding).
     /// Ops with state or side effects (ReadValue, Assign, random generators without a fixed
     /// seed) return false.

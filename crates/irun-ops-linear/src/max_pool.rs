@@ -15,6 +15,7 @@ use crate::attrs::AttrReader;
 use crate::fact::Fact;
 use crate::op::{codes, expect_inputs, take_inputs, Op, OpError, Value};
 use crate::pool::{infer_pool, tensor, RowWindows, Windows};
+use crate::simd;
 use crate::spatial::{list, Spatial};
 use crate::util::norm_axis;
 
@@ -103,7 +104,10 @@ struct RowBuffers<T> {
     max: Vec<T>,
     which: Vec<u32>,
     taps: Vec<T>,
+    merged: Vec<T>,
     tap_at: Vec<(usize, usize)>,
+    /// Plane offsets of the input rows the row's windows cover.
+    starts: Vec<usize>,
 }
 
 impl<T> Default for RowBuffers<T> {
@@ -112,20 +116,76 @@ impl<T> Default for RowBuffers<T> {
             max: Vec::new(),
             which: Vec::new(),
             taps: Vec::new(),
+            merged: Vec::new(),
             tap_at: Vec::new(),
+            starts: Vec::new(),
         }
     }
 }
 
 impl MaxPool {
-    /// The maxima and, when `indices` (MaxPool-8/14), where each was found; MaxPool-1 has no
-    /// indices output, and its merge keeps no tap numbers.
-    fn run<T: Ordered>(
-        &self,
-        x: &Tensor,
-        w: &Windows,
-        indices: bool,
-    ) -> Result<(Tensor, Vec<i64>), OpError> {
+    /// The maxima alone (MaxPool-1, or a later version whose indices nothing reads): each
+    /// row's running maximum is merged tap by tap in the widest vectors, as in [`Self::run`].
+    fn run_values<T: Ordered>(&self, x: &Tensor, w: &Windows) -> Result<Tensor, OpError> {
+        let v = x
+            .values::<T>()
+            .ok_or_else(|| OpError::new(codes::UNSUPPORTED_TYPE, "unexpected type"))?;
+        let kw = w.kernel[2];
+        let best: Vec<T> =
+            w.map_rows(v, &|plane: &[T],
+                            row: &RowWindows,
+                            dst: &mut [T],
+                            rows: &mut RowBuffers<T>| {
+                let n = dst.len();
+                let RowBuffers {
+                    max,
+                    taps,
+                    merged,
+                    starts,
+                    ..
+                } = rows;
+                for buf in [&mut *max, &mut *taps, &mut *merged] {
+                    buf.clear();
+                    buf.resize(n, T::START);
+                }
+                // The rows first, so that the merge loops below are plain loops in the widest
+                // instruction set (inside a closure they were compiled for the baseline one).
+                starts.clear();
+                row.for_each_input_row(|r| starts.push(r));
+                simd::widest(
+                    #[inline(always)]
+                    || {
+                        for &r in starts.iter() {
+                            let xr = &plane[r..r + row.input_width()];
+                            for kx in 0..kw {
+                                row.gather(xr, kx, T::START, taps);
+                                // Into a third buffer, then swap: a select that stores back into
+                                // one of its operands becomes a masked store, half the speed.
+                                for ((o, &m), &t) in
+                                    merged.iter_mut().zip(max.iter()).zip(taps.iter())
+                                {
+                                    *o = if t.gt(m) { t } else { m };
+                                }
+                                std::mem::swap(max, merged);
+                            }
+                        }
+                    },
+                );
+                for (ox, d) in dst.iter_mut().enumerate() {
+                    // A tap won iff the maximum moved off START (NaN never does).
+                    *d = if max[ox].gt(T::START) {
+                        max[ox]
+                    } else {
+                        let first = row.first_non_nan(plane, ox, T::nan);
+                        first.map_or(T::LOWEST, |(v, _)| v)
+                    };
+                }
+            })?;
+        tensor(x.element_type(), w.shape.clone(), best)
+    }
+
+    /// The maxima and where each was found (MaxPool-8/14).
+    fn run<T: Ordered>(&self, x: &Tensor, w: &Windows) -> Result<(Tensor, Vec<i64>), OpError> {
         let v = x
             .values::<T>()
             .ok_or_else(|| OpError::new(codes::UNSUPPORTED_TYPE, "unexpected type"))?;
@@ -160,6 +220,8 @@ impl MaxPool {
                     which,
                     taps,
                     tap_at,
+                    starts,
+                    ..
                 } = rows;
                 for (buf, fill) in [(&mut *max, T::START), (&mut *taps, T::START)] {
                     buf.clear();
@@ -169,44 +231,36 @@ impl MaxPool {
                 which.resize(n, u32::MAX);
                 // Tap number -> (input row offset, kx).
                 tap_at.clear();
-                row.for_each_input_row(|r| {
-                    let xr = &plane[r..r + row.input_width()];
-                    for kx in 0..kw {
-                        row.gather(xr, kx, T::START, taps);
-                        let k = tap_at.len() as u32;
-                        tap_at.push((r, kx));
-                        // The merged maximum goes into `taps` and the buffers swap: a select that
-                        // stored back into `max` would be turned into a conditional store, which
-                        // does not vectorise (measured 20x slower on random data).
-                        if indices {
-                            for ((&m, i), t) in
-                                max.iter().zip(which.iter_mut()).zip(taps.iter_mut())
-                            {
-                                let greater = t.gt(m);
-                                let mask = (greater as u32).wrapping_neg();
-                                *i = (*i & !mask) | (k & mask);
-                                *t = if greater { *t } else { m };
-                            }
-                        } else {
-                            for (&m, t) in max.iter().zip(taps.iter_mut()) {
-                                *t = if t.gt(m) { *t } else { m };
+                starts.clear();
+                row.for_each_input_row(|r| starts.push(r));
+                simd::widest(
+                    #[inline(always)]
+                    || {
+                        for &r in starts.iter() {
+                            let xr = &plane[r..r + row.input_width()];
+                            for kx in 0..kw {
+                                row.gather(xr, kx, T::START, taps);
+                                let k = tap_at.len() as u32;
+                                tap_at.push((r, kx));
+                                // The merged maximum goes into `taps` and the buffers swap: a
+                                // select that stored back into `max` would be turned into a
+                                // conditional store, which does not vectorise (measured 20x
+                                // slower on random data).
+                                for ((&m, i), t) in
+                                    max.iter().zip(which.iter_mut()).zip(taps.iter_mut())
+                                {
+                                    let greater = t.gt(m);
+                                    let mask = (greater as u32).wrapping_neg();
+                                    *i = (*i & !mask) | (k & mask);
+                                    *t = if greater { *t } else { m };
+                                }
+                                std::mem::swap(max, taps);
                             }
                         }
-                        std::mem::swap(max, taps);
-                    }
-                });
+                    },
+                );
                 let base = base_of(row.plane);
                 for (ox, d) in dst.iter_mut().enumerate() {
-                    if !indices {
-                        // A tap won iff the maximum moved off START (NaN never does).
-                        *d = if max[ox].gt(T::START) {
-                            (max[ox], 0)
-                        } else {
-                            let first = row.first_non_nan(plane, ox, T::nan);
-                            (first.map_or(T::LOWEST, |(v, _)| v), 0)
-                        };
-                        continue;
-                    }
                     let (value, at) = match tap_at.get(which[ox] as usize) {
                         Some(&(r, kx)) => (max[ox], r + row.column(ox, kx)),
                         None => row
@@ -216,11 +270,7 @@ impl MaxPool {
                     *d = (value, index(base, at));
                 }
             })?;
-        let found = if indices {
-            crate::par::map(&best, |(_, i)| i)
-        } else {
-            Vec::new()
-        };
+        let found = crate::par::map(&best, |(_, i)| i);
         let values = tensor(
             x.element_type(),
             w.shape.clone(),
@@ -253,31 +303,52 @@ impl Op for MaxPool {
     }
 
     fn eval(&self, inputs: Vec<Value>) -> Result<Vec<Value>, OpError> {
+        self.eval_reading(inputs, &[true, true])
+    }
+
+    /// Without the indices when nothing reads them: finding them took more than half of
+    /// ResNet-18's max pool, whose indices output (MaxPool-14) is never used.
+    fn eval_reading(&self, inputs: Vec<Value>, read: &[bool]) -> Result<Vec<Value>, OpError> {
         let [x] = take_inputs::<1>(inputs, self.name())?;
         let w = Windows::new(x.shape(), &self.kernel, &self.spatial, self.name())?;
-        let indices = self.version >= 8;
-        let (values, idx) = match x.element_type() {
-            ElementType::F32 => self.run::<f32>(&x, &w, indices),
-            ElementType::F64 => self.run::<f64>(&x, &w, indices),
-            ElementType::F16 => self.run::<f16>(&x, &w, indices),
-            ElementType::Bf16 => self.run::<bf16>(&x, &w, indices),
-            ty => irun_tensor::with_int!(ty, T => self.run::<T>(&x, &w, indices),
-                else Err(OpError::new(codes::UNSUPPORTED_TYPE, format!("{} on {ty}", self.name())))),
-        }?;
-        let mut out = vec![Arc::new(values)];
-        if self.version >= 8 {
-            let idx = if self.index_type == ElementType::I32 {
-                tensor(
-                    ElementType::I32,
-                    w.shape.clone(),
-                    idx.iter().map(|&i| i as i32).collect(),
-                )?
-            } else {
-                tensor(ElementType::I64, w.shape.clone(), idx)?
-            };
-            out.push(Arc::new(idx));
+        let unsupported =
+            |ty| OpError::new(codes::UNSUPPORTED_TYPE, format!("{} on {ty}", self.name()));
+        if self.version < 8 || read.get(1) == Some(&false) {
+            let values = match x.element_type() {
+                ElementType::F32 => self.run_values::<f32>(&x, &w),
+                ElementType::F64 => self.run_values::<f64>(&x, &w),
+                ElementType::F16 => self.run_values::<f16>(&x, &w),
+                ElementType::Bf16 => self.run_values::<bf16>(&x, &w),
+                ty => irun_tensor::with_int!(ty, T => self.run_values::<T>(&x, &w),
+                    else Err(unsupported(ty))),
+            }?;
+            let mut out = vec![Arc::new(values)];
+            if self.version >= 8 {
+                let none = match self.index_type {
+                    ElementType::I32 => tensor(ElementType::I32, vec![0], Vec::<i32>::new()),
+                    ty => tensor(ty, vec![0], Vec::<i64>::new()),
+                };
+                out.push(Arc::new(none?));
+            }
+            return Ok(out);
         }
-        Ok(out)
+        let (values, idx) = match x.element_type() {
+            ElementType::F32 => self.run::<f32>(&x, &w),
+            ElementType::F64 => self.run::<f64>(&x, &w),
+            ElementType::F16 => self.run::<f16>(&x, &w),
+            ElementType::Bf16 => self.run::<bf16>(&x, &w),
+            ty => irun_tensor::with_int!(ty, T => self.run::<T>(&x, &w), else Err(unsupported(ty))),
+        }?;
+        let idx = if self.index_type == ElementType::I32 {
+            tensor(
+                ElementType::I32,
+                w.shape.clone(),
+                idx.iter().map(|&i| i as i32).collect(),
+            )?
+        } else {
+            tensor(ElementType::I64, w.shape.clone(), idx)?
+        };
+        Ok(vec![Arc::new(values), Arc::new(idx)])
     }
 }
 
@@ -388,6 +459,16 @@ mod tests {
                 ..p.clone()
             };
             assert_eq!(eval_all(&v1, vec![input.clone()]).unwrap()[0], out[0]);
+            // So does MaxPool-8 whose indices nothing reads, with an empty placeholder.
+            let unread = crate::testing::on_threads(2, || {
+                p.eval_reading(vec![Arc::new(input.clone())], &[true, false])
+            })
+            .unwrap();
+            assert_eq!(*unread[0], out[0]);
+            assert_eq!(
+                (unread[1].shape(), unread[1].element_type()),
+                (&[0][..], I64)
+            );
             let (oh, ow) = (out[0].shape()[2], out[0].shape()[3]);
             let (values, indices) = (
                 out[0].values::<f32>().unwrap(),

@@ -56,6 +56,7 @@ impl RowWindows<'_> {
 
     /// Tap `kx` of every output of the row, read from input row `xr`; `fill` where the tap lies
     /// in padding.
+    #[inline(always)]
     pub fn gather<T: Copy>(&self, xr: &[T], kx: usize, fill: T, taps: &mut [T]) {
         let start = (kx * self.g.dil[2]) as isize - self.g.pad[2] as isize;
         gather_run(xr, start, self.g.stride[2], fill, taps);

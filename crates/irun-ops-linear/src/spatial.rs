@@ -248,6 +248,7 @@ mod tests {
 /// `dst[k] = src[start + k * step]` where that lies inside `src`, `fill` where it does not: a run
 /// of taps along one input row, padding on either side reading as `fill`. The in-bounds span is
 /// computed once, so the copy has no per-element check (at step 1 it is one `memcpy`).
+#[inline(always)]
 pub fn gather_run<T: Copy>(src: &[T], start: isize, step: usize, fill: T, dst: &mut [T]) {
     let (s, len, n) = (step.max(1) as isize, src.len() as isize, dst.len() as isize);
     // Inside for `lo <= k < hi`: `0 <= start + k * s < len`.
