@@ -64,9 +64,10 @@ impl PackedFilters {
         })
     }
 
-    /// Filters `[1, co, ci, *k]` (one group, 1 or 2 spatial dims, more than one tap) for
-    /// [`DirectFilters`], when this CPU runs it; the convolution must have unit strides.
-    pub fn direct(filters: &Tensor) -> Option<PackedFilters> {
+    /// Filters `[1, co, ci, *k]` (one group, 1 or 2 spatial dims) for [`DirectFilters`],
+    /// when this CPU runs it, for a convolution of these `strides`: all but a 1x1 kernel at
+    /// stride 1, whose patches are the input itself (a plain GEMM).
+    pub fn direct(filters: &Tensor, strides: &[usize]) -> Option<PackedFilters> {
         let w = filters.values::<f32>()?;
         let fs = filters.shape();
         let kernel = match *fs {
@@ -74,7 +75,8 @@ impl PackedFilters {
             [1, _, _, kh, kw] => [kh, kw],
             _ => return None,
         };
-        if kernel[0] * kernel[1] < 2 || !DirectFilters::supported() {
+        let pointwise = kernel == [1, 1] && strides.iter().all(|&s| s == 1);
+        if pointwise || !DirectFilters::supported() {
             return None;
         }
         let direct = DirectFilters::new(w, fs[1], fs[2], kernel)?;
@@ -273,11 +275,11 @@ impl Geometry {
             .map_err(|e| OpError::new(codes::RUN_SHAPE, e.to_string()))
     }
 
-    /// The geometry for `d` when [`DirectFilters`] can run it: one group, unit strides, at
-    /// most two spatial dims, and the filters `d` was made from.
+    /// The geometry for `d` when [`DirectFilters`] can run it: one group, at most two
+    /// spatial dims, and the filters `d` was made from.
     fn direct_shape(&self, d: &DirectFilters) -> Option<Shape2> {
         let fits = self.groups == 1
-            && self.stride == [1, 1, 1]
+            && self.stride[0] == 1
             && self.input[0] == 1
             && self.kernel[0] == 1
             && self.out[0] == 1
@@ -289,6 +291,7 @@ impl Geometry {
             n: self.n,
             input: [self.input[1], self.input[2]],
             out: [self.out[1], self.out[2]],
+            stride: [self.stride[1], self.stride[2]],
             dil: [self.dil[1], self.dil[2]],
             pad: [self.pad[1], self.pad[2]],
         })
@@ -297,10 +300,10 @@ impl Geometry {
     /// `filters [1, co, ci, *k]` laid out for [`DirectFilters`] and the geometry, when the
     /// prepared path would run it ([`PackedFilters::direct`] and [`Self::direct_shape`]).
     fn direct_filters(&self, filters: &Tensor) -> Option<(DirectFilters, Shape2)> {
-        if self.groups != 1 || self.stride != [1, 1, 1] || self.input[0] != 1 {
+        if self.groups != 1 || self.input[0] != 1 {
             return None;
         }
-        let d = PackedFilters::direct(filters)?.direct?;
+        let d = PackedFilters::direct(filters, &self.stride[1..])?.direct?;
         let s = self.direct_shape(&d)?;
         Some((d, s))
     }
@@ -323,9 +326,9 @@ impl Geometry {
             channels: self.co,
             plane: positions,
         };
-        let out = d.run(x, s, &|channel, dst| {
+        let out = d.run(x, s, &|start, dst| {
             if let Some(e) = epilogue {
-                e.apply_at(dst, channel * positions, layout);
+                e.apply_at(dst, start, layout);
             }
         })?;
         Tensor::new(data.element_type(), shape, irun_tensor::Scalar::wrap(out))
@@ -682,9 +685,8 @@ impl PreparedConv {
     ) -> Option<Box<dyn Prepared>> {
         let filters = constants.get(1)?.clone()?;
         let as_groups = grouped_view(&filters, grouped).ok()?;
-        let unit_strides = spatial.strides.iter().all(|&s| s == 1) && spatial.rank() <= 2;
-        let packed = unit_strides
-            .then(|| PackedFilters::direct(&as_groups))
+        let packed = (spatial.rank() <= 2)
+            .then(|| PackedFilters::direct(&as_groups, &spatial.strides))
             .flatten()
             .or_else(|| PackedFilters::new(&as_groups))?;
         let groups = grouped.then(|| filters.shape().first().copied().unwrap_or(0));

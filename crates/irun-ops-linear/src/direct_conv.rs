@@ -1,13 +1,17 @@
-//! Direct f32 convolution at stride 1 (one group, 1 or 2 spatial dims, any kernel size and
+//! Direct f32 convolution (one group, 1 or 2 spatial dims, any kernel size, stride and
 //! dilation), for CPUs with AVX-512: no patch matrix and no packing of the input.
 //!
-//! Why it works: pad each input plane once into a plane `Wp` wide and take the output
-//! positions in that padded plane's flat order, `q = oy * Wp + ox`. Then tap `(ky, kx)` of
-//! every output reads the padded input at `q + ky * dil_y * Wp + kx * dil_x`: one contiguous
-//! run per tap, which the kernel loads as it is. The `Wp - ow` positions at the end of each
-//! output row are computed and dropped (under 4% of the work at ResNet-18's 56x56, 22% at its
-//! 7x7). The im2col GEMM spent a fifth of its time gathering patches into packed panels, and
-//! split small outputs into uneven column blocks.
+//! Why it works, at stride 1: pad each input plane once into a plane `Wp` wide and take the
+//! output positions in that padded plane's flat order, `q = oy * Wp + ox`. Then tap `(ky, kx)`
+//! of every output reads the padded input at `q + ky * dil_y * Wp + kx * dil_x`: one
+//! contiguous run per tap, which the kernel loads as it is. The `Wp - ow` positions at the end
+//! of each output row are computed and dropped (under 4% of the work at ResNet-18's 56x56).
+//! At stride `s` the padded plane is first split into its `s x s` phases (the rows `a, a + s,
+//! ...` and columns `b, b + s, ...`), of which only those some tap reads are kept: a tap lies
+//! in one phase, where the outputs read it at stride 1, so the same kernel runs with each
+//! tap's offset counted from its channel's first phase. The im2col GEMM spent a fifth of its
+//! time gathering patches into packed panels, and split small outputs into uneven column
+//! blocks.
 //!
 //! A tile is `MR` output channels by 16, 32 or 48 flat positions (the width that wastes the
 //! fewest positions past the last output, preferring the widest), summed in registers over every
@@ -18,6 +22,7 @@
 
 use crate::op::OpError;
 use crate::par::{self, Filler};
+use crate::spatial::gather_run;
 
 /// Output channels of a tile: one broadcast filter value each.
 const MR: usize = 8;
@@ -48,12 +53,13 @@ pub struct DirectFilters {
     packed: Vec<f32>,
 }
 
-/// One stride-1 convolution's geometry in two spatial dims (a 1-D one has height 1).
+/// One convolution's geometry in two spatial dims (a 1-D one has height 1).
 #[derive(Clone, Copy, Debug)]
 pub struct Shape2 {
     pub n: usize,
     pub input: [usize; 2],
     pub out: [usize; 2],
+    pub stride: [usize; 2],
     pub dil: [usize; 2],
     /// Padding at the start of each dim (the end's follows from the output size).
     pub pad: [usize; 2],
@@ -112,41 +118,96 @@ impl DirectFilters {
     }
 
     /// The convolution of `x [n, ci, *input]` into `[n, co, *out]`; `each` is called on
-    /// every run of output channels (`(index of the first, n * co + c, values)`) as soon as
-    /// they are computed.
+    /// every stretch of the output (`(flat index of its first value, values)`) as soon as it
+    /// is computed, once per value.
     pub fn run(
         &self,
         x: &[f32],
         s: &Shape2,
         each: &(dyn Fn(usize, &mut [f32]) + Sync),
     ) -> Result<Vec<f32>, OpError> {
+        self.run_within(x, s, each, L2_INPUT_BYTES)
+    }
+
+    /// [`Self::run`], keeping about `l2_bytes` of input per task in cache.
+    fn run_within(
+        &self,
+        x: &[f32],
+        s: &Shape2,
+        each: &(dyn Fn(usize, &mut [f32]) + Sync),
+        l2_bytes: usize,
+    ) -> Result<Vec<f32>, OpError> {
         let [kh, kw] = self.kernel;
         let [oh, ow] = s.out;
-        let wp = ow + (kw - 1) * s.dil[1];
-        let hp = oh + (kh - 1) * s.dil[0];
-        let taps: Vec<usize> = (0..kh)
-            .flat_map(|ky| (0..kw).map(move |kx| ky * s.dil[0] * wp + kx * s.dil[1]))
-            .collect();
-        let reach = taps.last().copied().unwrap_or(0);
-        // Flat positions computed, rounded up to whole tiles; each plane holds every value a
-        // tile reads (zeros past the padded plane).
+        // Tap (ky, kx) lies in phase (ky * dy % sy, kx * dx % sx), at (ky * dy / sy, kx *
+        // dx / sx) of it; the phases are `[hp, wp]`, with room for every tap of every output.
+        let at = |k: usize, d: usize| (k * s.dil[d] % s.stride[d], k * s.dil[d] / s.stride[d]);
+        let (hp, wp) = (oh + at(kh - 1, 0).1, ow + at(kw - 1, 1).1);
+        let mut phases: Vec<[usize; 2]> = Vec::new();
+        let mut tap_at: Vec<(usize, usize)> = Vec::with_capacity(kh * kw);
+        for ky in 0..kh {
+            for kx in 0..kw {
+                let ((a, y), (b, x)) = (at(ky, 0), at(kx, 1));
+                let phase = match phases.iter().position(|&p| p == [a, b]) {
+                    Some(i) => i,
+                    None => {
+                        phases.push([a, b]);
+                        phases.len() - 1
+                    }
+                };
+                tap_at.push((phase, y * wp + x));
+            }
+        }
+        let reach = tap_at.iter().map(|t| t.1).max().unwrap_or(0);
+        // Flat positions computed, rounded up to whole tiles; each phase holds every value a
+        // tile reads (zeros past its plane).
         let vectors = vectors_for(oh * wp);
         let nr = 16 * vectors;
         let flat = (oh * wp).next_multiple_of(nr);
-        let plane = (hp * wp).max(flat + reach);
-        let positions = oh * ow;
+        let phase_len = (hp * wp).max(flat + reach);
+        let plane = phases.len() * phase_len;
+        let taps: Vec<usize> = tap_at.iter().map(|&(p, o)| p * phase_len + o).collect();
         let in_plane = s.input[0] * s.input[1];
         // Both buffers are written in parallel straight into their capacity: zero-filling
         // them first, on one thread, cost as much as a tenth of a 56x56 convolution.
         let padded = par::build(s.n * self.ci * plane, plane, &|start, fill| {
-            let mut p = start / plane;
+            let mut row = vec![0f32; wp];
+            let mut c = start / plane;
             while fill.remaining() > 0 {
-                pad_plane(&x[p * in_plane..][..in_plane], s, [hp, wp], plane, fill);
-                p += 1;
+                let x = &x[c * in_plane..][..in_plane];
+                for &phase in &phases {
+                    pad_phase(x, s, phase, [hp, wp], phase_len, &mut row, fill);
+                }
+                c += 1;
             }
         })?;
-        let weights_per_tile = self.ci * taps.len() * MR;
-        let channels = s.n * self.co;
+        let layout = Layout {
+            taps,
+            plane,
+            phase_len,
+            wp,
+            vectors,
+            out: s.out,
+            weights_per_tile: self.ci * tap_at.len() * MR,
+        };
+        if self.ci * plane * 4 <= l2_bytes {
+            self.run_whole(&layout, s.n, &padded, each)
+        } else {
+            self.run_blocked(&layout, s.n, &padded, each, l2_bytes)
+        }
+    }
+
+    /// Tasks of `MR` output channels over all positions, written straight into the output
+    /// in order: the padded input of an item stays in L2 from tile to tile.
+    fn run_whole(
+        &self,
+        l: &Layout,
+        n: usize,
+        padded: &[f32],
+        each: &(dyn Fn(usize, &mut [f32]) + Sync),
+    ) -> Result<Vec<f32>, OpError> {
+        let positions = l.out[0] * l.out[1];
+        let channels = n * self.co;
         par::build(
             channels * positions,
             (MR * positions).max(1),
@@ -162,47 +223,160 @@ impl DirectFilters {
                     let rows = (MR - first)
                         .min(self.co - c)
                         .min(fill.remaining() / positions.max(1));
-                    let w = &self.packed[tile_of * weights_per_tile..][..weights_per_tile];
-                    let xi = &padded[item * self.ci * plane..][..self.ci * plane];
-                    for q0 in (0..oh * wp).step_by(nr) {
-                        tile(vectors, w, xi, plane, &taps, q0, &mut acc);
-                        // Keep the tile's positions that are outputs (not past an output row).
-                        let end = (q0 + nr).min(oh * wp);
-                        let mut q = q0;
-                        while q < end {
-                            let (oy, ox) = (q / wp, q % wp);
-                            let run = (wp - ox).min(end - q);
-                            let keep = run.min(ow.saturating_sub(ox));
-                            for (r, a) in acc[first..first + rows].iter().enumerate() {
-                                let at = r * positions + oy * ow + ox;
-                                stage[at..at + keep].copy_from_slice(&a[q - q0..q - q0 + keep]);
-                            }
-                            q += run;
-                        }
+                    let w = &self.packed[tile_of * l.weights_per_tile..][..l.weights_per_tile];
+                    let xi = &padded[item * self.ci * l.plane..][..self.ci * l.plane];
+                    for q0 in (0..l.flat()).step_by(l.nr()) {
+                        tile(l.vectors, w, xi, l.plane, &l.taps, q0, &mut acc);
+                        l.keep(&acc[first..first + rows], q0, &mut stage);
                     }
                     let done = &mut stage[..rows * positions];
-                    each(g, done);
+                    each(g * positions, done);
                     fill.extend_from_slice(done);
                     g += rows;
                 }
             },
         )
     }
+
+    /// For inputs larger than L2 (PointPillars' 64 x 256 x 256): each task takes a share
+    /// of the output channels and walks the positions in blocks whose input fits in L2,
+    /// running all its channels over a block before the next, so the input is read from
+    /// memory once per task rather than once per tile of `MR` channels.
+    fn run_blocked(
+        &self,
+        l: &Layout,
+        n: usize,
+        padded: &[f32],
+        each: &(dyn Fn(usize, &mut [f32]) + Sync),
+        l2_bytes: usize,
+    ) -> Result<Vec<f32>, OpError> {
+        let positions = l.out[0] * l.out[1];
+        let tiles = self.co.div_ceil(MR);
+        let per_task = tiles.div_ceil(par::threads().max(1)).max(1);
+        let group = per_task * MR * positions;
+        let reach = l.taps.iter().map(|t| t % l.phase_len).max().unwrap_or(0);
+        let phases = l.taps.iter().map(|t| t / l.phase_len).max().unwrap_or(0) + 1;
+        let block = (l2_bytes / 4 / (self.ci * phases).max(1))
+            .saturating_sub(reach)
+            .max(l.nr())
+            .next_multiple_of(l.nr());
+        // Zeroed in parallel, then each task owns its channels' slice.
+        let mut out = par::build(n * self.co * positions, group.max(1), &|_, fill| {
+            fill.repeat(0.0, fill.remaining())
+        })?;
+        let mut tasks: Vec<(usize, &mut [f32])> = Vec::new();
+        for (item, o) in out.chunks_mut((self.co * positions).max(1)).enumerate() {
+            for (t, dst) in o.chunks_mut(group.max(1)).enumerate() {
+                tasks.push((item * self.co + t * per_task * MR, dst));
+            }
+        }
+        par::for_each_mut(&mut tasks, &|_, (g, dst)| {
+            let (item, c0) = (*g / self.co, *g % self.co);
+            let xi = &padded[item * self.ci * l.plane..][..self.ci * l.plane];
+            let rows = dst.len() / positions.max(1);
+            let mut acc = [[0f32; NR]; MR];
+            for b0 in (0..l.flat()).step_by(block) {
+                let b1 = (b0 + block).min(l.flat());
+                // The outputs among flat positions b0..b1, which `keep` writes.
+                let (p0, p1) = (l.position(b0), l.position(b1));
+                for r0 in (0..rows).step_by(MR) {
+                    let tile_of = (c0 + r0) / MR;
+                    let w = &self.packed[tile_of * l.weights_per_tile..][..l.weights_per_tile];
+                    let tile_rows = (rows - r0).min(MR);
+                    let dst = &mut dst[r0 * positions..][..tile_rows * positions];
+                    for q0 in (b0..b1).step_by(l.nr()) {
+                        tile(l.vectors, w, xi, l.plane, &l.taps, q0, &mut acc);
+                        l.keep(&acc[..tile_rows], q0, dst);
+                    }
+                    for (r, plane) in dst.chunks_mut(positions.max(1)).enumerate() {
+                        each((*g + r0 + r) * positions + p0, &mut plane[p0..p1]);
+                    }
+                }
+            }
+        });
+        Ok(out)
+    }
 }
 
-/// Appends input plane `x [ih, iw]` at `pad` in a `[hp, wp]` plane of zeros, and zeros up
-/// to `plane` values, to `fill`.
-fn pad_plane(x: &[f32], s: &Shape2, [hp, wp]: [usize; 2], plane: usize, fill: &mut Filler<f32>) {
+/// Block sizes above: the bytes of padded input a task keeps in L2 (2 MiB per core here).
+const L2_INPUT_BYTES: usize = 1 << 20;
+
+/// Where a convolution's tiles read and write.
+struct Layout {
+    /// Offset of each tap from its channel's first phase.
+    taps: Vec<usize>,
+    /// Values per input channel (all its phases).
+    plane: usize,
+    /// Values per phase.
+    phase_len: usize,
+    /// Width of a phase, which the flat positions step through.
+    wp: usize,
+    vectors: usize,
+    out: [usize; 2],
+    weights_per_tile: usize,
+}
+
+impl Layout {
+    fn nr(&self) -> usize {
+        16 * self.vectors
+    }
+
+    /// Flat positions to compute: `oh` rows of `wp`.
+    fn flat(&self) -> usize {
+        self.out[0] * self.wp
+    }
+
+    /// The output position of flat position `q` (of the first output at or after it).
+    fn position(&self, q: usize) -> usize {
+        (q / self.wp) * self.out[1] + (q % self.wp).min(self.out[1])
+    }
+
+    /// Copies the outputs among the tile's flat positions `q0..` (not those past an output
+    /// row) of each row of `acc` into the channel planes of `dst`.
+    fn keep(&self, acc: &[[f32; NR]], q0: usize, dst: &mut [f32]) {
+        let [_, ow] = self.out;
+        let positions = self.out[0] * ow;
+        let end = (q0 + self.nr()).min(self.flat());
+        let mut q = q0;
+        while q < end {
+            let (oy, ox) = (q / self.wp, q % self.wp);
+            let run = (self.wp - ox).min(end - q);
+            let keep = run.min(ow.saturating_sub(ox));
+            for (r, a) in acc.iter().enumerate() {
+                let at = r * positions + oy * ow + ox;
+                dst[at..at + keep].copy_from_slice(&a[q - q0..q - q0 + keep]);
+            }
+            q += run;
+        }
+    }
+}
+
+/// Appends phase `[a, b]` of input plane `x [ih, iw]` padded by `s.pad` (its rows `a, a +
+/// sy, ...` and columns `b, b + sx, ...`, `[hp, wp]` of them, zeros outside the input), then
+/// zeros up to `len` values, to `fill`; `row` is scratch of `wp` values.
+fn pad_phase(
+    x: &[f32],
+    s: &Shape2,
+    [a, b]: [usize; 2],
+    [hp, wp]: [usize; 2],
+    len: usize,
+    row: &mut [f32],
+    fill: &mut Filler<f32>,
+) {
     let [ih, iw] = s.input;
     let [pt, pl] = s.pad;
-    let (rows, cols) = (ih.min(hp.saturating_sub(pt)), iw.min(wp.saturating_sub(pl)));
-    fill.repeat(0.0, pt * wp);
-    for y in 0..rows {
-        fill.repeat(0.0, pl);
-        fill.extend_from_slice(&x[y * iw..][..cols]);
-        fill.repeat(0.0, wp - pl - cols);
+    let [sy, sx] = s.stride;
+    let start = b as isize - pl as isize;
+    for i in 0..hp {
+        match (i * sy + a).checked_sub(pt).filter(|&y| y < ih) {
+            Some(y) => {
+                gather_run(&x[y * iw..][..iw], start, sx, 0.0, row);
+                fill.extend_from_slice(row);
+            }
+            None => fill.repeat(0.0, wp),
+        }
     }
-    fill.repeat(0.0, plane - (pt + rows) * wp);
+    fill.repeat(0.0, len - hp * wp);
 }
 
 /// `acc[r][i]` = the output of channel `r` of the tile at flat position `q0 + i`: for each
@@ -315,8 +489,10 @@ mod tests {
                         for c in 0..ci {
                             for ky in 0..k[0] {
                                 for kx in 0..k[1] {
-                                    let y = (oy + ky * s.dil[0]) as isize - s.pad[0] as isize;
-                                    let xx = (ox + kx * s.dil[1]) as isize - s.pad[1] as isize;
+                                    let y = (oy * s.stride[0] + ky * s.dil[0]) as isize
+                                        - s.pad[0] as isize;
+                                    let xx = (ox * s.stride[1] + kx * s.dil[1]) as isize
+                                        - s.pad[1] as isize;
                                     if y < 0 || xx < 0 || y >= ih as isize || xx >= iw as isize {
                                         continue;
                                     }
@@ -349,22 +525,32 @@ mod tests {
         if !DirectFilters::supported() {
             return;
         }
-        // (n, co, ci, input, kernel, dil, pad begin, pad end): channel counts off the tile
-        // sizes, asymmetric and no padding, dilation, 1-D, a plane narrower than a tile.
+        // (n, co, ci, input, kernel, stride, dil, pad begin, pad end): channel counts off the
+        // tile sizes, asymmetric and no padding, dilation, 1-D, a plane narrower than a tile,
+        // strides 2 and 3 (a 7x7 stem, a 1x1 that reads one phase, strides that differ by
+        // dim, stride with dilation), padding past what the strided windows reach.
         let cases = [
-            (1, 8, 3, [9, 11], [3, 3], [1, 1], [1, 1], [1, 1]),
-            (2, 13, 5, [7, 6], [3, 2], [1, 1], [0, 1], [2, 0]),
-            (1, 17, 4, [12, 12], [3, 3], [2, 2], [2, 2], [2, 2]),
-            (1, 9, 6, [1, 40], [1, 5], [1, 1], [0, 2], [0, 2]),
-            (1, 3, 2, [3, 3], [3, 3], [1, 1], [0, 0], [0, 0]),
-            (1, 16, 16, [14, 14], [5, 5], [1, 1], [2, 2], [2, 2]),
+            (1, 8, 3, [9, 11], [3, 3], [1, 1], [1, 1], [1, 1], [1, 1]),
+            (2, 13, 5, [7, 6], [3, 2], [1, 1], [1, 1], [0, 1], [2, 0]),
+            (1, 17, 4, [12, 12], [3, 3], [1, 1], [2, 2], [2, 2], [2, 2]),
+            (1, 9, 6, [1, 40], [1, 5], [1, 1], [1, 1], [0, 2], [0, 2]),
+            (1, 3, 2, [3, 3], [3, 3], [1, 1], [1, 1], [0, 0], [0, 0]),
+            (1, 16, 16, [14, 14], [5, 5], [1, 1], [1, 1], [2, 2], [2, 2]),
+            (1, 10, 3, [23, 21], [7, 7], [2, 2], [1, 1], [3, 3], [3, 3]),
+            (2, 12, 7, [14, 14], [1, 1], [2, 2], [1, 1], [0, 0], [0, 0]),
+            (1, 9, 5, [15, 16], [3, 3], [2, 3], [1, 1], [1, 1], [0, 2]),
+            (1, 8, 4, [17, 17], [3, 3], [2, 2], [2, 3], [2, 1], [1, 3]),
+            (1, 8, 2, [9, 9], [2, 2], [3, 3], [1, 1], [4, 4], [4, 4]),
         ];
-        for (i, &(n, co, ci, input, k, dil, pad, pad_end)) in cases.iter().enumerate() {
-            let out = [0, 1].map(|d| input[d] + pad[d] + pad_end[d] - (k[d] - 1) * dil[d]);
+        for (i, &(n, co, ci, input, k, stride, dil, pad, pad_end)) in cases.iter().enumerate() {
+            let out = [0, 1].map(|d| {
+                (input[d] + pad[d] + pad_end[d] - (k[d] - 1) * dil[d] - 1) / stride[d] + 1
+            });
             let s = Shape2 {
                 n,
                 input,
                 out,
+                stride,
                 dil,
                 pad,
             };
@@ -372,9 +558,18 @@ mod tests {
             let w = values(co * ci * k[0] * k[1], 99 + i as u32);
             let f = DirectFilters::new(&w, co, ci, k).unwrap();
             let want = reference(&x, &w, co, ci, k, &s);
-            let runs: Vec<Vec<f32>> = [1, 2, 3]
-                .map(|t| crate::testing::on_threads(t, || f.run(&x, &s, &|_, _| {}).unwrap()))
-                .into();
+            // Whole planes at 1, 2 and 3 threads; blocks of positions (a budget of a few
+            // hundred bytes) at 1 and 2.
+            let run = |t, budget| {
+                crate::testing::on_threads(t, || f.run_within(&x, &s, &|_, _| {}, budget)).unwrap()
+            };
+            let runs = [
+                run(1, usize::MAX),
+                run(2, usize::MAX),
+                run(3, usize::MAX),
+                run(1, 600),
+                run(2, 600),
+            ];
             for (got, w) in runs[0].iter().zip(&want) {
                 assert!(
                     (*got as f64 - w).abs() <= 1e-5 * (1.0 + w.abs()),
@@ -383,40 +578,44 @@ mod tests {
             }
             assert_eq!(runs[0], runs[1], "case {i}: 1 and 2 threads");
             assert_eq!(runs[0], runs[2], "case {i}: 1 and 3 threads");
+            assert_eq!(runs[0], runs[3], "case {i}: in blocks");
+            assert_eq!(runs[0], runs[4], "case {i}: in blocks, 2 threads");
         }
     }
 
     #[test]
-    fn each_sees_every_channel_once_with_its_index() {
+    fn each_sees_every_output_once_where_it_lies() {
         if !DirectFilters::supported() {
             return;
         }
         let (co, ci, k) = (19, 2, [3, 3]);
         let s = Shape2 {
             n: 2,
-            input: [5, 5],
-            out: [5, 5],
+            input: [9, 7],
+            out: [9, 7],
+            stride: [1, 1],
             dil: [1, 1],
             pad: [1, 1],
         };
         let f = DirectFilters::new(&values(co * ci * 9, 3), co, ci, k).unwrap();
-        let seen = std::sync::Mutex::new(Vec::new());
-        f.run(&values(2 * ci * 25, 4), &s, &|c, v| {
-            seen.lock().unwrap().push((c, v.len() / 25))
-        })
-        .unwrap();
-        let mut seen = seen.into_inner().unwrap();
-        seen.sort();
-        // Runs of channels back to back from 0 to 2 * 19, none across the two items.
-        let mut next = 0;
-        for &(first, rows) in &seen {
-            assert_eq!(first, next, "{seen:?}");
-            assert!(
-                rows > 0 && first / co == (first + rows - 1) / co,
-                "{seen:?}"
-            );
-            next += rows;
+        let x = values(2 * ci * 63, 4);
+        for budget in [usize::MAX, 300] {
+            let seen = std::sync::Mutex::new(Vec::new());
+            let out = crate::testing::on_threads(2, || {
+                f.run_within(
+                    &x,
+                    &s,
+                    &|at, v| seen.lock().unwrap().push((at, v.to_vec())),
+                    budget,
+                )
+            })
+            .unwrap();
+            let mut times = vec![0; out.len()];
+            for (at, v) in seen.into_inner().unwrap() {
+                assert_eq!(&out[at..at + v.len()], &v[..], "budget {budget}");
+                times[at..at + v.len()].iter_mut().for_each(|t| *t += 1);
+            }
+            assert!(times.iter().all(|&t| t == 1), "budget {budget}: {times:?}");
         }
-        assert_eq!(next, 2 * co);
     }
 }
