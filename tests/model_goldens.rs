@@ -199,3 +199,33 @@ fn dynamic_shapes_alternate_without_stale_facts() {
     let want = npz(&dir.join("expected.npz"));
     assert!(mismatch(&first[0].1, &want[0].1).is_none());
 }
+
+/// OpenVINO's default f16-compressed weights (`Const f16 -> Convert` before every
+/// Convolution and MatMul) are widened once, at compile time, and the kernels that read them
+/// are prepared on the widened values, as they are for f32 weights.
+#[test]
+fn compressed_weights_are_widened_once_and_prepared() {
+    let compile = |name: &str| {
+        Model::open(
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("models/real")
+                .join(name)
+                .join("model.xml"),
+        )
+        .unwrap()
+        .compile(&Options {
+            threads: Some(2),
+            ..Options::default()
+        })
+        .unwrap()
+    };
+    let (wide, compressed) = (compile("mobilenet_v3"), compile("mobilenet_v3_f16"));
+    assert!(wide.prepared().0 > 40);
+    assert_eq!(compressed.prepared().0, wide.prepared().0);
+    // Its 54 Converts never run, whatever their size.
+    assert!(
+        compressed.folded() >= wide.folded() + 54,
+        "{} folded",
+        compressed.folded()
+    );
+}

@@ -14,6 +14,7 @@
 mod awake;
 mod checks;
 mod error;
+mod fold;
 mod fuse;
 mod fuse_index;
 mod inputs;
@@ -263,6 +264,7 @@ impl Executable {
             graph,
         };
         if options.prepare_constants {
+            exe.fold_constants()?;
             exe.prepare()?;
             exe.fuse_epilogues()?;
         }
@@ -293,12 +295,7 @@ impl Executable {
                         .cloned()
                         .unwrap_or_else(Fact::unknown),
                 );
-                let is_const = self.graph.layer(o.node).type_name == "Const";
-                constants.push(if is_const {
-                    Some(self.constant(o.node, self.memory_limit)?)
-                } else {
-                    None
-                });
+                constants.push(self.constant_input(o.node, o.slot)?);
             }
             if constants.iter().any(Option::is_some) {
                 offers.push((n, facts, constants));

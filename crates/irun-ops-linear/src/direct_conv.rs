@@ -84,15 +84,28 @@ impl DirectFilters {
         if w.len() != co * ci * taps || co == 0 || ci == 0 || taps == 0 {
             return None;
         }
-        let tiles = co.div_ceil(MR);
-        let mut packed = vec![0f32; tiles * ci * taps * MR];
-        for (o, filter) in w.chunks_exact(ci * taps).enumerate() {
-            let (tile, r) = (o / MR, o % MR);
-            let base = tile * ci * taps * MR;
-            for (k, &v) in filter.iter().enumerate() {
-                packed[base + k * MR + r] = v;
+        let (tiles, k) = (co.div_ceil(MR), ci * taps);
+        // Tiles in parallel, each written in order (ResNet-18's filters took 7% of loading
+        // one after another).
+        let packed = par::build(tiles * k * MR, k * MR, &|start, fill| {
+            let mut block = vec![0f32; k * MR];
+            let mut tile = start / (k * MR);
+            while fill.remaining() > 0 {
+                let rows = MR.min(co - tile * MR);
+                if rows < MR {
+                    // The channels past `co` of the last tile.
+                    block.fill(0.0);
+                }
+                for (r, filter) in w[tile * MR * k..].chunks_exact(k).take(rows).enumerate() {
+                    for (j, &v) in filter.iter().enumerate() {
+                        block[j * MR + r] = v;
+                    }
+                }
+                fill.extend_from_slice(&block);
+                tile += 1;
             }
-        }
+        })
+        .ok()?;
         Some(DirectFilters {
             co,
             ci,
