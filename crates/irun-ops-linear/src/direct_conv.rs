@@ -20,7 +20,7 @@
 //! Tasks own `MR` output channels of one batch item (contiguous in the output), so they write
 //! disjoint slices.
 
-use crate::op::OpError;
+use crate::op::{codes, OpError};
 use crate::par::{self, Filler};
 use crate::spatial::gather_run;
 
@@ -172,18 +172,27 @@ impl DirectFilters {
             }
         }
         let reach = tap_at.iter().map(|t| t.1).max().unwrap_or(0);
+        // The sizes are bounded by the input's and output's, which the executor checked
+        // against memory, but checked anyway: a hostile model must not wrap them into a short
+        // buffer (the tiles' bounds check would reject it, with a panic).
+        let too_large = || OpError::new(codes::MEMORY, "the padded input overflows memory");
+        let phase_area = hp.checked_mul(wp).ok_or_else(too_large)?;
         // Flat positions computed, rounded up to whole tiles; each phase holds every value a
         // tile reads (zeros past its plane).
         let vectors = vectors_for(oh * wp);
         let nr = 16 * vectors;
         let flat = (oh * wp).next_multiple_of(nr);
-        let phase_len = (hp * wp).max(flat + reach);
-        let plane = phases.len() * phase_len;
+        let phase_len = phase_area.max(flat + reach);
+        let plane = phases.len().checked_mul(phase_len).ok_or_else(too_large)?;
+        let padded_len = [self.ci, s.n]
+            .iter()
+            .try_fold(plane, |a, &b| a.checked_mul(b))
+            .ok_or_else(too_large)?;
         let taps: Vec<usize> = tap_at.iter().map(|&(p, o)| p * phase_len + o).collect();
         let in_plane = s.input[0] * s.input[1];
         // Both buffers are written in parallel straight into their capacity: zero-filling
         // them first, on one thread, cost as much as a tenth of a 56x56 convolution.
-        let padded = par::build(s.n * self.ci * plane, plane, &|start, fill| {
+        let padded = par::build(padded_len, plane, &|start, fill| {
             let mut row = vec![0f32; wp];
             let mut c = start / plane;
             while fill.remaining() > 0 {
