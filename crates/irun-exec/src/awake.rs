@@ -10,8 +10,9 @@
 //!
 //! Why this cannot deadlock: a spinner polls only at the bottom of its worker's stack, where
 //! no frame waits for it to return. A spinner that starts anywhere else returns at once: on
-//! a worker that already runs a spinner (a thread-local flag says so) or on the worker that
-//! runs the run's job. Both cases happen. A spinner of the previous run that has not yet seen
+//! a worker that already runs a spinner (a thread-local flag says so; it leaves its run to
+//! that one, which polls for it once back at the bottom) or on the worker that runs the
+//! run's job. Both cases happen. A spinner of the previous run that has not yet seen
 //! its run end can take a piece of the next run, and that piece, waiting for a join's other
 //! half, can take the next run's spinner; had that spinner polled until its run ended, the
 //! piece under it would never finish and neither would the run (seen once in `irun bench`
@@ -20,16 +21,18 @@
 //! before anything else ([`Awake::mark_runner`]). Runs that start on a worker of the pool
 //! itself (a nested run) get no spinners: the caller's frame would be under them.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 thread_local! {
     /// Whether a spinner polls on this thread, lower in its stack.
     static SPINNING: Cell<bool> = const { Cell::new(false) };
+    /// A later run's spinner that met the one polling here, for that one to take over.
+    static HANDOVER: RefCell<Option<Arc<Shared>>> = const { RefCell::new(None) };
 }
 
-/// Clears [`SPINNING`] when its spinner returns, a panic included.
+/// Clears [`SPINNING`] (and any handover) when its spinner returns, a panic included.
 struct SpinningHere;
 
 impl SpinningHere {
@@ -46,6 +49,7 @@ impl SpinningHere {
 impl Drop for SpinningHere {
     fn drop(&mut self) {
         SPINNING.with(|s| s.set(false));
+        HANDOVER.with(|h| h.borrow_mut().take());
     }
 }
 
@@ -95,18 +99,30 @@ impl Awake {
 }
 
 impl Shared {
-    fn spin(&self, worker: usize) {
+    /// Polls for `self`'s run; above another spinner, hands the run to that one instead
+    /// (which then polls for it at the bottom of the stack, once what is above it returns).
+    fn spin(self: &Arc<Self>, worker: usize) {
         let Some(_here) = SpinningHere::claim() else {
+            HANDOVER.with(|h| *h.borrow_mut() = Some(self.clone()));
             return;
         };
-        self.spinning.fetch_add(1, Ordering::AcqRel);
-        while !self.done.load(Ordering::Acquire) && self.runner.load(Ordering::Acquire) != worker {
+        let mut run = self.clone();
+        run.spinning.fetch_add(1, Ordering::AcqRel);
+        loop {
+            if let Some(next) = HANDOVER.with(|h| h.borrow_mut().take()) {
+                run.spinning.fetch_sub(1, Ordering::AcqRel);
+                run = next;
+                run.spinning.fetch_add(1, Ordering::AcqRel);
+            }
+            if run.done.load(Ordering::Acquire) || run.runner.load(Ordering::Acquire) == worker {
+                break;
+            }
             match rayon::yield_now() {
                 Some(rayon::Yield::Executed) => {}
                 _ => std::hint::spin_loop(),
             }
         }
-        self.spinning.fetch_sub(1, Ordering::AcqRel);
+        run.spinning.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
@@ -221,8 +237,23 @@ mod tests {
             tx.send(()).unwrap();
         });
         let met = rx.recv_timeout(Duration::from_secs(10));
-        drop(newer);
-        drop(older);
         assert!(met.is_ok(), "the nested spinner kept polling");
+        // The older run ends; the spinner under the job, back at the bottom of its stack,
+        // polls for the newer run it was handed, until that one ends too.
+        let older_watch = Awake {
+            shared: older.shared.clone(),
+        };
+        drop(older);
+        let until = Instant::now() + Duration::from_secs(10);
+        while older_watch.spinning() > 0 && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert_eq!(older_watch.spinning(), 0);
+        assert!(newer.spinning() >= 1, "the handed-over run has no spinner");
+        let newer_watch = Awake {
+            shared: newer.shared.clone(),
+        };
+        drop(newer);
+        assert!(wait_until_stopped(&newer_watch));
     }
 }
