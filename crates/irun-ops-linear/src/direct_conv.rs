@@ -605,6 +605,56 @@ mod tests {
         }
     }
 
+    /// Random small geometries, padding wider than the kernel reaches and strides past the
+    /// kernel included, in whole planes and in blocks.
+    #[test]
+    fn random_geometries_match_the_definition() {
+        if !DirectFilters::supported() {
+            return;
+        }
+        let mut seed = 12345u32;
+        let mut pick = |n: usize| {
+            seed = seed.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+            (seed >> 8) as usize % n
+        };
+        for case in 0..150 {
+            let k = [1 + pick(4), 1 + pick(4)];
+            let stride = [1 + pick(3), 1 + pick(3)];
+            let dil = [1 + pick(2), 1 + pick(2)];
+            let input = [1 + pick(12), 1 + pick(12)];
+            let pad = [pick(4), pick(4)];
+            let pad_end = [pick(4), pick(4)];
+            let span = |d: usize| input[d] + pad[d] + pad_end[d];
+            if (0..2).any(|d| span(d) < (k[d] - 1) * dil[d] + 1) {
+                continue;
+            }
+            let out = [0, 1].map(|d| (span(d) - (k[d] - 1) * dil[d] - 1) / stride[d] + 1);
+            let (n, co, ci) = (1 + pick(2), 1 + pick(20), 1 + pick(5));
+            let s = Shape2 {
+                n,
+                input,
+                out,
+                stride,
+                dil,
+                pad,
+            };
+            let x = values(n * ci * input[0] * input[1], case);
+            let w = values(co * ci * k[0] * k[1], case + 1000);
+            let f = DirectFilters::new(&w, co, ci, k).unwrap();
+            let want = reference(&x, &w, co, ci, k, &s);
+            for budget in [usize::MAX, 500] {
+                let got = crate::testing::on_threads(2, || {
+                    f.run_within(&x, &s, &|_, _| {}, budget).unwrap()
+                });
+                assert_eq!(got.len(), want.len());
+                for (g, w) in got.iter().zip(&want) {
+                    let case = format!("case {case}: {s:?} k {k:?} co {co} ci {ci}");
+                    assert!((*g as f64 - w).abs() <= 1e-5 * (1.0 + w.abs()), "{case}");
+                }
+            }
+        }
+    }
+
     #[test]
     fn each_sees_every_output_once_where_it_lies() {
         if !DirectFilters::supported() {
