@@ -32,8 +32,8 @@ const BLOCK: usize = 512;
 type GroupGemm<'a, T> = &'a (dyn Fn(usize, usize, usize, &[T], &mut [T]) + Sync);
 
 /// f32 filters packed once for the GEMM, one matrix `[Cout/G, Cin/G * k]` per group (the
-/// per-call packing of the constant operand was a fifth of a convolution's time), or laid
-/// out for the direct stride-1 kernel ([`PackedFilters::direct`]) instead.
+/// per-call packing of the constant operand was a fifth of a convolution's time), or kept
+/// for the direct kernel ([`PackedFilters::direct`]) instead.
 pub struct PackedFilters {
     groups: Vec<rten_gemm::PackedAMatrix<f32>>,
     direct: Option<DirectFilters>,
@@ -68,7 +68,6 @@ impl PackedFilters {
     /// when this CPU runs it, for a convolution of these `strides`: all but a 1x1 kernel at
     /// stride 1, whose patches are the input itself (a plain GEMM).
     pub fn direct(filters: &Tensor, strides: &[usize]) -> Option<PackedFilters> {
-        let w = filters.values::<f32>()?;
         let fs = filters.shape();
         let kernel = match *fs {
             [1, _, _, k] => [1, k],
@@ -79,7 +78,7 @@ impl PackedFilters {
         if pointwise || !DirectFilters::supported() {
             return None;
         }
-        let direct = DirectFilters::new(w, fs[1], fs[2], kernel)?;
+        let direct = DirectFilters::new(filters, fs[1], fs[2], kernel)?;
         Some(PackedFilters {
             groups: Vec::new(),
             bytes: direct.byte_size(),
@@ -87,7 +86,8 @@ impl PackedFilters {
         })
     }
 
-    /// About the bytes held (the packed panels are the filters' size, rounded up to tiles).
+    /// About the bytes held beyond the filters (the packed panels are the filters' size,
+    /// rounded up to tiles; the direct kernel shares the filters).
     pub fn byte_size(&self) -> usize {
         self.bytes
     }

@@ -20,6 +20,8 @@
 //! Tasks own `MR` output channels of one batch item (contiguous in the output), so they write
 //! disjoint slices.
 
+use irun_tensor::Tensor;
+
 use crate::op::{codes, OpError};
 use crate::par::{self, Filler};
 use crate::spatial::gather_run;
@@ -43,14 +45,17 @@ fn vectors_for(flat: usize) -> usize {
         .unwrap_or(1)
 }
 
-/// Filters `[co, ci, kh, kw]` laid out for [`tile`]: per group of `MR` output channels, per
-/// input channel, per tap, the `MR` channels' weights (zeros past `co`).
+/// Filters `[co, ci, kh, kw]` for [`tile`], which reads the `MR` rows of a tile in place:
+/// the model's tensor is shared, not copied (no packing at load, and the weights are held
+/// once); only the last tile, when `co` is not a multiple of `MR`, is copied with zero rows
+/// after it.
 #[derive(Debug)]
 pub struct DirectFilters {
     co: usize,
     ci: usize,
     kernel: [usize; 2],
-    packed: Vec<f32>,
+    weights: Tensor,
+    tail: Vec<f32>,
 }
 
 /// One convolution's geometry in two spatial dims (a 1-D one has height 1).
@@ -78,44 +83,51 @@ impl DirectFilters {
         }
     }
 
-    /// Lays out `w`, the `[co, ci, kh, kw]` filters.
-    pub fn new(w: &[f32], co: usize, ci: usize, kernel: [usize; 2]) -> Option<DirectFilters> {
+    /// The f32 filters `[co, ci, kh, kw]` (any leading unit dims); `None` for another type
+    /// or size.
+    pub fn new(
+        filters: &Tensor,
+        co: usize,
+        ci: usize,
+        kernel: [usize; 2],
+    ) -> Option<DirectFilters> {
         let taps = kernel[0] * kernel[1];
+        let w = filters.values::<f32>()?;
         if w.len() != co * ci * taps || co == 0 || ci == 0 || taps == 0 {
             return None;
         }
-        let (tiles, k) = (co.div_ceil(MR), ci * taps);
-        // Tiles in parallel, each written in order (ResNet-18's filters took 7% of loading
-        // one after another).
-        let packed = par::build(tiles * k * MR, k * MR, &|start, fill| {
-            let mut block = vec![0f32; k * MR];
-            let mut tile = start / (k * MR);
-            while fill.remaining() > 0 {
-                let rows = MR.min(co - tile * MR);
-                if rows < MR {
-                    // The channels past `co` of the last tile.
-                    block.fill(0.0);
-                }
-                for (r, filter) in w[tile * MR * k..].chunks_exact(k).take(rows).enumerate() {
-                    for (j, &v) in filter.iter().enumerate() {
-                        block[j * MR + r] = v;
-                    }
-                }
-                fill.extend_from_slice(&block);
-                tile += 1;
-            }
-        })
-        .ok()?;
+        let k = ci * taps;
+        let whole = co / MR * MR;
+        let tail = if whole == co {
+            Vec::new()
+        } else {
+            let mut t = w[whole * k..].to_vec();
+            t.resize(MR * k, 0.0);
+            t
+        };
         Some(DirectFilters {
             co,
             ci,
             kernel,
-            packed,
+            weights: filters.clone(),
+            tail,
         })
     }
 
+    /// Bytes held beyond the shared filters.
     pub fn byte_size(&self) -> usize {
-        self.packed.len() * 4
+        self.tail.len() * 4
+    }
+
+    /// The `MR` rows of tile `t`, each `ci * kh * kw` long.
+    fn tile_weights(&self, t: usize) -> &[f32] {
+        let k = self.ci * self.kernel[0] * self.kernel[1];
+        if (t + 1) * MR <= self.co {
+            let w = self.weights.values::<f32>().expect("checked by new");
+            &w[t * MR * k..][..MR * k]
+        } else {
+            &self.tail
+        }
     }
 
     pub fn output_channels(&self) -> usize {
@@ -210,7 +222,6 @@ impl DirectFilters {
             wp,
             vectors,
             out: s.out,
-            weights_per_tile: self.ci * tap_at.len() * MR,
         };
         if self.ci * plane * 4 <= l2_bytes {
             self.run_whole(&layout, s.n, &padded, each)
@@ -245,7 +256,7 @@ impl DirectFilters {
                     let rows = (MR - first)
                         .min(self.co - c)
                         .min(fill.remaining() / positions.max(1));
-                    let w = &self.packed[tile_of * l.weights_per_tile..][..l.weights_per_tile];
+                    let w = self.tile_weights(tile_of);
                     let xi = &padded[item * self.ci * l.plane..][..self.ci * l.plane];
                     for q0 in (0..l.flat()).step_by(l.nr()) {
                         tile(l.vectors, w, xi, l.plane, &l.taps, q0, &mut acc);
@@ -303,7 +314,7 @@ impl DirectFilters {
                 let (p0, p1) = (l.position(b0), l.position(b1));
                 for r0 in (0..rows).step_by(MR) {
                     let tile_of = (c0 + r0) / MR;
-                    let w = &self.packed[tile_of * l.weights_per_tile..][..l.weights_per_tile];
+                    let w = self.tile_weights(tile_of);
                     let tile_rows = (rows - r0).min(MR);
                     let dst = &mut dst[r0 * positions..][..tile_rows * positions];
                     for q0 in (b0..b1).step_by(l.nr()) {
@@ -335,7 +346,6 @@ struct Layout {
     wp: usize,
     vectors: usize,
     out: [usize; 2],
-    weights_per_tile: usize,
 }
 
 impl Layout {
@@ -402,8 +412,8 @@ fn pad_phase(
 }
 
 /// `acc[r][i]` = the output of channel `r` of the tile at flat position `q0 + i`: for each
-/// input channel `c`, for each tap, `w[(c, tap, r)] * x[c * plane + q0 + tap offset + i]`,
-/// summed in that order by fused multiply-adds from 0.
+/// input channel `c`, for each tap, `w[r][(c, tap)] * x[c * plane + q0 + tap offset + i]`,
+/// summed in that order by fused multiply-adds from 0; `w` holds the tile's `MR` rows.
 fn tile(
     vectors: usize,
     w: &[f32],
@@ -446,8 +456,8 @@ mod avx512 {
 
     /// # Safety
     /// AVX-512F must be available; `x` must be readable at `c * plane + q0 + off + i` for
-    /// `c < ci`, `off` in `taps`, `i < 16 * V`, and `w` at `0 .. ci * taps.len() * MR`;
-    /// `V <= NR / 16`.
+    /// `c < ci`, `off` in `taps`, `i < 16 * V`, and `w` at `0 .. MR * ci * taps.len()` (the
+    /// tile's rows one after another); `V <= NR / 16`.
     #[target_feature(enable = "avx512f")]
     pub unsafe fn tile<const V: usize>(
         w: *const f32,
@@ -459,7 +469,9 @@ mod avx512 {
         out: &mut [[f32; NR]; MR],
     ) {
         let mut acc = [[_mm512_setzero_ps(); V]; MR];
-        let mut wp = w;
+        let k = ci * taps.len();
+        let rows: [*const f32; MR] = std::array::from_fn(|r| w.add(r * k));
+        let mut kk = 0;
         for c in 0..ci {
             let xc = x.add(c * plane + q0);
             for &off in taps {
@@ -470,13 +482,13 @@ mod avx512 {
                 for (v, b) in b.iter_mut().enumerate() {
                     *b = _mm512_loadu_ps(xc.add(off + 16 * v));
                 }
-                for (r, a) in acc.iter_mut().enumerate() {
-                    let f = _mm512_set1_ps(*wp.add(r));
+                for (a, row) in acc.iter_mut().zip(&rows) {
+                    let f = _mm512_set1_ps(*row.add(kk));
                     for (a, &b) in a.iter_mut().zip(&b) {
                         *a = _mm512_fmadd_ps(f, b, *a);
                     }
                 }
-                wp = wp.add(MR);
+                kk += 1;
             }
         }
         for (o, a) in out.iter_mut().zip(&acc) {
@@ -532,6 +544,10 @@ mod tests {
         out
     }
 
+    fn filters(w: &[f32]) -> Tensor {
+        Tensor::from_f32(vec![w.len()], w.to_vec()).unwrap()
+    }
+
     fn values(len: usize, seed: u32) -> Vec<f32> {
         let mut s = seed;
         (0..len)
@@ -578,7 +594,7 @@ mod tests {
             };
             let x = values(n * ci * input[0] * input[1], 7 + i as u32);
             let w = values(co * ci * k[0] * k[1], 99 + i as u32);
-            let f = DirectFilters::new(&w, co, ci, k).unwrap();
+            let f = DirectFilters::new(&filters(&w), co, ci, k).unwrap();
             let want = reference(&x, &w, co, ci, k, &s);
             // Whole planes at 1, 2 and 3 threads; blocks of positions (a budget of a few
             // hundred bytes) at 1 and 2.
@@ -640,7 +656,7 @@ mod tests {
             };
             let x = values(n * ci * input[0] * input[1], case);
             let w = values(co * ci * k[0] * k[1], case + 1000);
-            let f = DirectFilters::new(&w, co, ci, k).unwrap();
+            let f = DirectFilters::new(&filters(&w), co, ci, k).unwrap();
             let want = reference(&x, &w, co, ci, k, &s);
             for budget in [usize::MAX, 500] {
                 let got = crate::testing::on_threads(2, || {
@@ -669,7 +685,7 @@ mod tests {
             dil: [1, 1],
             pad: [1, 1],
         };
-        let f = DirectFilters::new(&values(co * ci * 9, 3), co, ci, k).unwrap();
+        let f = DirectFilters::new(&filters(&values(co * ci * 9, 3)), co, ci, k).unwrap();
         let x = values(2 * ci * 63, 4);
         for budget in [usize::MAX, 300] {
             let seen = std::sync::Mutex::new(Vec::new());
