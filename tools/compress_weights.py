@@ -13,6 +13,8 @@ import sys
 import numpy as np
 import openvino as ov
 
+from ov_expected import openvino_expected
+
 
 def main(src, dst):
     os.makedirs(dst, exist_ok=True)
@@ -22,13 +24,7 @@ def main(src, dst):
     shutil.copy(os.path.join(src, "inputs.npz"), os.path.join(dst, "inputs.npz"))
     xml = os.path.join(dst, "model.xml")
     inputs = dict(np.load(os.path.join(dst, "inputs.npz")))
-    compiled = core.compile_model(xml, "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
-    result = compiled(inputs)
-    expected = {}
-    # Keys as in the written model, by position (as tools/convert_real_models.py does).
-    for i, (o, written) in enumerate(zip(compiled.outputs, core.read_model(xml).outputs)):
-        names = sorted(written.get_names())
-        expected[names[0] if names else f"output_{i}"] = np.asarray(result[o])
+    expected = openvino_expected(xml, inputs)
     np.savez(os.path.join(dst, "expected.npz"), **expected)
     converts = sum(op.get_type_name() == "Convert" for op in core.read_model(xml).get_ops())
     print(f"{dst}: {converts} Convert(s), outputs {list(expected)}")

@@ -34,6 +34,8 @@ import openvino as ov
 import torch
 import torchvision
 
+from ov_expected import openvino_expected
+
 torch.manual_seed(0)
 rng = np.random.default_rng(11)
 
@@ -234,15 +236,7 @@ def save(out, name, model, example, input_names):
     for inp, v in zip(ov.Core().read_model(xml).inputs, values):
         inputs[inp.get_any_name()] = v.numpy()
     np.savez(os.path.join(d, "inputs.npz"), **inputs)
-    core = ov.Core()
-    compiled = core.compile_model(xml, "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
-    result = compiled(inputs)
-    expected = {}
-    # Keys follow the model as written (compiling may move names between tensors, as when
-    # the CPU plugin fuses a Reshape away), by position.
-    for i, (o, written) in enumerate(zip(compiled.outputs, core.read_model(xml).outputs)):
-        names = sorted(written.get_names())
-        expected[names[0] if names else f"output_{i}"] = np.asarray(result[o])
+    expected = openvino_expected(xml, inputs)
     np.savez(os.path.join(d, "expected.npz"), **expected)
     flat = []
 
