@@ -544,6 +544,41 @@ mod tests {
         out
     }
 
+    /// A convolution's geometry from its padding (`[begin, end]`), the output sized by the
+    /// floor rule; `None` when the dilated kernel does not fit the padded input.
+    fn geometry(
+        n: usize,
+        input: [usize; 2],
+        k: [usize; 2],
+        stride: [usize; 2],
+        dil: [usize; 2],
+        [pad, pad_end]: [[usize; 2]; 2],
+    ) -> Option<Shape2> {
+        let reach = |d: usize| (k[d] - 1) * dil[d] + 1;
+        let span = |d: usize| (input[d] + pad[d] + pad_end[d]).checked_sub(reach(d));
+        let out = [span(0)? / stride[0] + 1, span(1)? / stride[1] + 1];
+        Some(Shape2 {
+            n,
+            input,
+            out,
+            stride,
+            dil,
+            pad,
+        })
+    }
+
+    /// Every value of `got` within 1e-5 (relative + absolute) of the f64 reference.
+    #[track_caller]
+    fn assert_close(got: &[f32], want: &[f64], case: &str) {
+        assert_eq!(got.len(), want.len(), "{case}");
+        for (g, w) in got.iter().zip(want) {
+            assert!(
+                (*g as f64 - w).abs() <= 1e-5 * (1.0 + w.abs()),
+                "{case}: {g} vs {w}"
+            );
+        }
+    }
+
     fn filters(w: &[f32]) -> Tensor {
         Tensor::from_f32(vec![w.len()], w.to_vec()).unwrap()
     }
@@ -581,17 +616,7 @@ mod tests {
             (1, 8, 2, [9, 9], [2, 2], [3, 3], [1, 1], [4, 4], [4, 4]),
         ];
         for (i, &(n, co, ci, input, k, stride, dil, pad, pad_end)) in cases.iter().enumerate() {
-            let out = [0, 1].map(|d| {
-                (input[d] + pad[d] + pad_end[d] - (k[d] - 1) * dil[d] - 1) / stride[d] + 1
-            });
-            let s = Shape2 {
-                n,
-                input,
-                out,
-                stride,
-                dil,
-                pad,
-            };
+            let s = geometry(n, input, k, stride, dil, [pad, pad_end]).unwrap();
             let x = values(n * ci * input[0] * input[1], 7 + i as u32);
             let w = values(co * ci * k[0] * k[1], 99 + i as u32);
             let f = DirectFilters::new(&filters(&w), co, ci, k).unwrap();
@@ -608,12 +633,7 @@ mod tests {
                 run(1, 600),
                 run(2, 600),
             ];
-            for (got, w) in runs[0].iter().zip(&want) {
-                assert!(
-                    (*got as f64 - w).abs() <= 1e-5 * (1.0 + w.abs()),
-                    "case {i}: {got} vs {w}"
-                );
-            }
+            assert_close(&runs[0], &want, &format!("case {i}"));
             assert_eq!(runs[0], runs[1], "case {i}: 1 and 2 threads");
             assert_eq!(runs[0], runs[2], "case {i}: 1 and 3 threads");
             assert_eq!(runs[0], runs[3], "case {i}: in blocks");
@@ -640,19 +660,9 @@ mod tests {
             let input = [1 + pick(12), 1 + pick(12)];
             let pad = [pick(4), pick(4)];
             let pad_end = [pick(4), pick(4)];
-            let span = |d: usize| input[d] + pad[d] + pad_end[d];
-            if (0..2).any(|d| span(d) < (k[d] - 1) * dil[d] + 1) {
-                continue;
-            }
-            let out = [0, 1].map(|d| (span(d) - (k[d] - 1) * dil[d] - 1) / stride[d] + 1);
             let (n, co, ci) = (1 + pick(2), 1 + pick(20), 1 + pick(5));
-            let s = Shape2 {
-                n,
-                input,
-                out,
-                stride,
-                dil,
-                pad,
+            let Some(s) = geometry(n, input, k, stride, dil, [pad, pad_end]) else {
+                continue;
             };
             let x = values(n * ci * input[0] * input[1], case);
             let w = values(co * ci * k[0] * k[1], case + 1000);
@@ -662,11 +672,11 @@ mod tests {
                 let got = crate::testing::on_threads(2, || {
                     f.run_within(&x, &s, &|_, _| {}, budget).unwrap()
                 });
-                assert_eq!(got.len(), want.len());
-                for (g, w) in got.iter().zip(&want) {
-                    let case = format!("case {case}: {s:?} k {k:?} co {co} ci {ci}");
-                    assert!((*g as f64 - w).abs() <= 1e-5 * (1.0 + w.abs()), "{case}");
-                }
+                assert_close(
+                    &got,
+                    &want,
+                    &format!("case {case}: {s:?} k {k:?} co {co} ci {ci}"),
+                );
             }
         }
     }
