@@ -148,10 +148,7 @@ impl MaxPool {
                     buf.clear();
                     buf.resize(n, T::START);
                 }
-                // The rows first, so that the merge loops below are plain loops in the widest
-                // instruction set (inside a closure they were compiled for the baseline one).
-                starts.clear();
-                row.for_each_input_row(|r| starts.push(r));
+                row.input_rows_into(starts);
                 simd::widest(
                     #[inline(always)]
                     || {
@@ -231,8 +228,7 @@ impl MaxPool {
                 which.resize(n, u32::MAX);
                 // Tap number -> (input row offset, kx).
                 tap_at.clear();
-                starts.clear();
-                row.for_each_input_row(|r| starts.push(r));
+                row.input_rows_into(starts);
                 simd::widest(
                     #[inline(always)]
                     || {

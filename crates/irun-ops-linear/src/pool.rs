@@ -37,6 +37,14 @@ impl RowWindows<'_> {
         }
     }
 
+    /// The plane offsets of [`Self::for_each_input_row`], into `rows` (cleared first): a
+    /// kernel that loops over them in plain loops gets them compiled for the widest
+    /// instruction set, where a closure called from a loop was compiled for the baseline one.
+    pub fn input_rows_into(&self, rows: &mut Vec<usize>) {
+        rows.clear();
+        self.for_each_input_row(|r| rows.push(r));
+    }
+
     /// Taps along the last dim.
     pub fn kernel_width(&self) -> usize {
         self.g.kernel[2]
