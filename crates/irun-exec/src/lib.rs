@@ -667,7 +667,8 @@ impl Executable {
                                 self.run_index_broadcast(n, fused, args, &held, left)
                             }
                             None if outlets.len() > 1 => {
-                                let read: Vec<bool> = outlets.map(|o| remaining[o] > 0).collect();
+                                let read: Vec<bool> =
+                                    outlets.clone().map(|o| remaining[o] > 0).collect();
                                 op.eval_reading(args, &read)
                             }
                             None => op.eval(args),
@@ -680,7 +681,6 @@ impl Executable {
                     // A passed-through value is what its reader expects, not the node's fact;
                     // an output nothing reads may be a placeholder (`Op::eval_reading`).
                     if self.fused[n].is_none() {
-                        let outlets = self.plan.outlets(n);
                         let read = |slot: usize| {
                             let o = outlets.start + slot;
                             !outlets.contains(&o) || remaining[o] > 0
