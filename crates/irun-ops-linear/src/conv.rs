@@ -1,8 +1,9 @@
-//! The kernel of Convolution and GroupConvolution: for each batch item, group and block of
-//! output positions, the input patches of the block laid out as columns (im2col, zeros for
-//! padding) times the group's filters as one GEMM. Tasks own disjoint column blocks, so the
-//! result does not depend on the thread count. 1-D and 2-D convolutions are 3-D ones with
-//! unit dims.
+//! The kernel of Convolution and GroupConvolution. On CPUs with AVX-512, f32 convolutions of
+//! one group with 1 or 2 spatial dims, but a 1x1 kernel at stride 1, run `direct_conv.rs`,
+//! prepared or not. The others: for each batch item, group and block of output positions,
+//! the input patches of the block laid out as columns (im2col, zeros for padding) times the
+//! group's filters as one GEMM. Tasks own disjoint column blocks, so the result does not
+//! depend on the thread count. 1-D and 2-D convolutions are 3-D ones with unit dims.
 
 use std::sync::Arc;
 
@@ -297,7 +298,7 @@ impl Geometry {
         })
     }
 
-    /// `filters [1, co, ci, *k]` laid out for [`DirectFilters`] and the geometry, when the
+    /// `filters [1, co, ci, *k]` as [`DirectFilters`] and the geometry, when the
     /// prepared path would run it ([`PackedFilters::direct`] and [`Self::direct_shape`]).
     fn direct_filters(&self, filters: &Tensor) -> Option<(DirectFilters, Shape2)> {
         if self.groups != 1 || self.input[0] != 1 {

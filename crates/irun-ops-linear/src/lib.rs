@@ -1,9 +1,11 @@
 //! The linear-algebra family: MatMul, Einsum, Convolution, GroupConvolution, MaxPool, AvgPool,
 //! ScaledDotProductAttention. One file per op; `gemm.rs` is the one matrix
 //! product (f32 on rten-gemm, f64 on matrixmultiply, integers exact with wrapping), `conv.rs`
-//! the convolution kernel (`depthwise.rs` its one-channel-per-group case), `spatial.rs` the padding rules, `pool.rs` the window walk. f16/bf16
-//! are widened to f32 once and rounded once. Constant f32 weights (convolution filters, a
-//! MatMul's B) are packed for the GEMM once, by `Op::prepare`.
+//! the convolution kernel (`direct_conv.rs` its AVX-512 direct case, `depthwise.rs` its
+//! one-channel-per-group case), `spatial.rs` the padding rules, `pool.rs` the window walk.
+//! f16/bf16 are widened to f32 once and rounded once. Constant f32 weights (the filters of
+//! GEMM convolutions, a MatMul's B) are packed for the GEMM once, by `Op::prepare`; the
+//! direct convolution reads its filters in place.
 //!
 //! Architecture invariant: every output element of a product is computed by one task, so
 //! results do not depend on the thread count (the prepared kernels give the run-time ones'
