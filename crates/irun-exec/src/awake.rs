@@ -8,50 +8,31 @@
 //! runs a spinner that takes each piece of parallel work the moment it appears
 //! ([`rayon::yield_now`]) and stops when the run is over.
 //!
-//! Why this cannot deadlock: a spinner polls only at the bottom of its worker's stack, where
-//! no frame waits for it to return. A spinner that starts anywhere else returns at once: on
-//! a worker that already runs a spinner (a thread-local flag says so; it leaves its run to
-//! that one, which polls for it once back at the bottom) or on the worker that runs the
-//! run's job. Both cases happen. A spinner of the previous run that has not yet seen
-//! its run end can take a piece of the next run, and that piece, waiting for a join's other
-//! half, can take the next run's spinner; had that spinner polled until its run ended, the
-//! piece under it would never finish and neither would the run (seen once in `irun bench`
-//! of a lone MaxPool after thousands of runs). And a worker that took the run's job first
-//! may meet its own spinner while it waits inside the run; the run's job marks its worker
-//! before anything else ([`Awake::mark_runner`]). Runs that start on a worker of the pool
-//! itself (a nested run) get no spinners: the caller's frame would be under them.
+//! Why this cannot deadlock: a spinner never holds its frame for longer than a slice
+//! ([`SLICE`]). It polls for a slice, then queues its continuation as a new job on its own
+//! worker and returns, so whatever waits in the frames under it goes on. Spinners do end up
+//! above such frames: a worker may take a piece of the run's work before its spinner, and
+//! meet the spinner while that piece waits for a join's other half; a spinner of the previous
+//! run, not yet aware its run ended, may take a piece of the next run, which meets the next
+//! run's spinner the same way. A spinner that polled until its run ended would there stop
+//! the piece under it, and so the run, for good (seen in `irun bench`: a lone MaxPool after
+//! thousands of runs, a lone depthwise convolution after a few). Where a frame waits under a
+//! spinner, the slice is the most it waits. The worker running the run's job needs no
+//! spinner: the job marks its worker first thing ([`Awake::mark_runner`]), and a spinner
+//! there returns for good. Runs that start on a worker of the pool itself (a nested run) get
+//! no spinners: the caller's frame would be under them.
 
-use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
-thread_local! {
-    /// Whether a spinner polls on this thread, lower in its stack.
-    static SPINNING: Cell<bool> = const { Cell::new(false) };
-    /// A later run's spinner that met the one polling here, for that one to take over.
-    static HANDOVER: RefCell<Option<Arc<Shared>>> = const { RefCell::new(None) };
-}
+/// How long a spinner polls before it queues its continuation and returns: the most a frame
+/// under it waits (a join whose other half is done, say). Far longer than a poll, far
+/// shorter than a run.
+const SLICE: Duration = Duration::from_micros(50);
 
-/// Clears [`SPINNING`] (and any handover) when its spinner returns, a panic included.
-struct SpinningHere;
-
-impl SpinningHere {
-    fn claim() -> Option<SpinningHere> {
-        // Made only when claimed: dropping one clears the flag.
-        if SPINNING.with(|s| s.replace(true)) {
-            None
-        } else {
-            Some(SpinningHere)
-        }
-    }
-}
-
-impl Drop for SpinningHere {
-    fn drop(&mut self) {
-        SPINNING.with(|s| s.set(false));
-        HANDOVER.with(|h| h.borrow_mut().take());
-    }
-}
+/// Polls between two looks at the clock.
+const POLLS_PER_CLOCK: u32 = 64;
 
 /// The spinners of one run; dropping it (at the end of the run, or while a panic unwinds)
 /// stops them.
@@ -63,7 +44,7 @@ struct Shared {
     done: AtomicBool,
     /// The index of the worker running the run's job; `usize::MAX` until it is known.
     runner: AtomicUsize,
-    /// Spinners still polling (for the tests).
+    /// Spinners polling now (for the tests).
     spinning: AtomicUsize,
 }
 
@@ -80,7 +61,7 @@ impl Awake {
             spinning: AtomicUsize::new(0),
         });
         let mine = shared.clone();
-        pool.spawn_broadcast(move |ctx| mine.spin(ctx.index()));
+        pool.spawn_broadcast(move |_| mine.clone().spin());
         Some(Awake { shared })
     }
 
@@ -99,30 +80,39 @@ impl Awake {
 }
 
 impl Shared {
-    /// Polls for `self`'s run; above another spinner, hands the run to that one instead
-    /// (which then polls for it at the bottom of the stack, once what is above it returns).
-    fn spin(self: &Arc<Self>, worker: usize) {
-        let Some(_here) = SpinningHere::claim() else {
-            HANDOVER.with(|h| *h.borrow_mut() = Some(self.clone()));
+    /// Whether a spinner of this run has nothing more to do on the calling worker.
+    fn over(&self) -> bool {
+        self.done.load(Ordering::Acquire)
+            || rayon::current_thread_index() == Some(self.runner.load(Ordering::Acquire))
+    }
+
+    /// Polls for work of this run for one slice, then, unless the run is over, queues the
+    /// next slice on this worker ([`rayon::spawn`] from a worker pushes onto its own deque)
+    /// and returns.
+    fn spin(self: Arc<Self>) {
+        if self.over() {
             return;
-        };
-        let mut run = self.clone();
-        run.spinning.fetch_add(1, Ordering::AcqRel);
-        loop {
-            if let Some(next) = HANDOVER.with(|h| h.borrow_mut().take()) {
-                run.spinning.fetch_sub(1, Ordering::AcqRel);
-                run = next;
-                run.spinning.fetch_add(1, Ordering::AcqRel);
-            }
-            if run.done.load(Ordering::Acquire) || run.runner.load(Ordering::Acquire) == worker {
-                break;
+        }
+        self.spinning.fetch_add(1, Ordering::AcqRel);
+        let started = Instant::now();
+        let mut polls = 0u32;
+        let over = loop {
+            if self.over() {
+                break true;
             }
             match rayon::yield_now() {
                 Some(rayon::Yield::Executed) => {}
                 _ => std::hint::spin_loop(),
             }
+            polls += 1;
+            if polls.is_multiple_of(POLLS_PER_CLOCK) && started.elapsed() >= SLICE {
+                break false;
+            }
+        };
+        self.spinning.fetch_sub(1, Ordering::AcqRel);
+        if !over {
+            rayon::spawn(move || self.spin());
         }
-        run.spinning.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
@@ -220,40 +210,46 @@ mod tests {
         assert!(wait_until_stopped(&watch));
     }
 
-    /// The hang of the module doc, made certain: a piece of one run's work, taken by a
-    /// spinner that is still polling, waits on a join and meets its worker's spinner of the
-    /// run it belongs to. That spinner must return, or the piece and its run never end.
+    /// The hangs of the module doc, made certain: a spinner called where a frame under it
+    /// waits for it to return (here the test's own job, standing for a piece of the run
+    /// waiting on a join), on a worker that is not the runner, while the run goes on. It
+    /// returns after a slice; its continuation keeps polling until the run ends.
     #[test]
-    fn a_spinner_met_above_another_returns_at_once() {
+    fn a_spinner_returns_to_the_frame_under_it_while_its_run_goes_on() {
         let p = pool(2);
-        let older = Awake::start(&p).unwrap();
-        let newer = Awake::start(&p).unwrap();
+        // No other spinner: the one below stands alone on its worker, as one met inside a
+        // piece of work taken before the worker's spinner.
+        let awake = Awake {
+            shared: Arc::new(Shared {
+                done: AtomicBool::new(false),
+                runner: AtomicUsize::new(usize::MAX),
+                spinning: AtomicUsize::new(0),
+            }),
+        };
         let (tx, rx) = std::sync::mpsc::channel();
-        let shared = newer.shared.clone();
+        let shared = awake.shared.clone();
         p.spawn(move || {
-            // On a worker, inside its older spinner: the newer run's spinner would poll here
-            // until the newer run ended, which it cannot while this job waits.
-            shared.spin(rayon::current_thread_index().unwrap());
+            shared.spin();
             tx.send(()).unwrap();
         });
         let met = rx.recv_timeout(Duration::from_secs(10));
-        assert!(met.is_ok(), "the nested spinner kept polling");
-        // The older run ends; the spinner under the job, back at the bottom of its stack,
-        // polls for the newer run it was handed, until that one ends too.
-        let older_watch = Awake {
-            shared: older.shared.clone(),
+        assert!(
+            met.is_ok(),
+            "the spinner kept its frame until its run ended"
+        );
+        let watch = Awake {
+            shared: awake.shared.clone(),
         };
-        drop(older);
+        assert!(
+            !watch.shared.done.load(Ordering::Acquire),
+            "the run went on meanwhile"
+        );
         let until = Instant::now() + Duration::from_secs(10);
-        while older_watch.spinning() > 0 && Instant::now() < until {
-            std::thread::sleep(Duration::from_millis(1));
+        while watch.spinning() == 0 && Instant::now() < until {
+            std::thread::yield_now();
         }
-        assert_eq!(older_watch.spinning(), 0);
-        assert!(newer.spinning() >= 1, "the handed-over run has no spinner");
-        let newer_watch = Awake {
-            shared: newer.shared.clone(),
-        };
-        drop(newer);
-        assert!(wait_until_stopped(&newer_watch));
+        assert!(watch.spinning() > 0, "no continuation polls for the run");
+        drop(awake);
+        assert!(wait_until_stopped(&watch));
     }
 }
