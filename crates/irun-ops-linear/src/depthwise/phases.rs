@@ -1,0 +1,321 @@
+//! The phase walk of the depthwise convolution (AVX-512): each input plane padded and split
+//! into the phases of its stride, so that every tap of a tile of outputs is one contiguous
+//! run; tiles of up to eight vectors of outputs add their taps by fused multiply-adds in
+//! registers.
+
+use super::Depthwise;
+use crate::op::OpError;
+
+impl Depthwise {
+    /// Each input plane padded and split into the phases of its stride (rows `a, a + sy,
+    /// ...` and columns `b, b + sx, ...` of the padded plane), so that one tap of every
+    /// output is one contiguous run of one phase, and each output row with the columns after
+    /// it up to the phase's width is one run of flat positions. Tiles of up to eight vectors of
+    /// flat positions add every tap by fused multiply-adds in registers and are stored once;
+    /// the flat positions past each output row are dropped. Padding taps add `w * 0 = ±0`,
+    /// which leaves every sum as the in-bounds taps alone give it, for finite weights.
+    pub fn by_phases(&self, x: &[f32], w: &[f32]) -> Result<Vec<f32>, OpError> {
+        let [_, kh, kw] = self.kernel;
+        let [_, oh, ow] = self.out;
+        let [_, sy, sx] = self.stride;
+        let [_, dy, dx] = self.dil;
+        // Phase rows and columns: output row `y` with tap row `a` reads phase row
+        // `y + a * dy / sy`.
+        let hp = oh + (kh - 1) * dy / sy;
+        let wp = ow + (kw - 1) * dx / sx;
+        let phase_len = hp * wp;
+        let taps: Vec<usize> = (0..kh * kw)
+            .map(|t| {
+                let (a, b) = (t / kw * dy, t % kw * dx);
+                ((a % sy) * sx + b % sx) * phase_len + (a / sy) * wp + b / sx
+            })
+            .collect();
+        let width = width_for(oh * wp);
+        let flat = (oh * wp).div_ceil(width) * width;
+        let reach = taps.iter().copied().max().unwrap_or(0);
+        // Room for every phase, and for the last tile's reads past the last phase (zeros).
+        let buf_len = (sy * sx * phase_len).max(reach + flat);
+        self.for_each_plane(
+            x,
+            w,
+            &|| (vec![0f32; buf_len], vec![0f32; flat]),
+            #[inline(always)]
+            |xc, wc, out, (buf, wide)| {
+                self.fill_phases(xc, [hp, wp], buf);
+                tiles(width, buf, wc, (&taps, reach), wide);
+                pack_rows(wide, wp, oh, ow);
+                out.extend_from_slice(&wide[..oh * ow]);
+            },
+        )
+    }
+
+    /// Writes input plane `xc` into its phases in `buf` (phase `(a, b)` at `(a * sx + b) *
+    /// hp * wp`, rows of `wp`): each value at the phase, row and column of its place in the
+    /// padded plane, where the phases reach it. Every plane writes the same places, so the
+    /// rest of `buf` (the padding, and the tail past the phases) keeps the zeros it was made
+    /// with.
+    #[inline(always)]
+    fn fill_phases(&self, xc: &[f32], [hp, wp]: [usize; 2], buf: &mut [f32]) {
+        let [_, _, iw] = self.input;
+        let [_, sy, sx] = self.stride;
+        let [_, pt, pl] = self.pad;
+        let phase_len = hp * wp;
+        let ih = xc.len() / iw;
+        if sx == 1 {
+            // Each row phase at once: input rows `r0, r0 + sy, ...` are its rows from `i0`.
+            let n = iw.min(wp.saturating_sub(pl));
+            for a in 0..sy {
+                let r0 = (a + sy - pt % sy) % sy;
+                let i0 = (r0 + pt) / sy;
+                let rows = ih
+                    .saturating_sub(r0)
+                    .div_ceil(sy)
+                    .min(hp.saturating_sub(i0));
+                if rows > 0 {
+                    let dst = &mut buf[a * phase_len + i0 * wp + pl..];
+                    copy_rows((&xc[r0 * iw..], sy * iw), (dst, wp), rows, n);
+                }
+            }
+            return;
+        }
+        for (r, src) in xc.chunks_exact(iw).enumerate() {
+            let (a, i) = ((r + pt) % sy, (r + pt) / sy);
+            if i >= hp {
+                break;
+            }
+            let row = |b: usize| (a * sx + b) * phase_len + i * wp;
+            match sx {
+                2 => {
+                    // Input column `2m` is padded column `2m + pl`: phase `pl % 2`, column
+                    // `m + pl / 2`; column `2m + 1` phase `(pl + 1) % 2`, column
+                    // `m + (pl + 1) / 2`. Pairs, which vectorise.
+                    let (even_at, odd_at) =
+                        (row(pl % 2) + pl / 2, row((pl + 1) % 2) + pl.div_ceil(2));
+                    let evens = iw.div_ceil(2).min(wp.saturating_sub(pl / 2));
+                    let odds = (iw / 2).min(wp.saturating_sub(pl.div_ceil(2)));
+                    let pairs = src.chunks_exact(2);
+                    let last = pairs.remainder().first().copied();
+                    for (d, pair) in buf[even_at..][..evens].iter_mut().zip(pairs.clone()) {
+                        *d = pair[0];
+                    }
+                    if let Some(v) = last.filter(|_| evens == iw.div_ceil(2)) {
+                        buf[even_at + evens - 1] = v;
+                    }
+                    for (d, pair) in buf[odd_at..][..odds].iter_mut().zip(pairs) {
+                        *d = pair[1];
+                    }
+                }
+                _ => {
+                    for (c, &v) in src.iter().enumerate() {
+                        let (b, j) = ((c + pl) % sx, (c + pl) / sx);
+                        if j < wp {
+                            buf[row(b) + j] = v;
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// 16-lane vectors per tile, at most: eight independent chains of multiply-adds (a chain
+/// adds an output's taps in order, so only other outputs can fill the FMA unit's
+/// latency).
+const MAX_VECTORS: usize = 8;
+
+/// Whether this CPU runs [`tiles`].
+pub(super) fn supported() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::arch::is_x86_feature_detected!("avx512f")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// The tile width in flat positions for `flat` of them: all in one tile when they fit
+/// (a 7x7 output under a 5x5 kernel has 77 flat positions: one tile of 80, five
+/// chains), else from four to eight vectors, whichever computes the fewest past `flat`
+/// (the wider on a tie).
+pub(super) fn width_for(flat: usize) -> usize {
+    let vectors = flat.div_ceil(16).max(1);
+    if vectors <= MAX_VECTORS {
+        return 16 * vectors;
+    }
+    (4..=MAX_VECTORS)
+        .rev()
+        .map(|v| 16 * v)
+        .min_by_key(|&w| flat.div_ceil(w) * w)
+        .unwrap_or(16 * MAX_VECTORS)
+}
+
+/// `out[q] = sum over taps k, in order, of w[k] * buf[taps[k] + q]` by fused
+/// multiply-adds from 0, for every `q < out.len()`, in tiles of `width` positions
+/// ([`width_for`]; `out.len()` a whole number of them).
+/// `reach` is the greatest of `taps` (worked out once per convolution, not per plane).
+#[inline(always)]
+pub(super) fn tiles(
+    width: usize,
+    buf: &[f32],
+    w: &[f32],
+    (taps, reach): (&[usize], usize),
+    out: &mut [f32],
+) {
+    // Every read below is within these bounds: `buf[off + q .. + width]` for `off` in
+    // `taps` (none above `reach`) and tiles `q` of `out`, and `w[.. taps.len()]`.
+    debug_assert_eq!(taps.iter().copied().max().unwrap_or(0), reach);
+    assert!(
+        taps.iter().all(|&off| off <= reach)
+            && (1..=MAX_VECTORS).contains(&(width / 16))
+            && width.is_multiple_of(16)
+            && out.len().is_multiple_of(width)
+            && reach + out.len() <= buf.len()
+            && w.len() >= taps.len(),
+        "depthwise tile out of bounds"
+    );
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: `by_phases` runs only where `supported()` (AVX-512F) holds, and the assert
+    // above bounds every pointer the kernel reads and writes.
+    unsafe {
+        let (buf, w) = (buf.as_ptr(), w.as_ptr());
+        match width / 16 {
+            1 => avx512::tiles::<1>(buf, w, taps, out),
+            2 => avx512::tiles::<2>(buf, w, taps, out),
+            3 => avx512::tiles::<3>(buf, w, taps, out),
+            4 => avx512::tiles::<4>(buf, w, taps, out),
+            5 => avx512::tiles::<5>(buf, w, taps, out),
+            6 => avx512::tiles::<6>(buf, w, taps, out),
+            7 => avx512::tiles::<7>(buf, w, taps, out),
+            _ => avx512::tiles::<8>(buf, w, taps, out),
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    unreachable!("supported() is false off x86_64");
+}
+
+/// Copies `rows` runs of `len` values, run `r` from `src[r * src_step..]` to
+/// `dst[r * dst_step..]`: a plane's rows into its padded phase. In vectors and a masked
+/// tail, not `copy_from_slice`: a call to `memcpy` per row of 7 or 14 values cost more
+/// than the row's share of the multiply-adds.
+#[inline(always)]
+pub(super) fn copy_rows(
+    (src, src_step): (&[f32], usize),
+    (dst, dst_step): (&mut [f32], usize),
+    rows: usize,
+    len: usize,
+) {
+    if rows == 0 || len == 0 {
+        return;
+    }
+    let reach = |step: usize| {
+        (rows - 1)
+            .checked_mul(step)
+            .and_then(|r| r.checked_add(len))
+    };
+    assert!(
+        reach(src_step).is_some_and(|r| r <= src.len())
+            && reach(dst_step).is_some_and(|r| r <= dst.len()),
+        "depthwise row copy out of bounds"
+    );
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: as for `tiles`; the assert bounds every read and write, and `src` and `dst`
+    // are distinct borrows.
+    unsafe {
+        avx512::copy_rows(
+            src.as_ptr(),
+            src_step,
+            dst.as_mut_ptr(),
+            dst_step,
+            rows,
+            len,
+        )
+    }
+}
+
+/// Moves the first `len` values of each of `rows` runs of `buf`, `from` apart, to runs
+/// `len` apart from the start (a tile's flat positions to an output plane, dropping the
+/// positions past each output row), in place.
+#[inline(always)]
+pub(super) fn pack_rows(buf: &mut [f32], from: usize, rows: usize, len: usize) {
+    if rows == 0 || len == 0 {
+        return;
+    }
+    assert!(
+        len <= from
+            && (rows - 1)
+                .checked_mul(from)
+                .and_then(|r| r.checked_add(len))
+                .is_some_and(|r| r <= buf.len()),
+        "depthwise row pack out of bounds"
+    );
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: as for `tiles`; the assert bounds every read and write. Run `r` moves from
+    // `r * from` to `r * len`, no later: each vector is loaded before it is stored, and a
+    // store ends at or before the next load of its run (`len <= from`) and before the
+    // next run's first value, so nothing is overwritten before it is read.
+    unsafe {
+        let p = buf.as_mut_ptr();
+        avx512::copy_rows(p, from, p, len, rows, len)
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod avx512 {
+    use std::arch::x86_64::*;
+
+    /// # Safety
+    /// AVX-512F must be available; `src` readable and `dst` writable at `r * step + i`
+    /// (their steps) for `r < rows`, `i < len`. They may overlap only if no run's store
+    /// reaches a value a later load reads (see `pack_rows`).
+    #[target_feature(enable = "avx512f")]
+    pub unsafe fn copy_rows(
+        src: *const f32,
+        src_step: usize,
+        dst: *mut f32,
+        dst_step: usize,
+        rows: usize,
+        len: usize,
+    ) {
+        let tail = (len % 16) as u32;
+        let mask = ((1u32 << tail) - 1) as __mmask16;
+        for r in 0..rows {
+            let (s, d) = (src.add(r * src_step), dst.add(r * dst_step));
+            let mut i = 0;
+            while i + 16 <= len {
+                _mm512_storeu_ps(d.add(i), _mm512_loadu_ps(s.add(i)));
+                i += 16;
+            }
+            if tail > 0 {
+                // Masked-off lanes are neither read nor written (nor can they fault).
+                _mm512_mask_storeu_ps(d.add(i), mask, _mm512_maskz_loadu_ps(mask, s.add(i)));
+            }
+        }
+    }
+
+    /// # Safety
+    /// AVX-512F must be available; `buf` readable at `off + q + i` for `off` in `taps`,
+    /// `q + i < out.len()`; `w` at `..taps.len()`; `out.len()` a multiple of `16 * V`.
+    #[target_feature(enable = "avx512f")]
+    pub unsafe fn tiles<const V: usize>(
+        buf: *const f32,
+        w: *const f32,
+        taps: &[usize],
+        out: &mut [f32],
+    ) {
+        for (t, o) in out.chunks_exact_mut(16 * V).enumerate() {
+            let at = buf.add(t * 16 * V);
+            let mut acc = [_mm512_setzero_ps(); V];
+            for (k, &off) in taps.iter().enumerate() {
+                let f = _mm512_set1_ps(*w.add(k));
+                for (v, a) in acc.iter_mut().enumerate() {
+                    *a = _mm512_fmadd_ps(f, _mm512_loadu_ps(at.add(off + 16 * v)), *a);
+                }
+            }
+            for (v, a) in acc.iter().enumerate() {
+                _mm512_storeu_ps(o.as_mut_ptr().add(16 * v), *a);
+            }
+        }
+    }
+}
