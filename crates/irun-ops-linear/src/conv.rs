@@ -1,6 +1,8 @@
 //! The kernel of Convolution and GroupConvolution. On CPUs with AVX-512, f32 convolutions of
 //! one group with 1 or 2 spatial dims, but a 1x1 kernel at stride 1, run `direct_conv.rs`,
-//! prepared or not. The others: for each batch item, group and block of output positions,
+//! prepared or not. With packed filters, the others run `conv_gemm.rs`: a 1x1 kernel at
+//! stride 1 as one GEMM of the filters by the input, the rest by a virtual im2col. Without:
+//! for each batch item, group and block of output positions,
 //! the input patches of the block laid out as columns (im2col, zeros for padding) times the
 //! group's filters as one GEMM. Tasks own disjoint column blocks, so the result does not
 //! depend on the thread count. 1-D and 2-D convolutions are 3-D ones with unit dims.
@@ -18,8 +20,7 @@ use crate::op::{codes, take_inputs, OpError, Prepared, Value};
 use crate::par;
 use crate::spatial::{gather_run, Spatial};
 use irun_opkit::epilogue::{Channels, Epilogue};
-use rten_gemm::{ColOffsets, GemmInputA, GemmInputB, GemmOptions, Im2Col, RowOffsets};
-use rten_tensor::NdTensorView;
+use rten_gemm::{GemmInputA, GemmInputB, GemmOptions};
 
 /// Patch matrices up to this many elements (64 MiB of f32) are built whole, and the GEMM
 /// writes straight into the output; larger ones go in column blocks.
@@ -36,7 +37,7 @@ type GroupGemm<'a, T> = &'a (dyn Fn(usize, usize, usize, &[T], &mut [T]) + Sync)
 /// per-call packing of the constant operand was a fifth of a convolution's time), or kept
 /// for the direct kernel ([`PackedFilters::direct`]) instead.
 pub struct PackedFilters {
-    groups: Vec<rten_gemm::PackedAMatrix<f32>>,
+    pub(crate) groups: Vec<rten_gemm::PackedAMatrix<f32>>,
     direct: Option<DirectFilters>,
     bytes: usize,
 }
@@ -101,17 +102,17 @@ impl std::fmt::Debug for PackedFilters {
 }
 
 /// One grouped convolution's geometry, spatial dims padded to 3.
-struct Geometry {
-    n: usize,
-    groups: usize,
-    ci: usize,
-    co: usize,
-    input: [usize; 3],
-    kernel: [usize; 3],
-    out: [usize; 3],
-    stride: [usize; 3],
-    dil: [usize; 3],
-    pad: [usize; 3],
+pub(crate) struct Geometry {
+    pub(crate) n: usize,
+    pub(crate) groups: usize,
+    pub(crate) ci: usize,
+    pub(crate) co: usize,
+    pub(crate) input: [usize; 3],
+    pub(crate) kernel: [usize; 3],
+    pub(crate) out: [usize; 3],
+    pub(crate) stride: [usize; 3],
+    pub(crate) dil: [usize; 3],
+    pub(crate) pad: [usize; 3],
 }
 
 fn pad3(v: &[usize], fill: usize) -> [usize; 3] {
@@ -199,6 +200,10 @@ pub fn grouped_with(
             Some(p) if g.fits_virtual_im2col(data.len()) => {
                 applied = true;
                 g.run_virtual_im2col(data, p, shape, epilogue)
+            }
+            Some(p) if g.is_pointwise() => {
+                applied = true;
+                g.run_pointwise(data, p, shape, epilogue)
             }
             Some(p) => g.run_with::<f32>(data, filters, shape, &|grp, k, cols, patches, dst| {
                 F32_GEMM.with(|e| {
@@ -336,139 +341,8 @@ impl Geometry {
             .map_err(|e| OpError::new(codes::RUN_SHAPE, e.to_string()))
     }
 
-    /// Whether [`Self::run_virtual_im2col`] can run it: at most two spatial dims (rten-gemm's
-    /// image is `[C, H, W]`), not a 1x1 kernel that needs no patches at all, and every offset
-    /// into the input within `i32` (its offsets' type).
-    fn fits_virtual_im2col(&self, input_len: usize) -> bool {
-        self.input[0] == 1
-            && self.kernel[0] == 1
-            && self.out[0] == 1
-            && self.pad[0] == 0
-            && !self.is_pointwise()
-            && self.out.iter().product::<usize>() > 1
-            && self.input.iter().all(|&d| d > 0)
-            && self.ci > 0
-            && self.offsets_fit_i32(input_len)
-    }
-
-    /// Every offset [`Self::run_virtual_im2col`] forms, with room for their sums.
-    fn offsets_fit_i32(&self, input_len: usize) -> bool {
-        let limit = (i32::MAX / 4) as usize;
-        let reach = |d: usize| {
-            (self.out[d].checked_mul(self.stride[d]))
-                .and_then(|v| v.checked_add(self.kernel[d].checked_mul(self.dil[d])?))
-                .and_then(|v| v.checked_add(self.pad[d]))
-        };
-        let rows = reach(1).and_then(|v| v.checked_mul(self.input[2]));
-        input_len < limit && rows.is_some_and(|v| v < limit) && reach(2).is_some_and(|v| v < limit)
-    }
-
-    /// The convolution as one GEMM per (batch item, group) of the packed filters by a
-    /// virtual patch matrix: rten-gemm gathers the patches straight from the input while it
-    /// packs each block, so the patch matrix is never written out (that, and zeroing it, was a
-    /// third of a 3x3 convolution's time beside the GEMM's own packing).
-    fn run_virtual_im2col(
-        &self,
-        data: &Tensor,
-        packed: &PackedFilters,
-        shape: Vec<usize>,
-        epilogue: Option<&Epilogue>,
-    ) -> Result<Tensor, OpError> {
-        let x = data
-            .values::<f32>()
-            .ok_or_else(|| OpError::new(codes::UNSUPPORTED_TYPE, "unexpected element type"))?;
-        let [_, ih, iw] = self.input;
-        let [_, kh, kw] = self.kernel;
-        let [_, oh, ow] = self.out;
-        let positions = oh * ow;
-        let (col_step, row_step) =
-            F32_GEMM.with(|e| (e.im2col_col_count_step(), e.im2col_row_count_step()));
-        // Rows are (channel, ky, kx), columns output positions; each offset is premultiplied
-        // by its stride in the [ci, ih, iw] image. Padding rows and columns past the end get
-        // i32::MAX, which every sum maps outside the image (so to 0), as rten-gemm expects.
-        let k = self.ci * kh * kw;
-        let mut rows = RowOffsets {
-            chan: Vec::with_capacity(k.next_multiple_of(row_step)),
-            y: Vec::with_capacity(k.next_multiple_of(row_step)),
-            x: Vec::with_capacity(k.next_multiple_of(row_step)),
-        };
-        for c in 0..self.ci {
-            for ky in 0..kh {
-                for kx in 0..kw {
-                    rows.chan.push((c * ih * iw) as i32);
-                    rows.y.push((ky * self.dil[1] * iw) as i32);
-                    rows.x.push((kx * self.dil[2]) as i32);
-                }
-            }
-        }
-        for _ in k..k.next_multiple_of(row_step) {
-            rows.chan.push(i32::MAX);
-            rows.y.push(i32::MAX);
-            rows.x.push(i32::MAX);
-        }
-        let padded_cols = positions.next_multiple_of(col_step);
-        let mut cols = ColOffsets {
-            y: Vec::with_capacity(padded_cols),
-            x: Vec::with_capacity(padded_cols),
-        };
-        for oy in 0..oh {
-            for ox in 0..ow {
-                let y = (oy * self.stride[1]) as i64 - self.pad[1] as i64;
-                let x = (ox * self.stride[2]) as i64 - self.pad[2] as i64;
-                cols.y.push((y * iw as i64) as i32);
-                cols.x.push(x as i32);
-            }
-        }
-        cols.y.resize(padded_cols, i32::MAX);
-        cols.x.resize(padded_cols, i32::MAX);
-        let plane = self.ci * ih * iw;
-        let items = self.n * self.groups;
-        let mut out = try_zeroed::<f32>(items * self.co * positions)?;
-        let mut planes: Vec<&mut [f32]> = out.chunks_mut((self.co * positions).max(1)).collect();
-        par::try_for_each_mut(&mut planes, &|ng, dst| {
-            let grp = ng % self.groups;
-            let image = NdTensorView::from_data([self.ci, ih, iw], &x[ng * plane..][..plane]);
-            let im2col = Im2Col {
-                image,
-                row_offsets: RowOffsets {
-                    chan: rows.chan.clone(),
-                    y: rows.y.clone(),
-                    x: rows.x.clone(),
-                },
-                col_offsets: ColOffsets {
-                    y: cols.y.clone(),
-                    x: cols.x.clone(),
-                },
-                n_cols: positions,
-                n_rows: k,
-                max_y_offset: ((ih - 1) * iw) as i32,
-                max_x_offset: (iw - 1) as i32,
-            };
-            F32_GEMM.with(|e| {
-                e.gemm(
-                    dst,
-                    GemmInputA::Packed(&packed.groups[grp]),
-                    GemmInputB::Im2Col(&im2col),
-                    GemmOptions::default(),
-                )
-                .expect("packed for this geometry")
-            });
-            if let Some(e) = epilogue {
-                // Still in cache: the plane's channels are `grp * co ..`.
-                let layout = Channels::Planes {
-                    channels: self.groups * self.co,
-                    plane: positions,
-                };
-                e.apply_at(dst, ng * self.co * positions, layout);
-            }
-            Ok(())
-        })?;
-        Tensor::new(data.element_type(), shape, irun_tensor::Scalar::wrap(out))
-            .map_err(|e| OpError::new(codes::RUN_SHAPE, e.to_string()))
-    }
-
     /// A 1x1(x1) kernel at stride 1 without padding, whose patches are the input itself.
-    fn is_pointwise(&self) -> bool {
+    pub(crate) fn is_pointwise(&self) -> bool {
         self.kernel == [1, 1, 1]
             && self.stride == [1, 1, 1]
             && self.pad == [0, 0, 0]

@@ -253,6 +253,27 @@ mod tests {
                 );
             }
         }
+        // A 1x1 kernel at stride 1 (pointwise: rten-gemm writes the output's capacity), two
+        // batch items.
+        let f1: Vec<f32> = f.iter().copied().take(o * c).collect();
+        let pointwise = || {
+            vec![
+                Tensor::from_f32(vec![n, c, h, w], x.clone()).unwrap(),
+                Tensor::from_f32(vec![o, c, 1, 1], f1.clone()).unwrap(),
+            ]
+        };
+        let op = conv(1, 0, 1, AutoPad::Explicit);
+        let plain = eval1(&op, pointwise()).unwrap();
+        for threads in [1, 2] {
+            let packed = crate::testing::eval_prepared(&op, pointwise(), &[false, true], threads)
+                .expect("prepared")
+                .unwrap();
+            assert_eq!(
+                format!("{packed:?}"),
+                format!("{plain:?}"),
+                "1x1, {threads} threads"
+            );
+        }
         let op = conv(2, 1, 1, AutoPad::Explicit);
         let f64s = vec![
             Tensor::from_f64(vec![1, 1, 3, 3], vec![0.0; 9]).unwrap(),
