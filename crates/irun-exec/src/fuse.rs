@@ -1,4 +1,4 @@
-//! Epilogue fusion: an Add of a per-channel f32 constant and/or a ReLU after a prepared GEMM
+//! Epilogue fusion: an Add of a per-channel f32 constant and/or a ReLU or HSwish after a prepared GEMM
 //! kernel (MatMul, Convolution), each the single reader of the value before it, are applied
 //! by the kernel as it writes its output ([`irun_ops::Epilogue`]); the fused nodes then pass
 //! their input through unchanged. The graph's results are bit for bit the same: the kernel
@@ -6,7 +6,7 @@
 //! so `irun run` (which does not prepare) runs every op itself.
 
 use irun_graph::NodeId;
-use irun_ops::{Epilogue, Value};
+use irun_ops::{Activation, Epilogue, Value};
 use irun_tensor::ElementType;
 
 use crate::plan::Source;
@@ -54,8 +54,13 @@ impl Executable {
             }
         }
         if let Some((m, 0)) = self.only_reader(at) {
-            if self.op_name(m) == Some("ReLU-1") && self.same_fact(m, at) {
-                epilogue.relu = true;
+            let activation = match self.op_name(m) {
+                Some("ReLU-1") => Activation::Relu,
+                Some("HSwish-4") => Activation::HSwish,
+                _ => Activation::None,
+            };
+            if activation != Activation::None && self.same_fact(m, at) {
+                epilogue.activation = activation;
                 fused.push((m, 0));
             }
         }

@@ -1,27 +1,61 @@
 //! What a GEMM-based kernel applies to its output as it finishes it, taken over from the ops
-//! that followed it in the graph: an Add of a per-channel f32 constant (a bias) and then a
-//! ReLU. The executor offers an epilogue to a prepared kernel ([`crate::Prepared`]) only when
-//! those ops are the single readers of the values they take, so the graph's result does not
-//! change; the kernel then saves their passes over memory (PointPillars' linear layer writes
-//! 98 MB that the Add and the ReLU each read and wrote again).
+//! that followed it in the graph: an Add of a per-channel f32 constant (a bias) and then an
+//! activation, ReLU or HSwish. The executor offers an epilogue to a prepared kernel
+//! ([`crate::Prepared`]) only when those ops are the single readers of the values they take,
+//! so the graph's result does not change; the kernel then saves their passes over memory
+//! (PointPillars' linear layer writes 98 MB that the Add and the ReLU each read and wrote
+//! again; MobileNetV3 has 19 HSwish layers after convolutions).
 //!
 //! Each element gets exactly what the ops compute: `x + bias[channel]` in f32, then ReLU's
-//! `x` if `x > 0` or NaN, else `+0`. Results are bit-identical to the unfused graph.
-
+//! `x` if `x > 0` or NaN, else `+0`, or HSwish's `x * min(max(x + 3, 0), 6) / 6` with a NaN
+//! kept through the min and max. Results are bit-identical to the unfused graph.
 use irun_tensor::Tensor;
 
 use crate::op::{codes, OpError};
 use crate::par;
 use crate::simd;
 
-/// Bias (by output channel) and ReLU, in that order; at least one of them.
+/// Bias (by output channel) and an activation, in that order; at least one of them.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Epilogue {
     pub bias: Option<Vec<f32>>,
     /// The output dim the bias runs along, counted from the last (0): a kernel takes the
     /// bias only along its channel dim.
     pub bias_axis_from_end: usize,
-    pub relu: bool,
+    pub activation: Activation,
+}
+
+/// The op an epilogue ends with, if any.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Activation {
+    #[default]
+    None,
+    /// ReLU-1.
+    Relu,
+    /// HSwish-4.
+    HSwish,
+}
+
+impl Activation {
+    /// ReLU-1: `x` if `x > 0` or NaN, else `+0`.
+    #[inline(always)]
+    fn relu(x: f32) -> f32 {
+        if x.is_nan() || x > 0.0 {
+            x
+        } else {
+            0.0
+        }
+    }
+
+    /// HSwish-4: `x * min(max(x + 3, 0), 6) / 6` in f32, each of the max and min keeping a
+    /// NaN `x + 3` (a comparison with NaN is false), as the op computes it.
+    #[inline(always)]
+    fn hswish(x: f32) -> f32 {
+        let t = x + 3.0;
+        let t = if 0.0 > t { 0.0 } else { t };
+        let t = if 6.0 < t { 6.0 } else { t };
+        x * t / 6.0
+    }
 }
 
 /// How an output's elements map to channels.
@@ -36,7 +70,7 @@ pub enum Channels {
 impl Epilogue {
     /// Whether it does anything.
     pub fn is_empty(&self) -> bool {
-        self.bias.is_none() && !self.relu
+        self.bias.is_none() && self.activation == Activation::None
     }
 
     /// Whether a kernel with `channels` output channels along the dim `axis_from_end` from
@@ -86,15 +120,26 @@ impl Epilogue {
     /// Applies it to `chunk`, the elements of the output from flat position `start`, on the
     /// calling thread (a kernel calls it on each block it has just written, still in cache).
     pub fn apply_at(&self, chunk: &mut [f32], start: usize, layout: Channels) {
-        let relu = |x: f32| if x.is_nan() || x > 0.0 { x } else { 0.0 };
+        // One loop per activation, so that each vectorises without a test per element.
+        match self.activation {
+            Activation::None => self.apply_with(chunk, start, layout, |x| x),
+            Activation::Relu => self.apply_with(chunk, start, layout, Activation::relu),
+            Activation::HSwish => self.apply_with(chunk, start, layout, Activation::hswish),
+        }
+    }
+
+    #[inline(always)]
+    fn apply_with(
+        &self,
+        chunk: &mut [f32],
+        start: usize,
+        layout: Channels,
+        act: impl Fn(f32) -> f32 + Copy,
+    ) {
         simd::widest(
             #[inline(always)]
             || match (&self.bias, layout) {
-                (None, _) => {
-                    if self.relu {
-                        chunk.iter_mut().for_each(|x| *x = relu(*x));
-                    }
-                }
+                (None, _) => chunk.iter_mut().for_each(|x| *x = act(*x)),
                 (Some(bias), Channels::Inner(n)) => {
                     // Rows of `n`, the first possibly partial.
                     let mut j = start % n.max(1);
@@ -103,8 +148,7 @@ impl Epilogue {
                         let take = (n - j).min(rest.len());
                         let (head, tail) = rest.split_at_mut(take);
                         for (x, &b) in head.iter_mut().zip(&bias[j..]) {
-                            let v = *x + b;
-                            *x = if self.relu { relu(v) } else { v };
+                            *x = act(*x + b);
                         }
                         rest = tail;
                         j = 0;
@@ -119,8 +163,7 @@ impl Epilogue {
                         let b = bias[(at / plane) % channels.max(1)];
                         let (head, tail) = rest.split_at_mut(take);
                         for x in head.iter_mut() {
-                            let v = *x + b;
-                            *x = if self.relu { relu(v) } else { v };
+                            *x = act(*x + b);
                         }
                         rest = tail;
                         at += take;
@@ -135,24 +178,36 @@ impl Epilogue {
 mod tests {
     use super::*;
 
-    /// Each layout and start, against the ops' definitions element by element, with NaN,
-    /// -0 and negative values.
+    /// Each layout, start and activation, against the ops' definitions element by element,
+    /// with NaN, -0, infinities, values around HSwish's bends (-3, 3) and negative values.
     #[test]
-    fn applies_the_add_then_the_relu_as_the_ops_do() {
+    fn applies_the_add_then_the_activation_as_the_ops_do() {
         let data: Vec<f32> = (0..60)
             .map(|i| match i % 7 {
                 0 => f32::NAN,
                 1 => -0.0,
-                _ => (i as f32 * 0.77).sin(),
+                2 if i % 3 == 0 => f32::INFINITY,
+                2 if i % 3 == 1 => f32::NEG_INFINITY,
+                3 => [-3.25, -3.0, -2.75, 2.75, 3.0, 3.25][i % 6],
+                _ => (i as f32 * 0.77).sin() * 5.0,
             })
             .collect();
         let bias = vec![0.25, -0.5, 1.5];
-        for relu in [false, true] {
+        // The ops' definitions, written out again: ReLU keeps NaN and positive values, HSwish
+        // is `x * min(max(x + 3, 0), 6) / 6` with NaN kept (IEEE min/max would drop it).
+        let activate = |act: Activation, v: f32| match act {
+            Activation::None => v,
+            Activation::Relu if v.is_nan() || v > 0.0 => v,
+            Activation::Relu => 0.0,
+            Activation::HSwish if v.is_nan() => v,
+            Activation::HSwish => v * (v + 3.0).clamp(0.0, 6.0) / 6.0,
+        };
+        for act in [Activation::None, Activation::Relu, Activation::HSwish] {
             for with_bias in [false, true] {
                 let e = Epilogue {
                     bias: with_bias.then(|| bias.clone()),
                     bias_axis_from_end: 0,
-                    relu,
+                    activation: act,
                 };
                 for (layout, channel) in [
                     (
@@ -172,12 +227,7 @@ mod tests {
                         .enumerate()
                         .map(|(i, &x)| {
                             let v = if with_bias { x + bias[channel(i)] } else { x };
-                            let v = if relu && !(v.is_nan() || v > 0.0) {
-                                0.0
-                            } else {
-                                v
-                            };
-                            v.to_bits()
+                            activate(act, v).to_bits()
                         })
                         .collect();
                     let mut whole = data.clone();

@@ -20,6 +20,6 @@ pub mod strided;
 pub mod testing;
 pub mod util;
 
-pub use epilogue::Epilogue;
+pub use epilogue::{Activation, Epilogue};
 pub use fact::Fact;
 pub use op::{codes, Op, OpError, Prepared, Value, VariableAccess};
