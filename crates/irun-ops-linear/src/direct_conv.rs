@@ -374,10 +374,13 @@ impl Layout {
             let (oy, ox) = (q / self.wp, q % self.wp);
             let run = (self.wp - ox).min(end - q);
             let keep = run.min(ow.saturating_sub(ox));
-            for (r, a) in acc.iter().enumerate() {
-                let at = r * positions + oy * ow + ox;
-                dst[at..at + keep].copy_from_slice(&a[q - q0..q - q0 + keep]);
-            }
+            // One short run per channel (a row of the tile), with no `memcpy` call each.
+            crate::rows::copy_rows(
+                (&acc.as_flattened()[q - q0..], NR),
+                (&mut dst[oy * ow + ox..], positions),
+                acc.len(),
+                keep,
+            );
             q += run;
         }
     }

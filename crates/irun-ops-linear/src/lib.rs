@@ -21,6 +21,7 @@ pub(crate) use irun_opkit::{attrs, broadcast, fact, kernel, op, par, simd, util}
 pub mod avg_pool;
 pub mod conv;
 mod conv_gemm;
+mod rows;
 pub mod convolution;
 pub mod depthwise;
 pub mod direct_conv;

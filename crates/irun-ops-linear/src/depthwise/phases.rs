@@ -43,7 +43,7 @@ impl Depthwise {
             |xc, wc, out, (buf, wide)| {
                 self.fill_phases(xc, [hp, wp], buf);
                 tiles(width, buf, wc, (&taps, reach), wide);
-                pack_rows(wide, wp, oh, ow);
+                crate::rows::pack_rows(wide, wp, oh, ow);
                 out.extend_from_slice(&wide[..oh * ow]);
             },
         )
@@ -73,7 +73,7 @@ impl Depthwise {
                     .min(hp.saturating_sub(i0));
                 if rows > 0 {
                     let dst = &mut buf[a * phase_len + i0 * wp + pl..];
-                    copy_rows((&xc[r0 * iw..], sy * iw), (dst, wp), rows, n);
+                    crate::rows::copy_rows((&xc[r0 * iw..], sy * iw), (dst, wp), rows, n);
                 }
             }
             return;
@@ -195,104 +195,9 @@ pub(super) fn tiles(
     unreachable!("supported() is false off x86_64");
 }
 
-/// Copies `rows` runs of `len` values, run `r` from `src[r * src_step..]` to
-/// `dst[r * dst_step..]`: a plane's rows into its padded phase. In vectors and a masked
-/// tail, not `copy_from_slice`: a call to `memcpy` per row of 7 or 14 values cost more
-/// than the row's share of the multiply-adds.
-#[inline(always)]
-pub(super) fn copy_rows(
-    (src, src_step): (&[f32], usize),
-    (dst, dst_step): (&mut [f32], usize),
-    rows: usize,
-    len: usize,
-) {
-    if rows == 0 || len == 0 {
-        return;
-    }
-    let reach = |step: usize| {
-        (rows - 1)
-            .checked_mul(step)
-            .and_then(|r| r.checked_add(len))
-    };
-    assert!(
-        reach(src_step).is_some_and(|r| r <= src.len())
-            && reach(dst_step).is_some_and(|r| r <= dst.len()),
-        "depthwise row copy out of bounds"
-    );
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: as for `tiles`; the assert bounds every read and write, and `src` and `dst`
-    // are distinct borrows.
-    unsafe {
-        avx512::copy_rows(
-            src.as_ptr(),
-            src_step,
-            dst.as_mut_ptr(),
-            dst_step,
-            rows,
-            len,
-        )
-    }
-}
-
-/// Moves the first `len` values of each of `rows` runs of `buf`, `from` apart, to runs
-/// `len` apart from the start (a tile's flat positions to an output plane, dropping the
-/// positions past each output row), in place.
-#[inline(always)]
-pub(super) fn pack_rows(buf: &mut [f32], from: usize, rows: usize, len: usize) {
-    if rows == 0 || len == 0 {
-        return;
-    }
-    assert!(
-        len <= from
-            && (rows - 1)
-                .checked_mul(from)
-                .and_then(|r| r.checked_add(len))
-                .is_some_and(|r| r <= buf.len()),
-        "depthwise row pack out of bounds"
-    );
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: as for `tiles`; the assert bounds every read and write. Run `r` moves from
-    // `r * from` to `r * len`, no later: each vector is loaded before it is stored, and a
-    // store ends at or before the next load of its run (`len <= from`) and before the
-    // next run's first value, so nothing is overwritten before it is read.
-    unsafe {
-        let p = buf.as_mut_ptr();
-        avx512::copy_rows(p, from, p, len, rows, len)
-    }
-}
-
 #[cfg(target_arch = "x86_64")]
 mod avx512 {
     use std::arch::x86_64::*;
-
-    /// # Safety
-    /// AVX-512F must be available; `src` readable and `dst` writable at `r * step + i`
-    /// (their steps) for `r < rows`, `i < len`. They may overlap only if no run's store
-    /// reaches a value a later load reads (see `pack_rows`).
-    #[target_feature(enable = "avx512f")]
-    pub unsafe fn copy_rows(
-        src: *const f32,
-        src_step: usize,
-        dst: *mut f32,
-        dst_step: usize,
-        rows: usize,
-        len: usize,
-    ) {
-        let tail = (len % 16) as u32;
-        let mask = ((1u32 << tail) - 1) as __mmask16;
-        for r in 0..rows {
-            let (s, d) = (src.add(r * src_step), dst.add(r * dst_step));
-            let mut i = 0;
-            while i + 16 <= len {
-                _mm512_storeu_ps(d.add(i), _mm512_loadu_ps(s.add(i)));
-                i += 16;
-            }
-            if tail > 0 {
-                // Masked-off lanes are neither read nor written (nor can they fault).
-                _mm512_mask_storeu_ps(d.add(i), mask, _mm512_maskz_loadu_ps(mask, s.add(i)));
-            }
-        }
-    }
 
     /// # Safety
     /// AVX-512F must be available; `buf` readable at `off + q + i` for `off` in `taps`,

@@ -151,30 +151,6 @@ fn the_phase_walk_equals_the_fused_definition_bit_for_bit() {
     assert!(!g.suits_phases(&w), "a NaN weight takes the other walks");
 }
 
-/// The row helpers of the phase walk: copies between steps, and the in-place pack of a
-/// tile's flat rows (runs of every length around a vector's 16).
-#[test]
-fn phase_rows_copy_and_pack_in_place() {
-    if !phases::supported() {
-        return;
-    }
-    for len in [1, 7, 15, 16, 17, 33] {
-        let src: Vec<f32> = (0..4 * (len + 3)).map(|v| v as f32).collect();
-        let mut dst = vec![-1f32; 4 * (len + 5)];
-        phases::copy_rows((&src, len + 3), (&mut dst, len + 5), 4, len);
-        for r in 0..4 {
-            assert_eq!(&dst[r * (len + 5)..][..len], &src[r * (len + 3)..][..len]);
-            assert!(dst[r * (len + 5) + len..][..5].iter().all(|&v| v == -1.0));
-        }
-        let mut buf = src.clone();
-        phases::pack_rows(&mut buf, len + 3, 4, len);
-        let want: Vec<f32> = (0..4)
-            .flat_map(|r| src[r * (len + 3)..][..len].to_vec())
-            .collect();
-        assert_eq!(&buf[..4 * len], &want[..]);
-    }
-}
-
 fn values(n: usize, seed: u32) -> Vec<f32> {
     let mut s = seed;
     (0..n)
