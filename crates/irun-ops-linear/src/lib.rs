@@ -21,7 +21,6 @@ pub(crate) use irun_opkit::{attrs, broadcast, fact, kernel, op, par, simd, util}
 pub mod avg_pool;
 pub mod conv;
 mod conv_gemm;
-mod rows;
 pub mod convolution;
 pub mod depthwise;
 pub mod direct_conv;
@@ -31,5 +30,6 @@ pub mod group_convolution;
 pub mod matmul;
 pub mod max_pool;
 pub mod pool;
+mod rows;
 pub mod scaled_dot_product_attention;
 pub mod spatial;

@@ -15,7 +15,11 @@ pub fn copy_rows(
     if rows == 0 || len == 0 {
         return;
     }
-    let reach = |step: usize| (rows - 1).checked_mul(step).and_then(|r| r.checked_add(len));
+    let reach = |step: usize| {
+        (rows - 1)
+            .checked_mul(step)
+            .and_then(|r| r.checked_add(len))
+    };
     assert!(
         reach(src_step).is_some_and(|r| r <= src.len())
             && reach(dst_step).is_some_and(|r| r <= dst.len()),
@@ -26,7 +30,14 @@ pub fn copy_rows(
         // SAFETY: AVX-512F is available; the assert bounds every read and write, and `src`
         // and `dst` are distinct borrows.
         unsafe {
-            avx512::copy_rows(src.as_ptr(), src_step, dst.as_mut_ptr(), dst_step, rows, len)
+            avx512::copy_rows(
+                src.as_ptr(),
+                src_step,
+                dst.as_mut_ptr(),
+                dst_step,
+                rows,
+                len,
+            )
         };
         return;
     }
@@ -120,7 +131,9 @@ mod tests {
             }
             let mut buf = src.clone();
             pack_rows(&mut buf, len + 3, 4, len);
-            let want: Vec<f32> = (0..4).flat_map(|r| src[r * (len + 3)..][..len].to_vec()).collect();
+            let want: Vec<f32> = (0..4)
+                .flat_map(|r| src[r * (len + 3)..][..len].to_vec())
+                .collect();
             assert_eq!(&buf[..4 * len], &want[..]);
         }
     }
