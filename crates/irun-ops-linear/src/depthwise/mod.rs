@@ -370,6 +370,6 @@ fn deinterleave(src: &[f32], sx: usize, dst: &mut [f32]) {
     }
 }
 
-mod phases;
+pub(crate) mod phases;
 #[cfg(test)]
 mod tests;

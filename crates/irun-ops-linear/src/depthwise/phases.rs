@@ -6,6 +6,20 @@
 use super::Depthwise;
 use crate::op::OpError;
 
+/// Where a walk by phases reads and writes: phases of `hp` rows of `wp`, each tap's offset
+/// from a flat position (`taps`, the greatest `reach`), tiles of `width` flat positions over
+/// `flat` of them (every output row and the columns after it up to `wp`), in a buffer of
+/// `buf_len` (the phases, and room for the last tile's reads past them).
+pub(crate) struct PhaseLayout {
+    pub hp: usize,
+    pub wp: usize,
+    pub taps: Vec<usize>,
+    pub reach: usize,
+    pub width: usize,
+    pub flat: usize,
+    pub buf_len: usize,
+}
+
 impl Depthwise {
     /// Each input plane padded and split into the phases of its stride (rows `a, a + sy,
     /// ...` and columns `b, b + sx, ...` of the padded plane), so that one tap of every
@@ -15,6 +29,24 @@ impl Depthwise {
     /// the flat positions past each output row are dropped. Padding taps add `w * 0 = ±0`,
     /// which leaves every sum as the in-bounds taps alone give it, for finite weights.
     pub fn by_phases(&self, x: &[f32], w: &[f32]) -> Result<Vec<f32>, OpError> {
+        let l = self.phase_layout();
+        let [_, oh, ow] = self.out;
+        self.for_each_plane(
+            x,
+            w,
+            &|| (vec![0f32; l.buf_len], vec![0f32; l.flat]),
+            #[inline(always)]
+            |xc, wc, out, (buf, wide)| {
+                self.fill_phases(xc, [l.hp, l.wp], buf);
+                tiles(l.width, buf, wc, (&l.taps, l.reach), wide);
+                crate::rows::pack_rows(wide, l.wp, oh, ow);
+                out.extend_from_slice(&wide[..oh * ow]);
+            },
+        )
+    }
+
+    /// Where a walk by phases reads and writes (this geometry's, at most two spatial dims).
+    pub(crate) fn phase_layout(&self) -> PhaseLayout {
         let [_, kh, kw] = self.kernel;
         let [_, oh, ow] = self.out;
         let [_, sy, sx] = self.stride;
@@ -33,29 +65,25 @@ impl Depthwise {
         let width = width_for(oh * wp);
         let flat = (oh * wp).div_ceil(width) * width;
         let reach = taps.iter().copied().max().unwrap_or(0);
-        // Room for every phase, and for the last tile's reads past the last phase (zeros).
-        let buf_len = (sy * sx * phase_len).max(reach + flat);
-        self.for_each_plane(
-            x,
-            w,
-            &|| (vec![0f32; buf_len], vec![0f32; flat]),
-            #[inline(always)]
-            |xc, wc, out, (buf, wide)| {
-                self.fill_phases(xc, [hp, wp], buf);
-                tiles(width, buf, wc, (&taps, reach), wide);
-                crate::rows::pack_rows(wide, wp, oh, ow);
-                out.extend_from_slice(&wide[..oh * ow]);
-            },
-        )
+        PhaseLayout {
+            hp,
+            wp,
+            // Room for every phase, and for the last tile's reads past the last phase.
+            buf_len: (sy * sx * phase_len).max(reach + flat),
+            taps,
+            reach,
+            width,
+            flat,
+        }
     }
 
     /// Writes input plane `xc` into its phases in `buf` (phase `(a, b)` at `(a * sx + b) *
     /// hp * wp`, rows of `wp`): each value at the phase, row and column of its place in the
     /// padded plane, where the phases reach it. Every plane writes the same places, so the
-    /// rest of `buf` (the padding, and the tail past the phases) keeps the zeros it was made
-    /// with.
+    /// rest of `buf` (the padding, and the tail past the phases) keeps the values it was made
+    /// with (zeros for a convolution, `-inf` for a max pool).
     #[inline(always)]
-    fn fill_phases(&self, xc: &[f32], [hp, wp]: [usize; 2], buf: &mut [f32]) {
+    pub(crate) fn fill_phases(&self, xc: &[f32], [hp, wp]: [usize; 2], buf: &mut [f32]) {
         let [_, _, iw] = self.input;
         let [_, sy, sx] = self.stride;
         let [_, pt, pl] = self.pad;
@@ -124,7 +152,7 @@ impl Depthwise {
 const MAX_VECTORS: usize = 8;
 
 /// Whether this CPU runs [`tiles`].
-pub(super) fn supported() -> bool {
+pub(crate) fn supported() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
         std::arch::is_x86_feature_detected!("avx512f")
