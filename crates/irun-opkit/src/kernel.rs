@@ -61,6 +61,14 @@ pub fn par_clone(t: &Tensor) -> Tensor {
 
 /// A zero-filled `Vec`, or a clean error instead of an abort when memory runs out.
 pub fn try_zeroed<T: Copy + Default>(n: usize) -> Result<Vec<T>, OpError> {
+    let mut v = try_with_capacity(n)?;
+    v.resize(n, T::default());
+    Ok(v)
+}
+
+/// An empty `Vec` with room for exactly `n` values, for a kernel to write into its capacity
+/// (nothing zero-filled first), or a clean error instead of an abort when memory runs out.
+pub fn try_with_capacity<T>(n: usize) -> Result<Vec<T>, OpError> {
     let mut v = Vec::new();
     v.try_reserve_exact(n).map_err(|_| {
         OpError::new(
@@ -71,7 +79,6 @@ pub fn try_zeroed<T: Copy + Default>(n: usize) -> Result<Vec<T>, OpError> {
             ),
         )
     })?;
-    v.resize(n, T::default());
     Ok(v)
 }
 

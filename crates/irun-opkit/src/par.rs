@@ -195,16 +195,7 @@ pub fn build<T: Copy + Send>(
     grain: usize,
     f: &(dyn Fn(usize, &mut Filler<'_, T>) + Sync),
 ) -> Result<Vec<T>, OpError> {
-    let mut out: Vec<T> = Vec::new();
-    out.try_reserve_exact(n).map_err(|_| {
-        OpError::new(
-            crate::op::codes::MEMORY,
-            format!(
-                "cannot allocate {n} elements ({} bytes)",
-                n.saturating_mul(std::mem::size_of::<T>())
-            ),
-        )
-    })?;
+    let mut out: Vec<T> = crate::kernel::try_with_capacity(n)?;
     let short = AtomicBool::new(false);
     for_each_split_mut(
         &mut out.spare_capacity_mut()[..n],

@@ -115,6 +115,12 @@ pub(crate) struct Geometry {
     pub(crate) pad: [usize; 3],
 }
 
+/// The f32 values of an operand the kernel's dispatch has already typed as f32.
+pub(crate) fn f32_values(t: &Tensor) -> Result<&[f32], OpError> {
+    t.values::<f32>()
+        .ok_or_else(|| OpError::new(codes::UNSUPPORTED_TYPE, "unexpected element type"))
+}
+
 fn pad3(v: &[usize], fill: usize) -> [usize; 3] {
     let mut a = [fill; 3];
     a[3 - v.len()..].copy_from_slice(v);
@@ -261,11 +267,7 @@ impl Geometry {
         filters: &Tensor,
         shape: Vec<usize>,
     ) -> Result<Tensor, OpError> {
-        let bad = || OpError::new(codes::UNSUPPORTED_TYPE, "unexpected element type");
-        let (x, w) = (
-            data.values::<f32>().ok_or_else(bad)?,
-            filters.values::<f32>().ok_or_else(bad)?,
-        );
+        let (x, w) = (f32_values(data)?, f32_values(filters)?);
         let out = Depthwise {
             n: self.n,
             channels: self.groups,
@@ -324,9 +326,7 @@ impl Geometry {
         shape: Vec<usize>,
         epilogue: Option<&Epilogue>,
     ) -> Result<Tensor, OpError> {
-        let x = data
-            .values::<f32>()
-            .ok_or_else(|| OpError::new(codes::UNSUPPORTED_TYPE, "unexpected element type"))?;
+        let x = f32_values(data)?;
         let positions = s.out[0] * s.out[1];
         let layout = Channels::Planes {
             channels: self.co,

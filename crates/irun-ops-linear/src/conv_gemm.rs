@@ -8,7 +8,7 @@ use rten_gemm::{
 };
 use rten_tensor::NdTensorView;
 
-use crate::conv::{Geometry, PackedFilters};
+use crate::conv::{f32_values, Geometry, PackedFilters};
 use crate::gemm::{view, F32_GEMM};
 use crate::kernel::try_zeroed;
 use crate::op::{codes, OpError};
@@ -54,9 +54,7 @@ impl Geometry {
         shape: Vec<usize>,
         epilogue: Option<&Epilogue>,
     ) -> Result<Tensor, OpError> {
-        let x = data
-            .values::<f32>()
-            .ok_or_else(|| OpError::new(codes::UNSUPPORTED_TYPE, "unexpected element type"))?;
+        let x = f32_values(data)?;
         let [_, ih, iw] = self.input;
         let [_, kh, kw] = self.kernel;
         let [_, oh, ow] = self.out;
@@ -160,20 +158,12 @@ impl Geometry {
         shape: Vec<usize>,
         epilogue: Option<&Epilogue>,
     ) -> Result<Tensor, OpError> {
-        let x = data
-            .values::<f32>()
-            .ok_or_else(|| OpError::new(codes::UNSUPPORTED_TYPE, "unexpected element type"))?;
+        let x = f32_values(data)?;
         let positions: usize = self.out.iter().product();
         let plane = self.ci * positions;
         let item_len = self.co * positions;
         let len = self.n * self.groups * item_len;
-        let mut out: Vec<f32> = Vec::new();
-        out.try_reserve_exact(len).map_err(|_| {
-            OpError::new(
-                codes::MEMORY,
-                format!("cannot allocate {len} elements ({} bytes)", len * 4),
-            )
-        })?;
+        let mut out: Vec<f32> = crate::kernel::try_with_capacity(len)?;
         let layout = Channels::Planes {
             channels: self.groups * self.co,
             plane: positions,

@@ -73,14 +73,7 @@ pub struct Shape2 {
 impl DirectFilters {
     /// Whether this CPU runs the kernel.
     pub fn supported() -> bool {
-        #[cfg(target_arch = "x86_64")]
-        {
-            std::arch::is_x86_feature_detected!("avx512f")
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        {
-            false
-        }
+        crate::avx512f()
     }
 
     /// The f32 filters `[co, ci, kh, kw]` (any leading unit dims); `None` for another type

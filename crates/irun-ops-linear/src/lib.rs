@@ -33,3 +33,16 @@ pub mod pool;
 mod rows;
 pub mod scaled_dot_product_attention;
 pub mod spatial;
+
+/// Whether this CPU has AVX-512F, which the direct convolution, the depthwise and max-pool
+/// phase walks and the row copies run on (`std` caches the answer).
+pub(crate) fn avx512f() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::arch::is_x86_feature_detected!("avx512f")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}

@@ -252,13 +252,7 @@ impl Prepared for PreparedMatMul {
         };
         let rows = av.len() / self.k;
         let len = rows * self.n;
-        let mut out: Vec<f32> = Vec::new();
-        out.try_reserve_exact(len).map_err(|_| {
-            OpError::new(
-                codes::MEMORY,
-                format!("cannot allocate {len} elements ({} bytes)", len * 4),
-            )
-        })?;
+        let mut out: Vec<f32> = crate::kernel::try_with_capacity(len)?;
         // Blocks of rows written straight into the output's capacity (zero-filling 98 MB
         // first, on one thread, took longer than PointPillars' whole product), each finished
         // by the epilogue while it is still in cache.

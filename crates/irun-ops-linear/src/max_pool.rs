@@ -166,13 +166,8 @@ fn run_values_by_phases(x: &Tensor, w: &Windows) -> Result<Tensor, OpError> {
     let (plane_in, plane_out) = (ih * iw, oh * ow);
     // The window's inside taps in order, for the outputs no tap moved off -inf.
     let first_non_nan = |xc: &[f32], oy: usize, ox: usize| {
-        let at = |o: usize, t: usize, d: usize| {
-            (o * w.stride[d] + t * w.dil[d])
-                .checked_sub(w.pad[d])
-                .filter(|&c| c < w.input[d])
-        };
         (0..kh * kw)
-            .filter_map(|t| Some(xc[at(oy, t / kw, 1)? * iw + at(ox, t % kw, 2)?]))
+            .filter_map(|t| Some(xc[g.coord(1, oy, t / kw)? * iw + g.coord(2, ox, t % kw)?]))
             .find(|v| !v.is_nan())
             .unwrap_or(f32::MIN)
     };

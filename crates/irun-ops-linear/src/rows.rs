@@ -26,7 +26,7 @@ pub fn copy_rows(
         "row copy out of bounds"
     );
     #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx512f") {
+    if crate::avx512f() {
         // SAFETY: AVX-512F is available; the assert bounds every read and write, and `src`
         // and `dst` are distinct borrows.
         unsafe {
@@ -63,7 +63,7 @@ pub fn pack_rows(buf: &mut [f32], from: usize, rows: usize, len: usize) {
         "row pack out of bounds"
     );
     #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx512f") {
+    if crate::avx512f() {
         // SAFETY: AVX-512F is available; the assert bounds every read and write. Run `r`
         // moves from `r * from` to `r * len`, no later: each vector is loaded before it is
         // stored, and a store ends at or before the next load of its run (`len <= from`) and

@@ -49,7 +49,7 @@ pub struct Depthwise {
 
 impl Depthwise {
     /// The input coordinate of tap `t` of output `o` along dim `d`, if inside.
-    fn coord(&self, d: usize, o: usize, t: usize) -> Option<usize> {
+    pub(crate) fn coord(&self, d: usize, o: usize, t: usize) -> Option<usize> {
         (o * self.stride[d] + t * self.dil[d])
             .checked_sub(self.pad[d])
             .filter(|&c| c < self.input[d])

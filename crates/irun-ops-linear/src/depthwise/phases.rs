@@ -153,14 +153,7 @@ const MAX_VECTORS: usize = 8;
 
 /// Whether this CPU runs [`tiles`].
 pub(crate) fn supported() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        std::arch::is_x86_feature_detected!("avx512f")
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
-    }
+    crate::avx512f()
 }
 
 /// The tile width in flat positions for `flat` of them: all in one tile when they fit
