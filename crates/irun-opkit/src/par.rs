@@ -164,9 +164,9 @@ impl<T: Copy> Filler<'_, T> {
     #[inline]
     pub fn extend_from_slice(&mut self, values: &[T]) {
         let end = self.len + values.len();
-        for (d, &v) in self.slots[self.len..end].iter_mut().zip(values) {
-            d.write(v);
-        }
+        // One `memcpy`: the element-wise loop compiled to 16-byte moves, and was a tenth of
+        // a stem convolution's time.
+        self.slots[self.len..end].write_copy_of_slice(values);
         self.len = end;
     }
 
