@@ -20,6 +20,8 @@
 //! Tasks own `MR` output channels of one batch item (contiguous in the output), so they write
 //! disjoint slices.
 
+use std::sync::OnceLock;
+
 use irun_tensor::Tensor;
 
 use crate::op::{codes, OpError};
@@ -56,6 +58,20 @@ pub struct DirectFilters {
     kernel: [usize; 2],
     weights: Tensor,
     tail: Vec<f32>,
+    /// The filters packed for [`lanes`], on the first run of a plane they suit.
+    channels: OnceLock<Option<lanes::ChannelFilters>>,
+}
+
+/// Which tiles run a convolution: flat positions in the vector lanes (this file) or output
+/// channels ([`lanes`]); they give the same bits, so the choice is one of speed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Tiling {
+    /// Whichever runs the filters' shape faster ([`lanes::suits`]).
+    Fastest,
+    #[cfg(test)]
+    Positions,
+    #[cfg(test)]
+    Channels,
 }
 
 /// One convolution's geometry in two spatial dims (a 1-D one has height 1).
@@ -104,12 +120,14 @@ impl DirectFilters {
             kernel,
             weights: filters.clone(),
             tail,
+            channels: OnceLock::new(),
         })
     }
 
-    /// Bytes held beyond the shared filters.
+    /// Bytes held beyond the shared filters (the packed ones once made).
     pub fn byte_size(&self) -> usize {
-        self.tail.len() * 4
+        let packed = self.channels.get().and_then(Option::as_ref);
+        self.tail.len() * 4 + packed.map_or(0, lanes::ChannelFilters::byte_size)
     }
 
     /// The `MR` rows of tile `t`, each `ci * kh * kw` long.
@@ -144,7 +162,7 @@ impl DirectFilters {
         s: &Shape2,
         each: &(dyn Fn(usize, &mut [f32]) + Sync),
     ) -> Result<Vec<f32>, OpError> {
-        self.run_within(x, s, each, L2_INPUT_BYTES)
+        self.run_within(x, s, each, L2_INPUT_BYTES, Tiling::Fastest)
     }
 
     /// [`Self::run`], keeping about `l2_bytes` of input per task in cache.
@@ -154,6 +172,7 @@ impl DirectFilters {
         s: &Shape2,
         each: &(dyn Fn(usize, &mut [f32]) + Sync),
         l2_bytes: usize,
+        tiling: Tiling,
     ) -> Result<Vec<f32>, OpError> {
         let [kh, kw] = self.kernel;
         let [oh, ow] = s.out;
@@ -216,7 +235,21 @@ impl DirectFilters {
             vectors,
             out: s.out,
         };
-        if self.ci * plane * 4 <= l2_bytes {
+        let by_channels = match tiling {
+            Tiling::Fastest => lanes::suits(self.ci * kh * kw),
+            #[cfg(test)]
+            Tiling::Positions => false,
+            #[cfg(test)]
+            Tiling::Channels => true,
+        };
+        let w = self.weights.values::<f32>().expect("checked by new");
+        let k = self.ci * kh * kw;
+        if let Some(f) = by_channels
+            .then(|| lanes::packed(&self.channels, w, self.co, k))
+            .flatten()
+        {
+            f.run(&layout, s.n, self.co, &padded, each)
+        } else if self.ci * plane * 4 <= l2_bytes {
             self.run_whole(&layout, s.n, &padded, each)
         } else {
             self.run_blocked(&layout, s.n, &padded, each, l2_bytes)
@@ -495,221 +528,6 @@ mod avx512 {
     }
 }
 
+mod lanes;
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The convolution by its definition, in f64.
-    fn reference(
-        x: &[f32],
-        w: &[f32],
-        co: usize,
-        ci: usize,
-        k: [usize; 2],
-        s: &Shape2,
-    ) -> Vec<f64> {
-        let [ih, iw] = s.input;
-        let [oh, ow] = s.out;
-        let mut out = vec![0f64; s.n * co * oh * ow];
-        for n in 0..s.n {
-            for o in 0..co {
-                for oy in 0..oh {
-                    for ox in 0..ow {
-                        let mut sum = 0f64;
-                        for c in 0..ci {
-                            for ky in 0..k[0] {
-                                for kx in 0..k[1] {
-                                    let y = (oy * s.stride[0] + ky * s.dil[0]) as isize
-                                        - s.pad[0] as isize;
-                                    let xx = (ox * s.stride[1] + kx * s.dil[1]) as isize
-                                        - s.pad[1] as isize;
-                                    if y < 0 || xx < 0 || y >= ih as isize || xx >= iw as isize {
-                                        continue;
-                                    }
-                                    let v = x[((n * ci + c) * ih + y as usize) * iw + xx as usize];
-                                    let f = w[((o * ci + c) * k[0] + ky) * k[1] + kx];
-                                    sum += v as f64 * f as f64;
-                                }
-                            }
-                        }
-                        out[((n * co + o) * oh + oy) * ow + ox] = sum;
-                    }
-                }
-            }
-        }
-        out
-    }
-
-    /// A convolution's geometry from its padding (`[begin, end]`), the output sized by the
-    /// floor rule; `None` when the dilated kernel does not fit the padded input.
-    fn geometry(
-        n: usize,
-        input: [usize; 2],
-        k: [usize; 2],
-        stride: [usize; 2],
-        dil: [usize; 2],
-        [pad, pad_end]: [[usize; 2]; 2],
-    ) -> Option<Shape2> {
-        let reach = |d: usize| (k[d] - 1) * dil[d] + 1;
-        let span = |d: usize| (input[d] + pad[d] + pad_end[d]).checked_sub(reach(d));
-        let out = [span(0)? / stride[0] + 1, span(1)? / stride[1] + 1];
-        Some(Shape2 {
-            n,
-            input,
-            out,
-            stride,
-            dil,
-            pad,
-        })
-    }
-
-    /// Every value of `got` within 1e-5 (relative + absolute) of the f64 reference.
-    #[track_caller]
-    fn assert_close(got: &[f32], want: &[f64], case: &str) {
-        assert_eq!(got.len(), want.len(), "{case}");
-        for (g, w) in got.iter().zip(want) {
-            assert!(
-                (*g as f64 - w).abs() <= 1e-5 * (1.0 + w.abs()),
-                "{case}: {g} vs {w}"
-            );
-        }
-    }
-
-    fn filters(w: &[f32]) -> Tensor {
-        Tensor::from_f32(vec![w.len()], w.to_vec()).unwrap()
-    }
-
-    fn values(len: usize, seed: u32) -> Vec<f32> {
-        let mut s = seed;
-        (0..len)
-            .map(|_| {
-                s = s.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
-                (s >> 8) as f32 / (1u32 << 24) as f32 - 0.5
-            })
-            .collect()
-    }
-
-    #[test]
-    fn matches_the_definition_at_every_thread_count() {
-        if !DirectFilters::supported() {
-            return;
-        }
-        // (n, co, ci, input, kernel, stride, dil, pad begin, pad end): channel counts off the
-        // tile sizes, asymmetric and no padding, dilation, 1-D, a plane narrower than a tile,
-        // strides 2 and 3 (a 7x7 stem, a 1x1 that reads one phase, strides that differ by
-        // dim, stride with dilation), padding past what the strided windows reach.
-        let cases = [
-            (1, 8, 3, [9, 11], [3, 3], [1, 1], [1, 1], [1, 1], [1, 1]),
-            (2, 13, 5, [7, 6], [3, 2], [1, 1], [1, 1], [0, 1], [2, 0]),
-            (1, 17, 4, [12, 12], [3, 3], [1, 1], [2, 2], [2, 2], [2, 2]),
-            (1, 9, 6, [1, 40], [1, 5], [1, 1], [1, 1], [0, 2], [0, 2]),
-            (1, 3, 2, [3, 3], [3, 3], [1, 1], [1, 1], [0, 0], [0, 0]),
-            (1, 16, 16, [14, 14], [5, 5], [1, 1], [1, 1], [2, 2], [2, 2]),
-            (1, 10, 3, [23, 21], [7, 7], [2, 2], [1, 1], [3, 3], [3, 3]),
-            (2, 12, 7, [14, 14], [1, 1], [2, 2], [1, 1], [0, 0], [0, 0]),
-            (1, 9, 5, [15, 16], [3, 3], [2, 3], [1, 1], [1, 1], [0, 2]),
-            (1, 8, 4, [17, 17], [3, 3], [2, 2], [2, 3], [2, 1], [1, 3]),
-            (1, 8, 2, [9, 9], [2, 2], [3, 3], [1, 1], [4, 4], [4, 4]),
-        ];
-        for (i, &(n, co, ci, input, k, stride, dil, pad, pad_end)) in cases.iter().enumerate() {
-            let s = geometry(n, input, k, stride, dil, [pad, pad_end]).unwrap();
-            let x = values(n * ci * input[0] * input[1], 7 + i as u32);
-            let w = values(co * ci * k[0] * k[1], 99 + i as u32);
-            let f = DirectFilters::new(&filters(&w), co, ci, k).unwrap();
-            let want = reference(&x, &w, co, ci, k, &s);
-            // Whole planes at 1, 2 and 3 threads; blocks of positions (a budget of a few
-            // hundred bytes) at 1 and 2.
-            let run = |t, budget| {
-                crate::testing::on_threads(t, || f.run_within(&x, &s, &|_, _| {}, budget)).unwrap()
-            };
-            let runs = [
-                run(1, usize::MAX),
-                run(2, usize::MAX),
-                run(3, usize::MAX),
-                run(1, 600),
-                run(2, 600),
-            ];
-            assert_close(&runs[0], &want, &format!("case {i}"));
-            assert_eq!(runs[0], runs[1], "case {i}: 1 and 2 threads");
-            assert_eq!(runs[0], runs[2], "case {i}: 1 and 3 threads");
-            assert_eq!(runs[0], runs[3], "case {i}: in blocks");
-            assert_eq!(runs[0], runs[4], "case {i}: in blocks, 2 threads");
-        }
-    }
-
-    /// Random small geometries, padding wider than the kernel reaches and strides past the
-    /// kernel included, in whole planes and in blocks.
-    #[test]
-    fn random_geometries_match_the_definition() {
-        if !DirectFilters::supported() {
-            return;
-        }
-        let mut seed = 12345u32;
-        let mut pick = |n: usize| {
-            seed = seed.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
-            (seed >> 8) as usize % n
-        };
-        for case in 0..150 {
-            let k = [1 + pick(4), 1 + pick(4)];
-            let stride = [1 + pick(3), 1 + pick(3)];
-            let dil = [1 + pick(2), 1 + pick(2)];
-            let input = [1 + pick(12), 1 + pick(12)];
-            let pad = [pick(4), pick(4)];
-            let pad_end = [pick(4), pick(4)];
-            let (n, co, ci) = (1 + pick(2), 1 + pick(20), 1 + pick(5));
-            let Some(s) = geometry(n, input, k, stride, dil, [pad, pad_end]) else {
-                continue;
-            };
-            let x = values(n * ci * input[0] * input[1], case);
-            let w = values(co * ci * k[0] * k[1], case + 1000);
-            let f = DirectFilters::new(&filters(&w), co, ci, k).unwrap();
-            let want = reference(&x, &w, co, ci, k, &s);
-            for budget in [usize::MAX, 500] {
-                let got = crate::testing::on_threads(2, || {
-                    f.run_within(&x, &s, &|_, _| {}, budget).unwrap()
-                });
-                assert_close(
-                    &got,
-                    &want,
-                    &format!("case {case}: {s:?} k {k:?} co {co} ci {ci}"),
-                );
-            }
-        }
-    }
-
-    #[test]
-    fn each_sees_every_output_once_where_it_lies() {
-        if !DirectFilters::supported() {
-            return;
-        }
-        let (co, ci, k) = (19, 2, [3, 3]);
-        let s = Shape2 {
-            n: 2,
-            input: [9, 7],
-            out: [9, 7],
-            stride: [1, 1],
-            dil: [1, 1],
-            pad: [1, 1],
-        };
-        let f = DirectFilters::new(&filters(&values(co * ci * 9, 3)), co, ci, k).unwrap();
-        let x = values(2 * ci * 63, 4);
-        for budget in [usize::MAX, 300] {
-            let seen = std::sync::Mutex::new(Vec::new());
-            let out = crate::testing::on_threads(2, || {
-                f.run_within(
-                    &x,
-                    &s,
-                    &|at, v| seen.lock().unwrap().push((at, v.to_vec())),
-                    budget,
-                )
-            })
-            .unwrap();
-            let mut times = vec![0; out.len()];
-            for (at, v) in seen.into_inner().unwrap() {
-                assert_eq!(&out[at..at + v.len()], &v[..], "budget {budget}");
-                times[at..at + v.len()].iter_mut().for_each(|t| *t += 1);
-            }
-            assert!(times.iter().all(|&t| t == 1), "budget {budget}: {times:?}");
-        }
-    }
-}
+mod tests;
