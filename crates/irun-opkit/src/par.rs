@@ -170,6 +170,20 @@ impl<T: Copy> Filler<'_, T> {
         self.len = end;
     }
 
+    /// Appends `count` copies of `v` and hands them back to be written over: a kernel that
+    /// writes its chunk out of order (a tile of several channel planes at a time) writes
+    /// straight into the output rather than into a staging buffer copied after.
+    pub fn repeat_mut(&mut self, v: T, count: usize) -> &mut [T] {
+        let start = self.len;
+        self.repeat(v, count);
+        let written = &mut self.slots[start..self.len];
+        // SAFETY: `repeat` has just written every slot of `written` (it panics rather than
+        // return short), and `MaybeUninit<T>` has `T`'s size, alignment and layout, so the
+        // slots are `count` initialised `T`s. The borrow of `self` keeps them from being
+        // written through the filler again while the slice lives.
+        unsafe { &mut *(written as *mut [MaybeUninit<T>] as *mut [T]) }
+    }
+
     /// Slots of the chunk not written yet.
     pub fn remaining(&self) -> usize {
         self.slots.len() - self.len
@@ -278,6 +292,35 @@ mod tests {
                 }
             });
         }
+    }
+
+    /// `repeat_mut` counts its slots as written and hands them back to be written over, in
+    /// any order; going past the chunk panics.
+    #[test]
+    fn repeat_mut_hands_back_written_slots() {
+        for threads in [1, 2] {
+            pool(threads).install(|| {
+                let n = PAR_MIN_ELEMENTS * 2 + 5;
+                let v = build(n, 10, &|start, f| {
+                    let len = f.remaining();
+                    f.push(start as u32);
+                    let rest = f.repeat_mut(1, len - 1);
+                    assert!(rest.iter().all(|&x| x == 1));
+                    for (i, x) in rest.iter_mut().enumerate().rev() {
+                        *x = (start + 1 + i) as u32;
+                    }
+                    assert_eq!(f.remaining(), 0);
+                })
+                .unwrap();
+                assert_eq!(v, (0..n as u32).collect::<Vec<_>>());
+            });
+        }
+        let past = std::panic::catch_unwind(|| {
+            build(4, 4, &|_, f: &mut Filler<'_, u8>| {
+                f.repeat_mut(0, 5);
+            })
+        });
+        assert!(past.is_err());
     }
 
     /// `map` writes every element of its uninitialised output (the proof behind its

@@ -87,7 +87,6 @@ impl ChannelFilters {
             channels * positions,
             (OC * positions).max(1),
             &|start, fill| {
-                let mut stage = vec![0f32; OC * positions];
                 let mut sums = vec![[[0f32; OC]; MAX_P]; oh * per_row];
                 let mut g = start / positions.max(1);
                 while fill.remaining() > 0 && g < channels {
@@ -114,19 +113,18 @@ impl ChannelFilters {
                             tile(w, x, l, oy * l.wp + x0, x1 - x0, c0 > 0, sums);
                         }
                     }
+                    let done = fill.repeat_mut(0.0, rows * positions);
                     for (i, sums) in sums.iter().enumerate() {
                         let (oy, t) = (i / per_row, i % per_row);
                         let (x0, x1) = (ow * t / per_row, ow * (t + 1) / per_row);
                         let at = oy * ow + x0;
-                        for (r, dst) in stage.chunks_mut(positions).take(rows).enumerate() {
+                        for (r, dst) in done.chunks_mut(positions).enumerate() {
                             for (d, o) in dst[at..x1 - x0 + at].iter_mut().zip(sums) {
                                 *d = o[first + r];
                             }
                         }
                     }
-                    let done = &mut stage[..rows * positions];
                     each(g * positions, done);
-                    fill.extend_from_slice(done);
                     g += rows;
                 }
             },

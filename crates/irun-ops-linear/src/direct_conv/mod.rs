@@ -271,7 +271,6 @@ impl DirectFilters {
             channels * positions,
             (MR * positions).max(1),
             &|start, fill| {
-                let mut stage = vec![0f32; MR * positions];
                 let mut acc = [[0f32; NR]; MR];
                 let mut g = start / positions.max(1);
                 while fill.remaining() > 0 && g < channels {
@@ -284,13 +283,14 @@ impl DirectFilters {
                         .min(fill.remaining() / positions.max(1));
                     let w = self.tile_weights(tile_of);
                     let xi = &padded[item * self.ci * l.plane..][..self.ci * l.plane];
+                    // Written in place: a staging buffer zeroed and copied after cost a seventh
+                    // of a stem convolution's time.
+                    let done = fill.repeat_mut(0.0, rows * positions);
                     for q0 in (0..l.flat()).step_by(l.nr()) {
                         tile(l.vectors, w, xi, l.plane, &l.taps, q0, &mut acc);
-                        l.keep(&acc[first..first + rows], q0, &mut stage);
+                        l.keep(&acc[first..first + rows], q0, done);
                     }
-                    let done = &mut stage[..rows * positions];
                     each(g * positions, done);
-                    fill.extend_from_slice(done);
                     g += rows;
                 }
             },
