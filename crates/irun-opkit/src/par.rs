@@ -173,6 +173,7 @@ impl<T: Copy> Filler<'_, T> {
     /// Appends `count` copies of `v` and hands them back to be written over: a kernel that
     /// writes its chunk out of order (a tile of several channel planes at a time) writes
     /// straight into the output rather than into a staging buffer copied after.
+    #[inline]
     pub fn repeat_mut(&mut self, v: T, count: usize) -> &mut [T] {
         let start = self.len;
         self.repeat(v, count);
@@ -193,9 +194,7 @@ impl<T: Copy> Filler<'_, T> {
     #[inline]
     pub fn repeat(&mut self, v: T, count: usize) {
         let end = self.len + count;
-        for d in &mut self.slots[self.len..end] {
-            d.write(v);
-        }
+        self.slots[self.len..end].fill(MaybeUninit::new(v));
         self.len = end;
     }
 }

@@ -217,12 +217,11 @@ impl DirectFilters {
         // Both buffers are written in parallel straight into their capacity: zero-filling
         // them first, on one thread, cost as much as a tenth of a 56x56 convolution.
         let padded = par::build(padded_len, plane, &|start, fill| {
-            let mut row = vec![0f32; wp];
             let mut c = start / plane;
             while fill.remaining() > 0 {
                 let x = &x[c * in_plane..][..in_plane];
                 for &phase in &phases {
-                    pad_phase(x, s, phase, [hp, wp], phase_len, &mut row, fill);
+                    pad_phase(x, s, phase, [hp, wp], phase_len, fill);
                 }
                 c += 1;
             }
@@ -414,26 +413,32 @@ impl Layout {
 
 /// Appends phase `[a, b]` of input plane `x [ih, iw]` padded by `s.pad` (its rows `a, a +
 /// sy, ...` and columns `b, b + sx, ...`, `[hp, wp]` of them, zeros outside the input), then
-/// zeros up to `len` values, to `fill`; `row` is scratch of `wp` values.
+/// zeros up to `len` values, to `fill`.
 fn pad_phase(
     x: &[f32],
     s: &Shape2,
     [a, b]: [usize; 2],
     [hp, wp]: [usize; 2],
     len: usize,
-    row: &mut [f32],
     fill: &mut Filler<f32>,
 ) {
     let [ih, iw] = s.input;
     let [pt, pl] = s.pad;
     let [sy, sx] = s.stride;
     let start = b as isize - pl as isize;
+    // At stride 1 a row is zeros, one copy of the input row's part inside the phase, zeros:
+    // written once (a gather into scratch and a copy of that cost twice the memory traffic).
+    let lo = (-start).clamp(0, wp as isize) as usize;
+    let from = (start + lo as isize).clamp(0, iw as isize) as usize;
+    let count = (iw - from).min(wp - lo);
     for i in 0..hp {
         match (i * sy + a).checked_sub(pt).filter(|&y| y < ih) {
-            Some(y) => {
-                gather_run(&x[y * iw..][..iw], start, sx, 0.0, row);
-                fill.extend_from_slice(row);
+            Some(y) if sx == 1 => {
+                fill.repeat(0.0, lo);
+                fill.extend_from_slice(&x[y * iw + from..][..count]);
+                fill.repeat(0.0, wp - lo - count);
             }
+            Some(y) => gather_run(&x[y * iw..][..iw], start, sx, 0.0, fill.repeat_mut(0.0, wp)),
             None => fill.repeat(0.0, wp),
         }
     }
