@@ -29,6 +29,9 @@ const MAX_P: usize = 14;
 /// channels (see [`ChannelFilters::run`]).
 const CI_BLOCK_BYTES: usize = 32 << 10;
 
+/// Bytes of partial sums a task keeps while it runs the input channel blocks.
+const SUMS_BYTES: usize = 64 << 10;
+
 /// Filters `[co, ci, taps]` packed by blocks of [`OC`] output channels, each block
 /// `[ci][taps][OC]` with zeros past the last channel.
 #[derive(Debug)]
@@ -83,11 +86,13 @@ impl ChannelFilters {
         let ci = self.k / taps.max(1);
         // Input channels whose filters (for one block of output channels) take 64 KB.
         let ci_block = (CI_BLOCK_BYTES / (4 * OC * taps.max(1))).max(1);
+        let tiles = oh * per_row;
+        let group = (SUMS_BYTES / (4 * OC * MAX_P)).max(1);
         par::build(
             channels * positions,
             (OC * positions).max(1),
             &|start, fill| {
-                let mut sums = vec![[[0f32; OC]; MAX_P]; oh * per_row];
+                let mut sums = vec![[[0f32; OC]; MAX_P]; group.min(tiles)];
                 let mut g = start / positions.max(1);
                 while fill.remaining() > 0 && g < channels {
                     // Channels `c .. c + rows` of item `item`, from lane `first` of block
@@ -99,26 +104,32 @@ impl ChannelFilters {
                         .min(fill.remaining() / positions.max(1));
                     let w = &self.packed[block * self.k * OC..][..self.k * OC];
                     let xi = &padded[item * item_len..][..item_len];
-                    // All tiles of the plane over a block of input channels, then the next
-                    // block: each block's filters are read from memory once and then from
-                    // cache, where a whole row's (590 KB at ResNet's 7x7) came from memory in
-                    // one burst and stalled the multiply-adds.
-                    for c0 in (0..ci).step_by(ci_block) {
-                        let c1 = (c0 + ci_block).min(ci);
-                        let w = &w[c0 * taps * OC..c1 * taps * OC];
-                        let x = &xi[c0 * l.plane..c1 * l.plane];
-                        for (i, sums) in sums.iter_mut().enumerate() {
-                            let (oy, t) = (i / per_row, i % per_row);
-                            let (x0, x1) = (ow * t / per_row, ow * (t + 1) / per_row);
-                            tile(w, x, l, oy * l.wp + x0, x1 - x0, c0 > 0, sums);
-                        }
-                    }
                     let done = fill.repeat_mut(0.0, rows * positions);
-                    for (i, sums) in sums.iter().enumerate() {
-                        let (oy, t) = (i / per_row, i % per_row);
-                        let (x0, x1) = (ow * t / per_row, ow * (t + 1) / per_row);
-                        let at = oy * ow + x0;
-                        to_planes(sums, x1 - x0, first, (done, positions), at);
+                    // A group of tiles over a block of input channels, then the next block:
+                    // each block's filters are read from memory once per group and then from
+                    // cache, where a whole row's (590 KB at ResNet's 7x7) came from memory in
+                    // one burst and stalled the multiply-adds. Groups keep the partial sums
+                    // in cache (a 112x112 plane's would take 1.6 MB).
+                    for g0 in (0..tiles).step_by(group) {
+                        let sums = &mut sums[..(tiles - g0).min(group)];
+                        let at = |i: usize| {
+                            let (oy, t) = ((g0 + i) / per_row, (g0 + i) % per_row);
+                            let (x0, x1) = (ow * t / per_row, ow * (t + 1) / per_row);
+                            (oy, x0, x1 - x0)
+                        };
+                        for c0 in (0..ci).step_by(ci_block) {
+                            let c1 = (c0 + ci_block).min(ci);
+                            let w = &w[c0 * taps * OC..c1 * taps * OC];
+                            let x = &xi[c0 * l.plane..c1 * l.plane];
+                            for (i, sums) in sums.iter_mut().enumerate() {
+                                let (oy, x0, width) = at(i);
+                                tile(w, x, l, oy * l.wp + x0, width, c0 > 0, sums);
+                            }
+                        }
+                        for (i, sums) in sums.iter().enumerate() {
+                            let (oy, x0, width) = at(i);
+                            to_planes(sums, width, first, (&mut *done, positions), oy * ow + x0);
+                        }
                     }
                     each(g * positions, done);
                     g += rows;
@@ -200,13 +211,17 @@ fn to_planes(
 }
 
 /// Whether the channel tiles run a convolution of `k` multiply-adds per output (input
-/// channels by taps) faster than the position tiles. Measured here on ResNet-18's and
-/// PointPillars' layers (2 threads): 12-13% faster at 7x7 and 14x14 (where position tiles
-/// compute 31% and 14% padding positions), 2-7% at 28x28 to 128x128, 3% slower on one
-/// 256x256 layer; but 30% slower on a 3-channel 7x7 stem (k = 147), whose short sums do not
-/// cover the transposition of each tile into channel planes.
-pub(super) fn suits(k: usize) -> bool {
-    k >= 256
+/// channels by taps) on the planes of `l` faster than the position tiles. Measured here (2
+/// threads) on ResNet-18's and PointPillars' layers: with k >= 256, 12-13% faster at 7x7
+/// and 14x14 (where position tiles compute 31% and 14% padding positions), 2-7% at 28x28 to
+/// 128x128, 3% slower on one 256x256 layer. Below that the tiles' transposition and short
+/// sums tell, unless the position tiles waste a tenth of their work or are one vector wide
+/// (8 broadcasts and a load per 8 multiply-adds: bound by loads): a 1x1 stride-2 layer with
+/// k = 128 onto 14x14 (one vector) runs 33% faster by channels, one with k = 64 onto 28x28
+/// 9% slower, a 3-channel 7x7 stem (k = 147, 3% padding, 3 vectors) 10% slower.
+pub(super) fn suits(l: &Layout, k: usize) -> bool {
+    let wasteful = l.flat() * 10 >= l.out[0] * l.out[1] * 11 || l.vectors == 1;
+    k >= 256 || (k >= 128 && wasteful)
 }
 
 /// The packed filters, made on the first call and kept; `None` if they cannot be held.

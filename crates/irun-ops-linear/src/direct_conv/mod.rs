@@ -235,7 +235,7 @@ impl DirectFilters {
             out: s.out,
         };
         let by_channels = match tiling {
-            Tiling::Fastest => lanes::suits(self.ci * kh * kw),
+            Tiling::Fastest => lanes::suits(&layout, self.ci * kh * kw),
             #[cfg(test)]
             Tiling::Positions => false,
             #[cfg(test)]
