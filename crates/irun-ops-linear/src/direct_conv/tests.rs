@@ -106,8 +106,10 @@ fn matches_the_definition_at_every_thread_count() {
         (1, 8, 2, [9, 9], [2, 2], [3, 3], [1, 1], [4, 4], [4, 4]),
         // For the channel tiles: output channels past one block of 32 and not a multiple
         // of it, rows wider than one tile (31 = 16 + 15), input channels over more than
-        // one block (28 at 3x3, 256 at 1x1), a 7x7 plane of 3x3 stride 2.
+        // one block (28 at 3x3, 256 at 1x1), a 7x7 plane of 3x3 stride 2, more tiles than
+        // one group keeps sums for (40 > 36).
         (1, 40, 37, [5, 31], [3, 3], [1, 1], [1, 1], [1, 1], [1, 1]),
+        (1, 35, 30, [20, 20], [3, 3], [1, 1], [1, 1], [1, 1], [1, 1]),
         (2, 33, 300, [3, 4], [1, 1], [1, 1], [1, 1], [0, 0], [0, 0]),
         (1, 64, 30, [14, 14], [3, 3], [2, 2], [1, 1], [1, 1], [1, 1]),
     ];
