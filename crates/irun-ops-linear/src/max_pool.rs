@@ -181,15 +181,12 @@ fn run_values_by_phases(x: &Tensor, w: &Windows) -> Result<Tensor, OpError> {
                 #[inline(always)]
                 || {
                     g.fill_phases(xc, [l.hp, l.wp], &mut buf);
-                    for (q0, tile) in wide.chunks_exact_mut(l.width).enumerate() {
-                        let q0 = q0 * l.width;
-                        tile.fill(f32::NEG_INFINITY);
-                        for &off in &l.taps {
-                            for (m, &t) in tile.iter_mut().zip(&buf[off + q0..]) {
-                                *m = if t > *m { t } else { *m };
-                            }
-                        }
-                    }
+                    crate::depthwise::phases::max_tiles(
+                        l.width,
+                        &buf,
+                        (&l.taps, l.reach),
+                        &mut wide,
+                    );
                     crate::rows::pack_rows(&mut wide, l.wp, oh, ow);
                     // One pass without an early exit (it vectorises) before the rare
                     // per-output look.

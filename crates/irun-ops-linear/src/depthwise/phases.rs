@@ -216,9 +216,68 @@ pub(super) fn tiles(
     unreachable!("supported() is false off x86_64");
 }
 
+/// `out[q]` = the greatest of `buf[taps[k] + q]` over taps `k` in order, each taken only
+/// when strictly greater than the greatest so far (from `-inf`: a NaN never wins, and of
+/// equal values, ±0 among them, the first stays), for every `q < out.len()`, in tiles of
+/// `width` positions held in registers across the taps (MaxPool's values by phases).
+pub(crate) fn max_tiles(
+    width: usize,
+    buf: &[f32],
+    (taps, reach): (&[usize], usize),
+    out: &mut [f32],
+) {
+    assert!(
+        taps.iter().all(|&off| off <= reach)
+            && (1..=MAX_VECTORS).contains(&(width / 16))
+            && width.is_multiple_of(16)
+            && out.len().is_multiple_of(width)
+            && reach + out.len() <= buf.len(),
+        "max tile out of bounds"
+    );
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: MaxPool takes this path only where `supported()` (AVX-512F) holds, and the
+    // assert above bounds every pointer the kernel reads and writes.
+    unsafe {
+        let buf = buf.as_ptr();
+        match width / 16 {
+            1 => avx512::max_tiles::<1>(buf, taps, out),
+            2 => avx512::max_tiles::<2>(buf, taps, out),
+            3 => avx512::max_tiles::<3>(buf, taps, out),
+            4 => avx512::max_tiles::<4>(buf, taps, out),
+            5 => avx512::max_tiles::<5>(buf, taps, out),
+            6 => avx512::max_tiles::<6>(buf, taps, out),
+            7 => avx512::max_tiles::<7>(buf, taps, out),
+            _ => avx512::max_tiles::<8>(buf, taps, out),
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    unreachable!("supported() is false off x86_64");
+}
+
 #[cfg(target_arch = "x86_64")]
 mod avx512 {
     use std::arch::x86_64::*;
+
+    /// # Safety
+    /// AVX-512F must be available; `buf` readable at `off + q + i` for `off` in `taps`,
+    /// `q + i < out.len()`; `out.len()` a multiple of `16 * V`.
+    #[target_feature(enable = "avx512f")]
+    pub unsafe fn max_tiles<const V: usize>(buf: *const f32, taps: &[usize], out: &mut [f32]) {
+        for (t, o) in out.chunks_exact_mut(16 * V).enumerate() {
+            let at = buf.add(t * 16 * V);
+            let mut best = [_mm512_set1_ps(f32::NEG_INFINITY); V];
+            for &off in taps {
+                for (v, b) in best.iter_mut().enumerate() {
+                    // `vmaxps a, b` is `a > b ? a : b`, the second operand when either is
+                    // NaN or both are equal: the tap wins only when strictly greater.
+                    *b = _mm512_max_ps(_mm512_loadu_ps(at.add(off + 16 * v)), *b);
+                }
+            }
+            for (v, b) in best.iter().enumerate() {
+                _mm512_storeu_ps(o.as_mut_ptr().add(16 * v), *b);
+            }
+        }
+    }
 
     /// # Safety
     /// AVX-512F must be available; `buf` readable at `off + q + i` for `off` in `taps`,
