@@ -32,6 +32,7 @@ pub mod max_pool;
 pub mod pool;
 mod rows;
 pub mod scaled_dot_product_attention;
+mod small_k;
 pub mod spatial;
 
 /// Whether this CPU has AVX-512F, which the direct convolution, the depthwise and max-pool

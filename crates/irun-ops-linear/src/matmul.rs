@@ -183,6 +183,8 @@ struct PreparedMatMul {
     op: MatMul,
     b: Value,
     packed: PackedB,
+    /// B for the kernel of a short inner dim, which runs instead of the packed one.
+    small: Option<crate::small_k::SmallK>,
     k: usize,
     n: usize,
     /// Ops after it that it applies to its output ([`Prepared::set_epilogue`]).
@@ -213,6 +215,7 @@ impl PreparedMatMul {
             return None;
         }
         let packed = PackedB(F32_GEMM.with(|e| e.prepack_b(view(k, n, bv, strides))));
+        let small = crate::small_k::SmallK::new(bv, k, n, op.transpose_b);
         Some(PreparedMatMul {
             op: MatMul {
                 transpose_a: op.transpose_a,
@@ -220,6 +223,7 @@ impl PreparedMatMul {
             },
             b,
             packed,
+            small,
             k,
             n,
             epilogue: None,
@@ -262,10 +266,23 @@ impl Prepared for PreparedMatMul {
             &mut out.spare_capacity_mut()[..len],
             block,
             &|start, chunk| {
+                let mut scratch = Vec::new();
                 for (i, c) in chunk.chunks_mut(block).enumerate() {
                     let at = start + i * block;
                     let first_row = at / self.n;
                     let c_rows = c.len() / self.n;
+                    if let Some(small) = &self.small {
+                        // Computed and finished in a block that stays in cache, then copied
+                        // into the output once.
+                        scratch.resize(c.len(), 0.0);
+                        small.rows(&av[first_row * self.k..], &mut scratch);
+                        if let Some(e) = &self.epilogue {
+                            e.apply_at(&mut scratch, at, Channels::Inner(self.n));
+                        }
+                        c.write_copy_of_slice(&scratch);
+                        written.fetch_add(c.len(), std::sync::atomic::Ordering::Relaxed);
+                        continue;
+                    }
                     let c = F32_GEMM.with(|e| {
                         e.gemm_uninit(
                             c,
@@ -295,8 +312,9 @@ impl Prepared for PreparedMatMul {
         }
         // SAFETY: `for_each_split_mut` cuts `0..len` of the capacity into consecutive chunks
         // and runs the closure on each (or panics, and then this line is never reached); the
-        // closure cuts its chunk into consecutive blocks and hands each to `gemm_uninit`,
-        // whose safe signature returns that block as `&mut [f32]`, so initialised; the
+        // closure cuts its chunk into consecutive blocks and writes each whole, by
+        // `write_copy_of_slice` or by `gemm_uninit`, whose safe signature returns that block as
+        // `&mut [f32]`, so initialised; the
         // check above saw blocks of `len` elements in all come back. `f32: Copy`.
         unsafe { out.set_len(len) };
         let mut shape = inputs[0].shape().to_vec();
@@ -479,37 +497,53 @@ mod tests {
     }
 
     /// A constant B packed at compile time gives the run-time kernel's output bit for bit,
-    /// for a batched A and both transpose_b settings; a transposed A falls back to it.
+    /// for a batched A and both transpose_b settings; a transposed A falls back to it. The
+    /// short inner dims take `small_k.rs` (9 into 64 as PointPillars' pillar layer, and the
+    /// widths it stops at), the others rten-gemm's packed B.
     #[test]
     fn packed_weights_match_the_run_time_kernel() {
-        let (m, k, n) = (37, 70, 45);
-        let a: Vec<f32> = (0..3 * m * k)
-            .map(|i| ((i * 7) % 19) as f32 * 0.13 - 1.0)
-            .collect();
-        let b: Vec<f32> = (0..k * n)
-            .map(|i| ((i * 3) % 23) as f32 * 0.07 - 0.5)
-            .collect();
-        for (tb, bshape) in [(false, vec![k, n]), (true, vec![n, k])] {
-            for ta in [false, true] {
-                let ashape = if ta { vec![3, k, m] } else { vec![3, m, k] };
-                let inputs = || {
-                    vec![
-                        Tensor::from_f32(ashape.clone(), a.clone()).unwrap(),
-                        Tensor::from_f32(bshape.clone(), b.clone()).unwrap(),
-                    ]
-                };
-                let op = mm(ta, tb);
-                let plain = eval1(&op, inputs()).unwrap();
-                for threads in [1, 2] {
-                    let packed =
-                        crate::testing::eval_prepared(&op, inputs(), &[false, true], threads)
-                            .expect("prepared")
-                            .unwrap();
-                    assert_eq!(
-                        format!("{packed:?}"),
-                        format!("{plain:?}"),
-                        "ta {ta} tb {tb}, {threads} threads"
-                    );
+        for (m, k, n) in [
+            (37, 70, 45),
+            (37, 9, 64),
+            (50, 3, 32),
+            (5, 16, 128),
+            (41, 1, 16),
+            (9, 17, 64),
+        ] {
+            packed_matches_run_time(m, k, n);
+        }
+    }
+
+    fn packed_matches_run_time(m: usize, k: usize, n: usize) {
+        {
+            let a: Vec<f32> = (0..3 * m * k)
+                .map(|i| ((i * 7) % 19) as f32 * 0.13 - 1.0)
+                .collect();
+            let b: Vec<f32> = (0..k * n)
+                .map(|i| ((i * 3) % 23) as f32 * 0.07 - 0.5)
+                .collect();
+            for (tb, bshape) in [(false, vec![k, n]), (true, vec![n, k])] {
+                for ta in [false, true] {
+                    let ashape = if ta { vec![3, k, m] } else { vec![3, m, k] };
+                    let inputs = || {
+                        vec![
+                            Tensor::from_f32(ashape.clone(), a.clone()).unwrap(),
+                            Tensor::from_f32(bshape.clone(), b.clone()).unwrap(),
+                        ]
+                    };
+                    let op = mm(ta, tb);
+                    let plain = eval1(&op, inputs()).unwrap();
+                    for threads in [1, 2] {
+                        let packed =
+                            crate::testing::eval_prepared(&op, inputs(), &[false, true], threads)
+                                .expect("prepared")
+                                .unwrap();
+                        assert_eq!(
+                            format!("{packed:?}"),
+                            format!("{plain:?}"),
+                            "{m}x{k}x{n}: ta {ta} tb {tb}, {threads} threads"
+                        );
+                    }
                 }
             }
         }
