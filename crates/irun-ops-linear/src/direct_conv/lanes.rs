@@ -1,4 +1,5 @@
-//! Tiles whose vector lanes hold output channels, for small planes (ResNet's 14x14 and 7x7).
+//! Tiles whose vector lanes hold output channels, for convolutions of many input channels by
+//! taps ([`suits`]).
 //!
 //! The tiles of `mod.rs` hold flat positions of the padded plane in their lanes, and compute
 //! every position of a tile: the `wp - ow` padding positions at the end of each output row
@@ -84,7 +85,7 @@ impl ChannelFilters {
         let per_row = ow.div_ceil(MAX_P);
         let taps = l.taps.len();
         let ci = self.k / taps.max(1);
-        // Input channels whose filters (for one block of output channels) take 64 KB.
+        // Input channels whose filters (for one block of output channels) take 32 KB.
         let ci_block = (CI_BLOCK_BYTES / (4 * OC * taps.max(1))).max(1);
         let tiles = oh * per_row;
         let group = (SUMS_BYTES / (4 * OC * MAX_P)).max(1);
@@ -167,6 +168,7 @@ fn tile(
     // SAFETY: `ChannelFilters` runs only where `DirectFilters::supported()` (AVX-512F)
     // holds, and the assert above bounds every pointer the kernel reads.
     unsafe {
+        // The next block of input channels starts where this one's filters end.
         let ahead = w.len();
         let (w, x, plane, taps) = (w.as_ptr(), x.as_ptr(), l.plane, &l.taps[..]);
         macro_rules! widths {
@@ -295,6 +297,9 @@ mod avx512 {
             for &off in taps {
                 let w0 = _mm512_loadu_ps(wk);
                 let w1 = _mm512_loadu_ps(wk.add(16));
+                // The same filters of the next block of input channels, into L2 while this
+                // block runs (ResNet's 7x7 layers otherwise waited for them). A prefetch is a
+                // hint that never faults, past the filters' end included.
                 let next = wk.wrapping_add(ahead) as *const i8;
                 _mm_prefetch::<_MM_HINT_T1>(next);
                 _mm_prefetch::<_MM_HINT_T1>(next.wrapping_add(64));
