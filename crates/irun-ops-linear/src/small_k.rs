@@ -14,7 +14,7 @@ const MAX_K: usize = 16;
 const MAX_N: usize = 128;
 
 /// B as `[k][n]` rows of `n` values.
-#[derive(Debug)]
+#[derive(Debug)] // at most 16 x 128 values
 pub(crate) struct SmallK {
     k: usize,
     n: usize,

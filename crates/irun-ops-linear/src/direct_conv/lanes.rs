@@ -35,10 +35,21 @@ const SUMS_BYTES: usize = 64 << 10;
 
 /// Filters `[co, ci, taps]` packed by blocks of [`OC`] output channels, each block
 /// `[ci][taps][OC]` with zeros past the last channel.
-#[derive(Debug)]
 pub(super) struct ChannelFilters {
     k: usize,
     packed: Vec<f32>,
+}
+
+/// Sizes only: the packed filters run to megabytes.
+impl std::fmt::Debug for ChannelFilters {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "ChannelFilters(k {}, {} values)",
+            self.k,
+            self.packed.len()
+        )
+    }
 }
 
 impl ChannelFilters {
