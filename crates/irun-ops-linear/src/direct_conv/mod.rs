@@ -19,6 +19,10 @@
 //! depends on nothing but the filter's shape, so results do not depend on the thread count.
 //! Tasks own `MR` output channels of one batch item (contiguous in the output), so they write
 //! disjoint slices.
+//!
+//! Those are the position tiles. For many input channels by taps, `lanes.rs` puts output
+//! channels in the lanes instead, over the same padded input and with the same sums in the
+//! same order, so the same bits; [`Tiling`] and `lanes::suits` say which runs.
 
 use std::sync::OnceLock;
 
