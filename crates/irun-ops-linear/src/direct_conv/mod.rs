@@ -22,7 +22,7 @@
 //!
 //! Those are the position tiles. For many input channels by taps, `lanes.rs` puts output
 //! channels in the lanes instead, over the same padded input and with the same sums in the
-//! same order, so the same bits; [`Tiling`] and `lanes::suits` say which runs.
+//! same order, so the same bits; `Tiling` and `lanes::suits` say which runs.
 
 use std::sync::OnceLock;
 
