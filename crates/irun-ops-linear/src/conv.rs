@@ -1,5 +1,5 @@
 //! The kernel of Convolution and GroupConvolution. On CPUs with AVX-512, f32 convolutions of
-//! one group with 1 or 2 spatial dims, but a 1x1 kernel at stride 1, run `direct_conv.rs`,
+//! one group with 1 or 2 spatial dims, but a 1x1 kernel at stride 1, run `direct_conv/`,
 //! prepared or not. With packed filters, the others run `conv_gemm.rs`: a 1x1 kernel at
 //! stride 1 as one GEMM of the filters by the input, the rest by a virtual im2col. Without:
 //! for each batch item, group and block of output positions,

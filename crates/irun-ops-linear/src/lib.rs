@@ -1,7 +1,7 @@
 //! The linear-algebra family: MatMul, Einsum, Convolution, GroupConvolution, MaxPool, AvgPool,
 //! ScaledDotProductAttention. One file per op; `gemm.rs` is the one matrix
 //! product (f32 on rten-gemm, f64 on matrixmultiply, integers exact with wrapping), `conv.rs`
-//! the convolution kernel (`direct_conv.rs` its AVX-512 direct case, `conv_gemm.rs` its
+//! the convolution kernel (`direct_conv/` its AVX-512 direct case, `conv_gemm.rs` its
 //! GEMMs on packed filters, `depthwise/` its one-channel-per-group case, by phases on
 //! AVX-512), `spatial.rs` the padding rules, `pool.rs` the window walk.
 //! f16/bf16 are widened to f32 once and rounded once. Constant f32 weights (the filters of
