@@ -182,20 +182,27 @@ impl Op for MatMul {
 struct PreparedMatMul {
     op: MatMul,
     b: Value,
-    packed: PackedB,
-    /// B for the kernel of a short inner dim, which runs instead of the packed one.
-    small: Option<crate::small_k::SmallK>,
+    /// B as the covered product's kernel takes it.
+    kernel: BKernel,
     k: usize,
     n: usize,
     /// Ops after it that it applies to its output ([`Prepared::set_epilogue`]).
     epilogue: Option<Epilogue>,
 }
 
-struct PackedB(rten_gemm::PackedBMatrix<f32>);
+/// rten-gemm's packed B, or B for the kernel of a short inner dim (`small_k.rs`), which
+/// runs instead where it can: B is made ready once, for the one kernel that uses it.
+enum BKernel {
+    Packed(rten_gemm::PackedBMatrix<f32>),
+    Small(crate::small_k::SmallK),
+}
 
-impl std::fmt::Debug for PackedB {
+impl std::fmt::Debug for BKernel {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "PackedB")
+        match self {
+            BKernel::Packed(_) => write!(f, "PackedB"),
+            BKernel::Small(s) => write!(f, "{s:?}"),
+        }
     }
 }
 
@@ -214,16 +221,17 @@ impl PreparedMatMul {
         if k == 0 || n == 0 {
             return None;
         }
-        let packed = PackedB(F32_GEMM.with(|e| e.prepack_b(view(k, n, bv, strides))));
-        let small = crate::small_k::SmallK::new(bv, k, n, op.transpose_b);
+        let kernel = match crate::small_k::SmallK::new(bv, k, n, op.transpose_b) {
+            Some(small) => BKernel::Small(small),
+            None => BKernel::Packed(F32_GEMM.with(|e| e.prepack_b(view(k, n, bv, strides)))),
+        };
         Some(PreparedMatMul {
             op: MatMul {
                 transpose_a: op.transpose_a,
                 transpose_b: op.transpose_b,
             },
             b,
-            packed,
-            small,
+            kernel,
             k,
             n,
             epilogue: None,
@@ -267,39 +275,45 @@ impl Prepared for PreparedMatMul {
             block,
             &|start, chunk| {
                 let mut scratch = Vec::new();
+                let finish = |c: &mut [f32], at: usize| {
+                    if let Some(e) = &self.epilogue {
+                        e.apply_at(c, at, Channels::Inner(self.n));
+                    }
+                };
                 for (i, c) in chunk.chunks_mut(block).enumerate() {
                     let at = start + i * block;
                     let first_row = at / self.n;
                     let c_rows = c.len() / self.n;
-                    if let Some(small) = &self.small {
+                    let a = &av[first_row * self.k..];
+                    let c = match &self.kernel {
                         // Computed and finished in a block that stays in cache, then copied
-                        // into the output once.
-                        scratch.resize(c.len(), 0.0);
-                        small.rows(&av[first_row * self.k..], &mut scratch);
-                        if let Some(e) = &self.epilogue {
-                            e.apply_at(&mut scratch, at, Channels::Inner(self.n));
+                        // into the output once (finishing the copy instead cost 1.4% of
+                        // PointPillars).
+                        BKernel::Small(small) => {
+                            scratch.resize(c.len(), 0.0);
+                            small.rows(a, &mut scratch);
+                            finish(&mut scratch, at);
+                            c.write_copy_of_slice(&scratch)
                         }
-                        c.write_copy_of_slice(&scratch);
-                        written.fetch_add(c.len(), std::sync::atomic::Ordering::Relaxed);
-                        continue;
-                    }
-                    let c = F32_GEMM.with(|e| {
-                        e.gemm_uninit(
-                            c,
-                            GemmInputA::Unpacked(view(
-                                c_rows,
-                                self.k,
-                                &av[first_row * self.k..],
-                                (self.k as isize, 1),
-                            )),
-                            GemmInputB::Packed(&self.packed.0),
-                            GemmUninitOptions::default(),
-                        )
-                        .expect("shapes agree by construction")
-                    });
-                    if let Some(e) = &self.epilogue {
-                        e.apply_at(c, at, Channels::Inner(self.n));
-                    }
+                        BKernel::Packed(packed) => {
+                            let c = F32_GEMM.with(|e| {
+                                e.gemm_uninit(
+                                    c,
+                                    GemmInputA::Unpacked(view(
+                                        c_rows,
+                                        self.k,
+                                        a,
+                                        (self.k as isize, 1),
+                                    )),
+                                    GemmInputB::Packed(packed),
+                                    GemmUninitOptions::default(),
+                                )
+                                .expect("shapes agree by construction")
+                            });
+                            finish(c, at);
+                            c
+                        }
+                    };
                     written.fetch_add(c.len(), std::sync::atomic::Ordering::Relaxed);
                 }
             },
