@@ -172,6 +172,17 @@ pub(super) fn width_for(flat: usize) -> usize {
         .unwrap_or(16 * MAX_VECTORS)
 }
 
+/// Whether tiles of `width` positions over `out_len` outputs read `buf` only at `off + q`
+/// for `off` in `taps` (none above `reach`) and `q < out_len`, the bound both tile kernels'
+/// pointers rely on.
+fn tiles_fit(width: usize, buf: &[f32], (taps, reach): (&[usize], usize), out_len: usize) -> bool {
+    taps.iter().all(|&off| off <= reach)
+        && (1..=MAX_VECTORS).contains(&(width / 16))
+        && width.is_multiple_of(16)
+        && out_len.is_multiple_of(width)
+        && reach + out_len <= buf.len()
+}
+
 /// `out[q] = sum over taps k, in order, of w[k] * buf[taps[k] + q]` by fused
 /// multiply-adds from 0, for every `q < out.len()`, in tiles of `width` positions
 /// ([`width_for`]; `out.len()` a whole number of them).
@@ -188,12 +199,7 @@ pub(super) fn tiles(
     // `taps` (none above `reach`) and tiles `q` of `out`, and `w[.. taps.len()]`.
     debug_assert_eq!(taps.iter().copied().max().unwrap_or(0), reach);
     assert!(
-        taps.iter().all(|&off| off <= reach)
-            && (1..=MAX_VECTORS).contains(&(width / 16))
-            && width.is_multiple_of(16)
-            && out.len().is_multiple_of(width)
-            && reach + out.len() <= buf.len()
-            && w.len() >= taps.len(),
+        tiles_fit(width, buf, (taps, reach), out.len()) && w.len() >= taps.len(),
         "depthwise tile out of bounds"
     );
     #[cfg(target_arch = "x86_64")]
@@ -227,11 +233,7 @@ pub(crate) fn max_tiles(
     out: &mut [f32],
 ) {
     assert!(
-        taps.iter().all(|&off| off <= reach)
-            && (1..=MAX_VECTORS).contains(&(width / 16))
-            && width.is_multiple_of(16)
-            && out.len().is_multiple_of(width)
-            && reach + out.len() <= buf.len(),
+        tiles_fit(width, buf, (taps, reach), out.len()),
         "max tile out of bounds"
     );
     #[cfg(target_arch = "x86_64")]
