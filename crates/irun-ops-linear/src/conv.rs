@@ -18,6 +18,7 @@ use crate::gemm::{view, Mul, F32_GEMM};
 use crate::kernel::try_zeroed;
 use crate::op::{codes, take_inputs, OpError, Prepared, Value};
 use crate::par;
+use crate::pointwise::PointwiseFilters;
 use crate::spatial::{gather_run, Spatial};
 use irun_opkit::epilogue::{Channels, Epilogue};
 use rten_gemm::{GemmInputA, GemmInputB, GemmOptions};
@@ -39,6 +40,7 @@ type GroupGemm<'a, T> = &'a (dyn Fn(usize, usize, usize, &[T], &mut [T]) + Sync)
 pub struct PackedFilters {
     pub(crate) groups: Vec<rten_gemm::PackedAMatrix<f32>>,
     direct: Option<DirectFilters>,
+    pointwise: Option<PointwiseFilters>,
     bytes: usize,
 }
 
@@ -62,13 +64,15 @@ impl PackedFilters {
         Some(PackedFilters {
             groups,
             direct: None,
+            pointwise: None,
             bytes: w.len() * 4,
         })
     }
 
-    /// Filters `[1, co, ci, *k]` (one group, 1 or 2 spatial dims) for [`DirectFilters`],
-    /// when this CPU runs it, for a convolution of these `strides`: all but a 1x1 kernel at
-    /// stride 1, whose patches are the input itself (a plain GEMM).
+    /// Filters `[1, co, ci, *k]` (one group, 1 or 2 spatial dims) for the direct kernels,
+    /// when this CPU runs them, for a convolution of these `strides`: [`PointwiseFilters`]
+    /// for a 1x1 kernel at stride 1, whose patches are the input itself, else
+    /// [`DirectFilters`].
     pub fn direct(filters: &Tensor, strides: &[usize]) -> Option<PackedFilters> {
         let fs = filters.shape();
         let kernel = match *fs {
@@ -76,8 +80,16 @@ impl PackedFilters {
             [1, _, _, kh, kw] => [kh, kw],
             _ => return None,
         };
-        let pointwise = kernel == [1, 1] && strides.iter().all(|&s| s == 1);
-        if pointwise || !DirectFilters::supported() {
+        if kernel == [1, 1] && strides.iter().all(|&s| s == 1) {
+            let p = PointwiseFilters::new(filters.values::<f32>()?, fs[1], fs[2])?;
+            return Some(PackedFilters {
+                groups: Vec::new(),
+                direct: None,
+                bytes: p.byte_size(),
+                pointwise: Some(p),
+            });
+        }
+        if !DirectFilters::supported() {
             return None;
         }
         let direct = DirectFilters::new(filters, fs[1], fs[2], kernel)?;
@@ -85,6 +97,7 @@ impl PackedFilters {
             groups: Vec::new(),
             bytes: direct.byte_size(),
             direct: Some(direct),
+            pointwise: None,
         })
     }
 
@@ -195,6 +208,16 @@ pub fn grouped_with(
         ElementType::F32 if g.is_depthwise() => g.depthwise(data, filters, shape),
         ElementType::F32 => match packed {
             Some(PackedFilters {
+                pointwise: Some(p), ..
+            }) => {
+                if g.fits_pointwise(p) {
+                    applied = true;
+                    g.run_pointwise_direct(data, p, shape, epilogue)
+                } else {
+                    g.run::<f32>(data, filters, shape)
+                }
+            }
+            Some(PackedFilters {
                 direct: Some(d), ..
             }) => match g.direct_shape(d) {
                 Some(s) => {
@@ -224,12 +247,16 @@ pub fn grouped_with(
             }),
             // Unprepared filters take the kernel prepared ones would (packed here), so a
             // run that does not prepare (`irun run`) gives the same bits.
-            None => match g.direct_filters(filters) {
-                Some((d, s)) => {
+            None => match (g.direct_filters(filters), g.pointwise_filters(filters)) {
+                (Some((d, s)), _) => {
                     applied = true;
                     g.run_direct(data, &d, &s, shape, epilogue)
                 }
-                None => g.run::<f32>(data, filters, shape),
+                (None, Some(p)) => {
+                    applied = true;
+                    g.run_pointwise_direct(data, &p, shape, epilogue)
+                }
+                (None, None) => g.run::<f32>(data, filters, shape),
             },
         },
         ElementType::F64 => g.run::<f64>(data, filters, shape),
@@ -308,12 +335,50 @@ impl Geometry {
     /// `filters [1, co, ci, *k]` as [`DirectFilters`] and the geometry, when the
     /// prepared path would run it ([`PackedFilters::direct`] and [`Self::direct_shape`]).
     fn direct_filters(&self, filters: &Tensor) -> Option<(DirectFilters, Shape2)> {
-        if self.groups != 1 || self.input[0] != 1 {
+        let pointwise = self.kernel[1..] == [1, 1] && self.stride[1..] == [1, 1];
+        if self.groups != 1 || self.input[0] != 1 || pointwise {
             return None;
         }
         let d = PackedFilters::direct(filters, &self.stride[1..])?.direct?;
         let s = self.direct_shape(&d)?;
         Some((d, s))
+    }
+
+    /// Whether `p` runs this convolution: a pointwise one ([`Self::is_pointwise`]) of one
+    /// group, more than one output position (one is a matrix times a vector, which
+    /// `Mul::gemm` serves), and the channels `p` was made for.
+    fn fits_pointwise(&self, p: &PointwiseFilters) -> bool {
+        self.groups == 1
+            && self.is_pointwise()
+            && self.out.iter().product::<usize>() > 1
+            && p.output_channels() == self.co
+            && p.input_channels() == self.ci
+    }
+
+    /// `filters [1, co, ci, 1, 1]` as [`PointwiseFilters`], when the prepared path would run
+    /// them ([`PackedFilters::direct`] and [`Self::fits_pointwise`]).
+    fn pointwise_filters(&self, filters: &Tensor) -> Option<PointwiseFilters> {
+        if self.groups != 1 || !self.is_pointwise() || self.out.iter().product::<usize>() < 2 {
+            return None;
+        }
+        let p = PackedFilters::direct(filters, &self.stride[1..])?.pointwise?;
+        self.fits_pointwise(&p).then_some(p)
+    }
+
+    /// The convolution by [`PointwiseFilters`], with `epilogue` applied to each tile before
+    /// it is stored.
+    fn run_pointwise_direct(
+        &self,
+        data: &Tensor,
+        p: &PointwiseFilters,
+        shape: Vec<usize>,
+        epilogue: Option<&Epilogue>,
+    ) -> Result<Tensor, OpError> {
+        let x = f32_values(data)?;
+        let positions: usize = self.out.iter().product();
+        let out = p.run(x, self.n, positions, epilogue)?;
+        Tensor::new(data.element_type(), shape, irun_tensor::Scalar::wrap(out))
+            .map_err(|e| OpError::new(codes::RUN_SHAPE, e.to_string()))
     }
 
     /// The convolution by [`DirectFilters`], with `epilogue` applied to each task's output

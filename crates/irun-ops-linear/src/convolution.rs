@@ -253,8 +253,8 @@ mod tests {
                 );
             }
         }
-        // A 1x1 kernel at stride 1 (pointwise: rten-gemm writes the output's capacity), two
-        // batch items.
+        // A 1x1 kernel at stride 1 (pointwise: `PointwiseFilters` on AVX-512, else the packed
+        // GEMM), two batch items.
         let f1: Vec<f32> = f.iter().copied().take(o * c).collect();
         let pointwise = || {
             vec![

@@ -29,6 +29,7 @@ pub mod gemm;
 pub mod group_convolution;
 pub mod matmul;
 pub mod max_pool;
+pub mod pointwise;
 pub mod pool;
 mod rows;
 pub mod scaled_dot_product_attention;
