@@ -98,10 +98,18 @@ fn assert_phases_match(g: &Depthwise, case: &str) {
         .map(|v| v.to_bits())
         .collect();
     assert_eq!(got, want, "{case}");
+    let blocks: Vec<u32> = g
+        .by_blocks(&x, &w)
+        .unwrap()
+        .iter()
+        .map(|v| v.to_bits())
+        .collect();
+    assert_eq!(blocks, want, "channel blocks, {case}");
     assert_eq!(g.run(&x, &w).unwrap().len(), want.len(), "{case}");
 }
 
-/// The phase walk (AVX-512 only), bit for bit against the fused direct definition:
+/// The phase and channel-block walks (AVX-512 only), bit for bit against the fused direct
+/// definition:
 /// MobileNet's shapes (7x7 under 5x5 in one tile, 14x14, stride 2 at either parity of the
 /// left padding and odd widths), 1-D, strides 3 and mixed, dilation, padding wider than
 /// the kernel, and 150 random geometries. Not with a non-finite weight.
@@ -119,6 +127,10 @@ fn the_phase_walk_equals_the_fused_definition_bit_for_bit() {
         ([1, 30], [1, 4], [1, 3], [1, 2], [[0, 0], [2, 2]]),
         ([9, 11], [3, 2], [2, 1], [2, 3], [[2, 1], [0, 4]]),
         ([6, 5], [2, 2], [1, 2], [1, 1], [[4, 3], [3, 5]]),
+        // Planes whose channel blocks go in several bands of rows (padding rows at the top
+        // of the first and the bottom of the last).
+        ([200, 70], [3, 3], [1, 1], [1, 1], [[1, 1], [1, 1]]),
+        ([150, 90], [5, 5], [2, 2], [2, 2], [[3, 1], [2, 4]]),
     ];
     for (input, kernel, stride, dil, pad) in fixed {
         let g = geometry_2d(19, input, kernel, stride, dil, pad).unwrap();
