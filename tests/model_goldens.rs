@@ -153,6 +153,32 @@ fn prepared_and_fused_kernels_change_no_bit() {
     assert!(elided >= 4, "only {elided} index broadcasts elided");
 }
 
+/// The ReduceMax over dim -2 after a MatMul (with its bias and ReLU, or alone) is taken over
+/// by the prepared product, on static shapes (the kernel's output is checked against the
+/// ReduceMax's facts), with the short-k kernel and the packed one, keep_dims or not: the
+/// unfused graph's bits, and OpenVINO's values (the golden test).
+#[test]
+fn a_max_over_rows_is_fused_into_the_product() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("models/ops/pillar_max");
+    let compile = |prepare_constants| {
+        Model::open(dir.join("model.xml"))
+            .unwrap()
+            .compile(&Options {
+                threads: Some(2),
+                prepare_constants,
+                ..Options::default()
+            })
+            .unwrap()
+    };
+    let (plain, fused) = (compile(false), compile(true));
+    // Add, ReLU and ReduceMax after the first product; ReduceMax after the second.
+    assert_eq!(fused.fused(), 4);
+    let inputs = npz(&dir.join("inputs.npz"));
+    let got = fused.run(inputs.clone()).unwrap();
+    assert_eq!(got, plain.run(inputs).unwrap());
+    assert_eq!(got[1].1.shape(), &[2, 3, 1, 24]);
+}
+
 #[test]
 fn dynamic_shapes_alternate_without_stale_facts() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("models/real/gat");

@@ -378,6 +378,23 @@ def einsum():
     }
 
 
+def pillar_max():
+    """A MatMul with a bias and ReLU, then ReduceMax over dim -2 (PointPillars' pillar
+    encoder: the prepared MatMul takes the ReduceMax over, so the product is never written),
+    on a short inner dim; and a 4-D one on a long inner dim with keep_dims and a negative
+    axis, without the bias."""
+    x = param("points", np.float32, [6, 32, 9])
+    w = const(rng.standard_normal((64, 9)), np.float32)
+    lin = o1.relu(o1.add(o1.matmul(x, w, False, True), const(rng.standard_normal(64), np.float32)))
+    pooled = o1.reduce_max(lin, const([1]), False)
+    y = param("rows", np.float32, [2, 3, 5, 40])
+    prod = o1.matmul(y, const(rng.standard_normal((40, 24)), np.float32), False, False)
+    kept = o1.reduce_max(prod, const([-2]), True)
+    inputs = {"points": rng.standard_normal((6, 32, 9)).astype(np.float32),
+              "rows": rng.standard_normal((2, 3, 5, 40)).astype(np.float32)}
+    return model([("pooled", pooled), ("kept", kept)], [x, y], "pillar_max"), inputs
+
+
 def converted():
     """The committed PyTorch conversions that irun can run: inputs for each."""
     n, f, e = 10, 16, 40
@@ -394,7 +411,8 @@ def converted():
 
 def main():
     only = set(sys.argv[1:])
-    for build in (shape_ops, int_arith, activations, gather_split_tile, reduce_norm, small_cnn, index_ops, attention, fft, einsum):
+    for build in (shape_ops, int_arith, activations, gather_split_tile, reduce_norm, small_cnn, index_ops, attention, fft, einsum,
+                  pillar_max):
         name = build.__name__
         if only and name not in only:
             continue

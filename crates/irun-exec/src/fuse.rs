@@ -1,7 +1,10 @@
 //! Epilogue fusion: an Add of a per-channel f32 constant and/or a ReLU or HSwish after a prepared GEMM
 //! kernel (MatMul, Convolution), each the single reader of the value before it, are applied
-//! by the kernel as it writes its output ([`irun_ops::Epilogue`]); the fused nodes then pass
-//! their input through unchanged. The graph's results are bit for bit the same: the kernel
+//! by the kernel as it writes its output ([`irun_ops::Epilogue`]), and so is a ReduceMax
+//! over the rows of each output matrix after them, where the kernel can
+//! ([`irun_ops::Prepared::set_row_max`]: the prepared MatMul); the fused nodes then pass
+//! their input through unchanged, and the kernel's output is checked against the
+//! ReduceMax's facts. The graph's results are bit for bit the same: the kernel
 //! computes what the ops would, element by element. Only compiled preparations take part,
 //! so `irun run` (which does not prepare) runs every op itself.
 
@@ -25,23 +28,62 @@ impl Executable {
             {
                 continue;
             }
-            let Some((epilogue, fused)) = self.chain_after(n)? else {
-                continue;
-            };
+            let (epilogue, fused) = self.chain_after(n)?;
             let kernel = self.prepared[n].as_mut().expect("checked");
-            if kernel.set_epilogue(&epilogue) {
-                for (m, slot) in fused {
-                    self.fused[m] = Some(slot);
+            if !epilogue.is_empty() && !kernel.set_epilogue(&epilogue) {
+                continue;
+            }
+            let last = fused.last().map_or(n, |&(m, _)| m);
+            for (m, slot) in fused {
+                self.fused[m] = Some(slot);
+            }
+            if let Some((m, keep_dims)) = self.row_max_after(n, last)? {
+                let kernel = self.prepared[n].as_mut().expect("checked");
+                if kernel.set_row_max(keep_dims) {
+                    self.fused[m] = Some(0);
+                    self.reduced_into[n] = Some(m);
                 }
             }
         }
         Ok(())
     }
 
+    /// The single-reader ReduceMax-1 after `last` (the end of `n`'s epilogue chain, or `n`)
+    /// that takes the maximum over dim -2 of `n`'s output alone, with its `keep_dims`.
+    fn row_max_after(&self, n: NodeId, last: NodeId) -> Result<Option<(NodeId, bool)>, RunError> {
+        let Some((m, 0)) = self.only_reader(last) else {
+            return Ok(None);
+        };
+        let rank = self.graph.facts[n][0].shape.rank();
+        if self.op_name(m) != Some("ReduceMax-1") || rank.is_none_or(|r| r < 2) {
+            return Ok(None);
+        }
+        let rank = rank.expect("checked") as i64;
+        let axes = self.graph.nodes[m].inputs.get(1).copied().flatten();
+        let Some(c) = axes.filter(|o| o.slot == 0).map(|o| o.node) else {
+            return Ok(None);
+        };
+        if self.graph.layer(c).type_name != "Const" {
+            return Ok(None);
+        }
+        let axes = self.constant(c, self.memory_limit)?;
+        let axis = match (axes.values::<i64>(), axes.values::<i32>()) {
+            (Some(&[a]), _) => a,
+            (_, Some(&[a])) => i64::from(a),
+            _ => return Ok(None),
+        };
+        if axis.rem_euclid(rank) != rank - 2 || !(-rank..rank).contains(&axis) {
+            return Ok(None);
+        }
+        let keep_dims =
+            irun_ops::attrs::AttrReader::new(self.graph.layer(m)).bool_or("keep_dims", false);
+        Ok(keep_dims.ok().map(|k| (m, k)))
+    }
+
     /// The epilogue that the single-reader Add (of a constant varying along one dim) and ReLU
-    /// after `n` make, with those nodes and the slot each passes through.
-    #[allow(clippy::type_complexity)]
-    fn chain_after(&self, n: NodeId) -> Result<Option<(Epilogue, Vec<(NodeId, usize)>)>, RunError> {
+    /// after `n` make (empty when there are none), with those nodes and the slot each passes
+    /// through.
+    fn chain_after(&self, n: NodeId) -> Result<(Epilogue, Vec<(NodeId, usize)>), RunError> {
         let mut epilogue = Epilogue::default();
         let mut fused = Vec::new();
         let mut at = n;
@@ -64,7 +106,7 @@ impl Executable {
                 fused.push((m, 0));
             }
         }
-        Ok((!epilogue.is_empty()).then_some((epilogue, fused)))
+        Ok((epilogue, fused))
     }
 
     /// The one reader of node `n`'s one f32 output, and the slot it reads it through.

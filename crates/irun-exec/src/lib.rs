@@ -110,6 +110,9 @@ pub struct Executable {
     /// Ops whose work a prepared kernel before them does (see `fuse.rs`): the input slot they
     /// pass through.
     fused: Vec<Option<usize>>,
+    /// For a kernel that took over the ReduceMax after it (`fuse.rs`): that node, whose
+    /// facts its output has.
+    reduced_into: Vec<Option<NodeId>>,
     /// Ops that read an input as it was before a Broadcast (see `fuse_index.rs`).
     index_broadcasts: Vec<Option<fuse_index::IndexBroadcast>>,
     /// The state variables (ReadValue/Assign), as [`State`]s of this model carry them.
@@ -252,6 +255,7 @@ impl Executable {
             prepared: (0..graph.nodes.len()).map(|_| None).collect(),
             prepared_bytes: 0,
             fused: vec![None; graph.nodes.len()],
+            reduced_into: vec![None; graph.nodes.len()],
             index_broadcasts: (0..graph.nodes.len()).map(|_| None).collect(),
             variables,
             recent_facts: Mutex::new(None),
@@ -685,7 +689,8 @@ impl Executable {
                             let o = outlets.start + slot;
                             !outlets.contains(&o) || remaining[o] > 0
                         };
-                        self.check_outputs(n, &produced, &facts[n], read)?;
+                        let expected = &facts[self.reduced_into[n].unwrap_or(n)];
+                        self.check_outputs(n, &produced, expected, read)?;
                     }
                     produced
                 }

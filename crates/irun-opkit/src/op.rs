@@ -128,6 +128,15 @@ pub trait Prepared: Debug + Send + Sync {
         let _ = e;
         false
     }
+
+    /// Takes over a ReduceMax-1 over dim -2 of the output (the rows of each matrix), after
+    /// the epilogue if there is one: from now on `eval` returns the maxima, the output's
+    /// shape without that dim (or with it 1, `keep_dims`). `false`, and nothing changed,
+    /// when the kernel cannot (the default).
+    fn set_row_max(&mut self, keep_dims: bool) -> bool {
+        let _ = keep_dims;
+        false
+    }
 }
 
 /// Diagnostic codes of ops (E04xx: resolution and attributes; E05xx: types and shapes).

@@ -31,6 +31,7 @@ pub mod matmul;
 pub mod max_pool;
 pub mod pointwise;
 pub mod pool;
+mod row_max;
 mod rows;
 pub mod scaled_dot_product_attention;
 mod small_k;

@@ -188,6 +188,8 @@ struct PreparedMatMul {
     n: usize,
     /// Ops after it that it applies to its output ([`Prepared::set_epilogue`]).
     epilogue: Option<Epilogue>,
+    /// A ReduceMax over dim -2 after them, with its `keep_dims` ([`Prepared::set_row_max`]).
+    row_max: Option<bool>,
 }
 
 /// rten-gemm's packed B, or B for the kernel of a short inner dim (`small_k.rs`), which
@@ -235,6 +237,7 @@ impl PreparedMatMul {
             k,
             n,
             epilogue: None,
+            row_max: None,
         })
     }
 }
@@ -253,15 +256,34 @@ impl Prepared for PreparedMatMul {
             && self.n != 1;
         let Some(av) = inputs[0].values::<f32>().filter(|_| covered) else {
             let out = self.op.eval(inputs)?;
-            let Some(e) = &self.epilogue else {
+            if self.epilogue.is_none() && self.row_max.is_none() {
                 return Ok(out);
-            };
+            }
             // In place: the op's output is fresh, so nothing else holds it.
             let [t] = take_inputs::<1>(out, self.op.name())?;
             let mut t = crate::kernel::take_or_copy(t);
-            e.apply_to(&mut t, Channels::Inner(self.n))?;
+            if let Some(e) = &self.epilogue {
+                e.apply_to(&mut t, Channels::Inner(self.n))?;
+            }
+            let t = match self.row_max {
+                Some(keep_dims) => self.max_over_rows(&t, keep_dims)?,
+                None => t,
+            };
             return Ok(vec![Arc::new(t)]);
         };
+        if let Some(keep_dims) = self.row_max {
+            let shape = inputs[0].shape();
+            let (m, rank) = (shape[shape.len() - 2], shape.len());
+            let groups: usize = shape[..rank - 2].iter().product();
+            let out = crate::row_max::fold_groups(groups, m, self.n, &|first, rows, scratch| {
+                self.rows_into(&av[first * self.k..][..rows * self.k], first, scratch)
+            })?;
+            let mut full = shape.to_vec();
+            full[rank - 1] = self.n;
+            let t = Tensor::from_f32(crate::row_max::reduced_shape(&full, keep_dims), out)
+                .map_err(|e| OpError::new(codes::RUN_SHAPE, e.to_string()))?;
+            return Ok(vec![Arc::new(t)]);
+        }
         let rows = av.len() / self.k;
         let len = rows * self.n;
         let mut out: Vec<f32> = crate::kernel::try_with_capacity(len)?;
@@ -349,6 +371,66 @@ impl Prepared for PreparedMatMul {
         }
         self.epilogue = Some(e.clone());
         true
+    }
+
+    /// The maxima over each matrix's rows (`row_max.rs`), on every path: the covered product
+    /// folds its blocks as it computes them, the op's fold its output.
+    fn set_row_max(&mut self, keep_dims: bool) -> bool {
+        self.row_max = Some(keep_dims);
+        true
+    }
+}
+
+impl PreparedMatMul {
+    /// Rows `first ..` of the covered product (`a` holds their rows of A) into `scratch`,
+    /// finished by the epilogue, as the blocks of [`Prepared::eval`] compute them.
+    fn rows_into(&self, a: &[f32], first: usize, scratch: &mut Vec<f32>) {
+        let rows = a.len() / self.k;
+        let len = rows * self.n;
+        scratch.clear();
+        match &self.kernel {
+            BKernel::Small(small) => {
+                scratch.resize(len, 0.0);
+                small.rows(a, scratch);
+            }
+            BKernel::Packed(packed) => {
+                scratch.reserve(len);
+                F32_GEMM.with(|e| {
+                    e.gemm_uninit(
+                        &mut scratch.spare_capacity_mut()[..len],
+                        GemmInputA::Unpacked(view(rows, self.k, a, (self.k as isize, 1))),
+                        GemmInputB::Packed(packed),
+                        GemmUninitOptions::default(),
+                    )
+                    .expect("shapes agree by construction");
+                });
+                // SAFETY: `gemm_uninit` returned without error, which by its contract (a
+                // safe signature handing the block back as `&mut [f32]`) initialised all
+                // `len` slots of the capacity it was given. `f32: Copy`.
+                unsafe { scratch.set_len(len) };
+            }
+        }
+        if let Some(e) = &self.epilogue {
+            e.apply_at(scratch, first * self.n, Channels::Inner(self.n));
+        }
+    }
+
+    /// The op's own output `t` (`[..., m, n]`, f32, finished) folded over its rows.
+    fn max_over_rows(&self, t: &Tensor, keep_dims: bool) -> Result<Tensor, OpError> {
+        let internal = || OpError::new(codes::INTERNAL, "a fused ReduceMax on a non-f32 product");
+        let v = t.values::<f32>().ok_or_else(internal)?;
+        let shape = t.shape();
+        if shape.len() < 2 {
+            return Err(internal());
+        }
+        let (m, n) = (shape[shape.len() - 2], shape[shape.len() - 1]);
+        let groups: usize = shape[..shape.len() - 2].iter().product();
+        let out = crate::row_max::fold_groups(groups, m, n, &|first, rows, s| {
+            s.clear();
+            s.extend_from_slice(&v[first * n..][..rows * n]);
+        })?;
+        Tensor::from_f32(crate::row_max::reduced_shape(shape, keep_dims), out)
+            .map_err(|e| OpError::new(codes::RUN_SHAPE, e.to_string()))
     }
 }
 
