@@ -27,6 +27,7 @@ pub mod direct_conv;
 pub mod einsum;
 pub mod gemm;
 pub mod group_convolution;
+mod lanes_epilogue;
 pub mod matmul;
 pub mod max_pool;
 pub mod pointwise;

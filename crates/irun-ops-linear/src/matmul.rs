@@ -18,7 +18,7 @@ use crate::op::{
     codes, expect_inputs, same_element_type, take_inputs, Op, OpError, Prepared, Value,
 };
 use crate::par;
-use irun_opkit::epilogue::{Channels, Epilogue};
+use irun_opkit::epilogue::{Activation, Channels, Epilogue};
 use rten_gemm::{GemmInputA, GemmInputB, GemmUninitOptions};
 
 #[derive(Debug)]
@@ -275,9 +275,27 @@ impl Prepared for PreparedMatMul {
             let shape = inputs[0].shape();
             let (m, rank) = (shape[shape.len() - 2], shape.len());
             let groups: usize = shape[..rank - 2].iter().product();
-            let out = crate::row_max::fold_groups(groups, m, self.n, &|first, rows, scratch| {
-                self.rows_into(&av[first * self.k..][..rows * self.k], first, scratch)
-            })?;
+            let out = match &self.kernel {
+                // All in registers: each row's sums finished and folded as they are made.
+                BKernel::Small(small) if m > 0 => {
+                    let mut out = try_zeroed::<f32>(groups * self.n)?;
+                    let finish = self
+                        .epilogue
+                        .as_ref()
+                        .map_or((None, Activation::None), |e| {
+                            (e.bias.as_deref(), e.activation)
+                        });
+                    let grain = (crate::kernel::PAR_MIN_ELEMENTS / (m * self.k)).max(1) * self.n;
+                    par::for_each_split_mut(&mut out, grain, &|start, chunk| {
+                        let a = &av[start / self.n * m * self.k..];
+                        small.row_maxima(a, m, finish, chunk);
+                    });
+                    out
+                }
+                _ => crate::row_max::fold_groups(groups, m, self.n, &|first, rows, scratch| {
+                    self.rows_into(&av[first * self.k..][..rows * self.k], first, scratch)
+                })?,
+            };
             let mut full = shape.to_vec();
             full[rank - 1] = self.n;
             let t = Tensor::from_f32(crate::row_max::reduced_shape(&full, keep_dims), out)

@@ -341,33 +341,9 @@ mod avx512 {
                     if let Some(b) = &store.bias {
                         s = _mm512_add_ps(s, _mm512_set1_ps(b[r]));
                     }
-                    s = activate(store.activation, s);
+                    s = crate::lanes_epilogue::activate(store.activation, s);
                 }
                 _mm512_mask_storeu_ps(at, mask(v), s);
-            }
-        }
-    }
-
-    /// The activation of each lane, bit for bit as `Epilogue` applies it: ReLU keeps `x`
-    /// where `x > 0` or NaN (not less-or-equal, unordered) and gives `+0` elsewhere; HSwish
-    /// is `x * t / 6` with `t = x + 3` set to 0 where `t < 0` and to 6 where `t > 6`
-    /// (ordered comparisons, so a NaN `t` stays), the multiply and the divide rounded
-    /// separately, as the op computes them.
-    #[inline]
-    #[target_feature(enable = "avx512f")]
-    unsafe fn activate(activation: super::Activation, x: __m512) -> __m512 {
-        let zero = _mm512_setzero_ps();
-        match activation {
-            super::Activation::None => x,
-            super::Activation::Relu => {
-                _mm512_maskz_mov_ps(_mm512_cmp_ps_mask::<_CMP_NLE_UQ>(x, zero), x)
-            }
-            super::Activation::HSwish => {
-                let six = _mm512_set1_ps(6.0);
-                let t = _mm512_add_ps(x, _mm512_set1_ps(3.0));
-                let t = _mm512_mask_mov_ps(t, _mm512_cmp_ps_mask::<_CMP_LT_OQ>(t, zero), zero);
-                let t = _mm512_mask_mov_ps(t, _mm512_cmp_ps_mask::<_CMP_GT_OQ>(t, six), six);
-                _mm512_div_ps(_mm512_mul_ps(x, t), six)
             }
         }
     }

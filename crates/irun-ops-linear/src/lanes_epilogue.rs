@@ -1,0 +1,80 @@
+//! The epilogue's activation and ReduceMax's step on AVX-512 vectors, for kernels that
+//! finish their sums in registers (`pointwise.rs`, `small_k.rs`): bit for bit what
+//! `Epilogue::apply` and ReduceMax's f32 fold compute value by value.
+
+#[cfg(target_arch = "x86_64")]
+use std::arch::x86_64::*;
+
+use irun_opkit::epilogue::Activation;
+
+/// The activation of each lane: ReLU keeps `x` where `x > 0` or NaN (not less-or-equal,
+/// unordered) and gives `+0` elsewhere; HSwish is `x * t / 6` with `t = x + 3` set to 0
+/// where `t < 0` and to 6 where `t > 6` (ordered comparisons, so a NaN `t` stays), the
+/// multiply and the divide rounded separately, as the op computes them.
+#[cfg(target_arch = "x86_64")]
+#[inline]
+#[target_feature(enable = "avx512f")]
+pub(crate) fn activate(activation: Activation, x: __m512) -> __m512 {
+    let zero = _mm512_setzero_ps();
+    match activation {
+        Activation::None => x,
+        Activation::Relu => _mm512_maskz_mov_ps(_mm512_cmp_ps_mask::<_CMP_NLE_UQ>(x, zero), x),
+        Activation::HSwish => {
+            let six = _mm512_set1_ps(6.0);
+            let t = _mm512_add_ps(x, _mm512_set1_ps(3.0));
+            let t = _mm512_mask_mov_ps(t, _mm512_cmp_ps_mask::<_CMP_LT_OQ>(t, zero), zero);
+            let t = _mm512_mask_mov_ps(t, _mm512_cmp_ps_mask::<_CMP_GT_OQ>(t, six), six);
+            _mm512_div_ps(_mm512_mul_ps(x, t), six)
+        }
+    }
+}
+
+/// ReduceMax's step in each lane: `x` replaces the maximum so far `a` where greater
+/// (ordered) or NaN; elsewhere, equal values (±0) included, `a` stays.
+#[cfg(target_arch = "x86_64")]
+#[inline]
+#[target_feature(enable = "avx512f")]
+pub(crate) fn max_step(a: __m512, x: __m512) -> __m512 {
+    let wins = _mm512_cmp_ps_mask::<_CMP_GT_OQ>(x, a) | _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(x, x);
+    _mm512_mask_mov_ps(a, wins, x)
+}
+
+#[cfg(all(test, target_arch = "x86_64"))]
+mod tests {
+    use super::*;
+
+    /// The step lane by lane against ReduceMax's scalar rule: ties of ±0 keep the first,
+    /// NaN wins from either side, -inf loses.
+    #[test]
+    fn max_step_is_reduce_max_s_rule() {
+        if !crate::avx512f() {
+            return;
+        }
+        let pairs = [
+            (0.0, -0.0),
+            (-0.0, 0.0),
+            (1.0, f32::NAN),
+            (f32::NAN, 1.0),
+            (f32::NEG_INFINITY, -3.0),
+            (2.0, 2.0),
+            (-1.0, -2.0),
+            (5.0, f32::INFINITY),
+        ];
+        let a: Vec<f32> = (0..16).map(|i| pairs[i % 8].0).collect();
+        let x: Vec<f32> = (0..16).map(|i| pairs[i % 8].1).collect();
+        let mut got = [0f32; 16];
+        // SAFETY: AVX-512F was found above; each pointer has 16 values.
+        unsafe {
+            let v = max_step(_mm512_loadu_ps(a.as_ptr()), _mm512_loadu_ps(x.as_ptr()));
+            _mm512_storeu_ps(got.as_mut_ptr(), v);
+        }
+        for i in 0..16 {
+            let want = if x[i] > a[i] || x[i].is_nan() {
+                x[i]
+            } else {
+                a[i]
+            };
+            assert_eq!(got[i].to_bits(), want.to_bits(), "{} then {}", a[i], x[i]);
+        }
+    }
+}
