@@ -18,6 +18,7 @@ pub mod simd;
 pub mod strided;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
+pub mod transpose16;
 pub mod util;
 
 pub use epilogue::{Activation, Epilogue};

@@ -183,6 +183,32 @@ impl Strided {
                     rest /= outer[k];
                 }
                 let dst = &mut chunk[done..done + run * b];
+                if let (Some(src), Some(dst)) = (
+                    bytemuck::try_cast_slice::<W, u32>(src)
+                        .ok()
+                        .filter(|_| sb > 0),
+                    bytemuck::try_cast_slice_mut::<W, u32>(dst).ok(),
+                ) {
+                    // 4-byte values: 16 x 16 blocks in registers, a line of 16 values each
+                    // way per load and store (the loop below moves a value at a time).
+                    let sb = sb as usize;
+                    for r0 in (0..run).step_by(TILE_ROWS) {
+                        let rows = TILE_ROWS.min(run - r0);
+                        for c0 in (0..b).step_by(TILE_ROWS) {
+                            let cols = TILE_ROWS.min(b - c0);
+                            let from = (base + r0 as isize) as usize + c0 * sb;
+                            crate::transpose16::block(
+                                (&src[from..], sb),
+                                cols,
+                                rows,
+                                (&mut dst[r0 * b + c0..], b),
+                            );
+                        }
+                    }
+                    done += run * b;
+                    row += run;
+                    continue;
+                }
                 for r0 in (0..run).step_by(TILE_ROWS) {
                     let r1 = (r0 + TILE_ROWS).min(run);
                     for c0 in (0..b).step_by(TILE_COLS) {

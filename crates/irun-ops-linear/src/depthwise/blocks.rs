@@ -16,8 +16,8 @@
 
 use super::Depthwise;
 use crate::op::OpError;
-use crate::transpose::{from_lanes, to_lanes};
 use crate::{par, simd};
+use irun_opkit::transpose16::{from_lanes, to_lanes};
 
 /// Channels of a block: the lanes of one vector.
 const LANES: usize = 16;

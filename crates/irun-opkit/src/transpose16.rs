@@ -1,8 +1,9 @@
-//! Sixteen f32 planes to vectors of sixteen lanes (one per plane) and back, by 16 x 16
-//! transposes in AVX-512 registers where the CPU has them: the moves between the
-//! planar layout of the model's tensors and a kernel that keeps sixteen channels in the lanes
-//! of a vector. A gather per position costs several times as much, and a scalar loop a
-//! store per value.
+//! 16 x 16 transposes of 4-byte values in AVX-512 registers where the CPU has them: sixteen
+//! f32 planes to vectors of sixteen lanes (one per plane) and back, the moves between the
+//! planar layout of the model's tensors and a kernel that keeps sixteen channels in the
+//! lanes of a vector (the depthwise channel blocks), and the blocks of a Transpose of 4-byte
+//! values (`strided.rs`). A gather per position costs several times as much, and a scalar
+//! loop a store per value.
 
 const LANES: usize = 16;
 
@@ -24,7 +25,7 @@ pub fn to_lanes(src: &[f32], step: usize, rows: usize, cols: usize, dst: &mut [f
         "transpose to lanes out of bounds"
     );
     #[cfg(target_arch = "x86_64")]
-    if crate::avx512f() {
+    if avx512f() {
         // SAFETY: AVX-512F is available; the assert bounds every read (row `i < rows` at
         // `i * step .. + cols`) and write (`dst[.. 16 * cols]`).
         unsafe { avx512::to_lanes(src.as_ptr(), step, rows, cols, dst.as_mut_ptr()) };
@@ -55,7 +56,7 @@ pub fn from_lanes(src: &[f32], cols: usize, rows: usize, dst: &mut [f32], step: 
         "transpose from lanes out of bounds"
     );
     #[cfg(target_arch = "x86_64")]
-    if crate::avx512f() {
+    if avx512f() {
         // SAFETY: AVX-512F is available; the assert bounds every read (`src[.. 16 * cols]`)
         // and write (row `i < rows` at `i * step .. + cols`).
         unsafe { avx512::from_lanes(src.as_ptr(), cols, rows, dst.as_mut_ptr(), step) };
@@ -65,6 +66,65 @@ pub fn from_lanes(src: &[f32], cols: usize, rows: usize, dst: &mut [f32], step: 
         for j in 0..cols {
             dst[i * step + j] = src[LANES * j + i];
         }
+    }
+}
+
+/// `dst[j * dst_step + i] = src[i * src_step + j]` for `i < rows`, `j < cols` (`rows, cols
+/// <= 16`): a block of up to 16 x 16 4-byte values transposed; nothing else of `dst` is
+/// written.
+#[inline]
+pub fn block(
+    (src, src_step): (&[u32], usize),
+    rows: usize,
+    cols: usize,
+    (dst, dst_step): (&mut [u32], usize),
+) {
+    let fits = |n: usize, step: usize, width: usize, have: usize| {
+        n == 0
+            || width == 0
+            || (n - 1)
+                .checked_mul(step)
+                .and_then(|r| r.checked_add(width))
+                .is_some_and(|r| r <= have)
+    };
+    assert!(
+        rows <= LANES
+            && cols <= LANES
+            && fits(rows, src_step, cols, src.len())
+            && fits(cols, dst_step, rows, dst.len()),
+        "block transpose out of bounds"
+    );
+    #[cfg(target_arch = "x86_64")]
+    if avx512f() {
+        // SAFETY: AVX-512F is available; the assert bounds every read (row `i < rows` at
+        // `i * src_step .. + cols`) and write (row `j < cols` at `j * dst_step .. + rows`).
+        unsafe {
+            avx512::block(
+                src.as_ptr().cast(),
+                src_step,
+                rows,
+                cols,
+                dst.as_mut_ptr().cast(),
+                dst_step,
+            )
+        };
+        return;
+    }
+    for i in 0..rows {
+        for j in 0..cols {
+            dst[j * dst_step + i] = src[i * src_step + j];
+        }
+    }
+}
+
+fn avx512f() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::arch::is_x86_feature_detected!("avx512f")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
     }
 }
 
@@ -128,6 +188,34 @@ mod avx512 {
         for (i, v) in t.iter().enumerate() {
             if i < rows {
                 _mm512_mask_storeu_ps(dst.add(i * step), m, *v);
+            }
+        }
+    }
+
+    /// # Safety
+    /// AVX-512F must be available; `src` readable at `i * src_step + j` and `dst` writable
+    /// at `j * dst_step + i` for `i < rows`, `j < cols`; `rows, cols <= 16`.
+    #[target_feature(enable = "avx512f")]
+    pub unsafe fn block(
+        src: *const f32,
+        src_step: usize,
+        rows: usize,
+        cols: usize,
+        dst: *mut f32,
+        dst_step: usize,
+    ) {
+        let (mc, mr) = (mask(cols), mask(rows));
+        let r: [__m512; 16] = std::array::from_fn(|i| {
+            if i < rows {
+                _mm512_maskz_loadu_ps(mc, src.add(i * src_step))
+            } else {
+                _mm512_setzero_ps()
+            }
+        });
+        let t = transpose(r);
+        for (j, v) in t.iter().enumerate() {
+            if j < cols {
+                _mm512_mask_storeu_ps(dst.add(j * dst_step), mr, *v);
             }
         }
     }
@@ -208,6 +296,29 @@ mod tests {
                     let (i, j) = (k / step, k % step);
                     let want = if i < rows && j < cols { src[k] } else { -1.0 };
                     assert_eq!(v, want, "from lanes {rows}x{cols} at {i},{j}");
+                }
+            }
+        }
+    }
+
+    /// Blocks of every size up to 16 x 16 between steps wider than the block, as the
+    /// definition puts them; nothing else of the destination is written.
+    #[test]
+    fn transposes_blocks_of_any_size() {
+        let (ss, ds) = (19, 23);
+        let src: Vec<u32> = (0..16 * ss as u32).collect();
+        for rows in 0..=16 {
+            for cols in 0..=16 {
+                let mut dst = vec![u32::MAX; 16 * ds];
+                block((&src, ss), rows, cols, (&mut dst, ds));
+                for (k, &v) in dst.iter().enumerate() {
+                    let (j, i) = (k / ds, k % ds);
+                    let want = if i < rows && j < cols {
+                        src[i * ss + j]
+                    } else {
+                        u32::MAX
+                    };
+                    assert_eq!(v, want, "{rows}x{cols} at {j},{i}");
                 }
             }
         }
