@@ -150,13 +150,12 @@ mod avx512 {
         // `rows` kept them on the stack). Not a load with mask 0 past `rows`: on AMD a
         // masked-off lane on an unmapped page costs a microcode assist (four times the
         // whole layer's time, measured).
-        let r: [__m512; 16] = std::array::from_fn(|i| {
+        let mut r = [_mm512_setzero_ps(); 16];
+        for (i, v) in r.iter_mut().enumerate() {
             if i < rows {
-                _mm512_maskz_loadu_ps(m, src.add(i * step))
-            } else {
-                _mm512_setzero_ps()
+                *v = _mm512_maskz_loadu_ps(m, src.add(i * step));
             }
-        });
+        }
         let t = transpose(r);
         for (j, v) in t.iter().enumerate() {
             if j < cols {
@@ -177,13 +176,12 @@ mod avx512 {
         step: usize,
     ) {
         let m = mask(cols);
-        let r: [__m512; 16] = std::array::from_fn(|j| {
+        let mut r = [_mm512_setzero_ps(); 16];
+        for (j, v) in r.iter_mut().enumerate() {
             if j < cols {
-                _mm512_loadu_ps(src.add(16 * j))
-            } else {
-                _mm512_setzero_ps()
+                *v = _mm512_loadu_ps(src.add(16 * j));
             }
-        });
+        }
         let t = transpose(r);
         for (i, v) in t.iter().enumerate() {
             if i < rows {
@@ -205,13 +203,12 @@ mod avx512 {
         dst_step: usize,
     ) {
         let (mc, mr) = (mask(cols), mask(rows));
-        let r: [__m512; 16] = std::array::from_fn(|i| {
+        let mut r = [_mm512_setzero_ps(); 16];
+        for (i, v) in r.iter_mut().enumerate() {
             if i < rows {
-                _mm512_maskz_loadu_ps(mc, src.add(i * src_step))
-            } else {
-                _mm512_setzero_ps()
+                *v = _mm512_maskz_loadu_ps(mc, src.add(i * src_step));
             }
-        });
+        }
         let t = transpose(r);
         for (j, v) in t.iter().enumerate() {
             if j < cols {
@@ -223,44 +220,41 @@ mod avx512 {
     /// Row `j` of the result is column `j` of `r`. Two rounds of interleaves within each
     /// 128-bit chunk leave `r[4g + m]`'s chunk `k` holding column `4k + m` of rows
     /// `4g .. 4g + 4`; two rounds of chunk shuffles then gather the four chunks of each
-    /// column.
+    /// column. A function with the feature enabled is inlined only as its optimiser sees
+    /// fit (called, it passed the sixteen registers through memory), and one without it
+    /// does not inline the intrinsics, so every caller has its own copy; loops, not
+    /// closures, which would not inherit the feature.
     #[inline]
     #[target_feature(enable = "avx512f")]
     fn transpose(r: [__m512; 16]) -> [__m512; 16] {
-        let t: [__m512; 16] = std::array::from_fn(|i| {
-            let (a, b) = (r[i & !1], r[i | 1]);
-            if i % 2 == 0 {
-                _mm512_unpacklo_ps(a, b)
-            } else {
-                _mm512_unpackhi_ps(a, b)
-            }
-        });
-        let pd = _mm512_castps_pd;
-        let r: [__m512; 16] = std::array::from_fn(|i| {
-            // Rows 4g .. 4g + 4: columns 4k + (i % 4) from `a, c` (0, 1) or `b, d` (2, 3).
-            let g = i / 4 * 4;
-            let (x, y) = if i % 4 < 2 {
-                (t[g], t[g + 2])
-            } else {
-                (t[g + 1], t[g + 3])
-            };
-            _mm512_castpd_ps(if i % 2 == 0 {
-                _mm512_unpacklo_pd(pd(x), pd(y))
-            } else {
-                _mm512_unpackhi_pd(pd(x), pd(y))
-            })
-        });
+        let mut t = [_mm512_setzero_ps(); 16];
+        for i in 0..8 {
+            t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+            t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+        }
+        let mut u = [_mm512_setzero_pd(); 16];
+        for g in 0..4 {
+            let [a, b, c, d] = [t[4 * g], t[4 * g + 1], t[4 * g + 2], t[4 * g + 3]];
+            let (a, b) = (_mm512_castps_pd(a), _mm512_castps_pd(b));
+            let (c, d) = (_mm512_castps_pd(c), _mm512_castps_pd(d));
+            u[4 * g] = _mm512_unpacklo_pd(a, c);
+            u[4 * g + 1] = _mm512_unpackhi_pd(a, c);
+            u[4 * g + 2] = _mm512_unpacklo_pd(b, d);
+            u[4 * g + 3] = _mm512_unpackhi_pd(b, d);
+        }
         let mut out = [_mm512_setzero_ps(); 16];
         for m in 0..4 {
-            // Chunks 0 and 2, then 1 and 3, of row groups 0 and 1 (`u`, `v`) and 2 and 3.
-            let u = _mm512_shuffle_f32x4::<0x88>(r[m], r[4 + m]);
-            let v = _mm512_shuffle_f32x4::<0xdd>(r[m], r[4 + m]);
-            let u2 = _mm512_shuffle_f32x4::<0x88>(r[8 + m], r[12 + m]);
-            let v2 = _mm512_shuffle_f32x4::<0xdd>(r[8 + m], r[12 + m]);
-            out[m] = _mm512_shuffle_f32x4::<0x88>(u, u2);
-            out[8 + m] = _mm512_shuffle_f32x4::<0xdd>(u, u2);
-            out[4 + m] = _mm512_shuffle_f32x4::<0x88>(v, v2);
-            out[12 + m] = _mm512_shuffle_f32x4::<0xdd>(v, v2);
+            // Chunks 0 and 2, then 1 and 3, of row groups 0 and 1 (`v0`, `v1`) and 2 and 3.
+            let (r0, r1) = (_mm512_castpd_ps(u[m]), _mm512_castpd_ps(u[4 + m]));
+            let (r2, r3) = (_mm512_castpd_ps(u[8 + m]), _mm512_castpd_ps(u[12 + m]));
+            let v0 = _mm512_shuffle_f32x4::<0x88>(r0, r1);
+            let v1 = _mm512_shuffle_f32x4::<0xdd>(r0, r1);
+            let w0 = _mm512_shuffle_f32x4::<0x88>(r2, r3);
+            let w1 = _mm512_shuffle_f32x4::<0xdd>(r2, r3);
+            out[m] = _mm512_shuffle_f32x4::<0x88>(v0, w0);
+            out[8 + m] = _mm512_shuffle_f32x4::<0xdd>(v0, w0);
+            out[4 + m] = _mm512_shuffle_f32x4::<0x88>(v1, w1);
+            out[12 + m] = _mm512_shuffle_f32x4::<0xdd>(v1, w1);
         }
         out
     }
