@@ -244,15 +244,17 @@ impl PreparedMatMul {
 
 impl Prepared for PreparedMatMul {
     fn eval(&self, inputs: Vec<Value>) -> Result<Vec<Value>, OpError> {
-        // One row of A, or one column of B, is a vector product, which the op's path runs
-        // on the unpacked B (`gemm::vector_product`): packing gains nothing there, and the
-        // packed kernel sums in another order, so prepared or not, both take the op's path.
+        // Matrices of one row of A (a batch of them included: `[3, 1, k]` took the packed
+        // kernel and gave other bits than `irun run`), or one column of B, are vector
+        // products, which the op's path runs on the unpacked B (`gemm::vector_product`):
+        // packing gains nothing there, and the packed kernel sums in another order, so
+        // prepared or not, both take the op's path.
         let covered = inputs.len() == 2
             && Arc::ptr_eq(&inputs[1], &self.b)
             && !self.op.transpose_a
             && inputs[0].shape().len() >= 2
             && inputs[0].shape().last() == Some(&self.k)
-            && inputs[0].len() != self.k
+            && inputs[0].shape()[inputs[0].shape().len() - 2] != 1
             && self.n != 1;
         let Some(av) = inputs[0].values::<f32>().filter(|_| covered) else {
             let out = self.op.eval(inputs)?;
@@ -308,7 +310,17 @@ impl Prepared for PreparedMatMul {
         // Blocks of rows written straight into the output's capacity (zero-filling 98 MB
         // first, on one thread, took longer than PointPillars' whole product), each finished
         // by the epilogue while it is still in cache.
-        let block = EPILOGUE_BLOCK_ELEMENTS.div_ceil(self.n).max(1) * self.n;
+        // A product of few rows is shared between the threads too (BERT's [32, 512] x [512,
+        // 128] was one block, on one thread: 0.044 ms against OpenVINO's 0.022), down to
+        // PAR_MIN_ELEMENTS multiply-adds a block. Each output's sum does not depend on the
+        // rows computed with it (rten-gemm's depth blocks follow k alone; the short-k kernel
+        // goes row by row), so neither do the bits on the thread count.
+        let cache_rows = EPILOGUE_BLOCK_ELEMENTS.div_ceil(self.n).max(1);
+        let share = rows.div_ceil(par::threads().max(1));
+        let least = crate::kernel::PAR_MIN_ELEMENTS
+            .div_ceil(self.k * self.n)
+            .max(1);
+        let block = cache_rows.min(share.max(least)) * self.n;
         let written = std::sync::atomic::AtomicUsize::new(0);
         par::for_each_split_mut(
             &mut out.spare_capacity_mut()[..len],
@@ -613,7 +625,8 @@ mod tests {
     /// A constant B packed at compile time gives the run-time kernel's output bit for bit,
     /// for a batched A and both transpose_b settings; a transposed A falls back to it. The
     /// short inner dims take `small_k.rs` (9 into 64 as PointPillars' pillar layer, and the
-    /// widths it stops at), the others rten-gemm's packed B.
+    /// widths it stops at), the others rten-gemm's packed B, in blocks of rows that depend
+    /// on the thread count.
     #[test]
     fn packed_weights_match_the_run_time_kernel() {
         for (m, k, n) in [
@@ -623,6 +636,12 @@ mod tests {
             (5, 16, 128),
             (41, 1, 16),
             (9, 17, 64),
+            // Matrices of one row each, which the op multiplies as vector products (in
+            // another order than a GEMM's), so the prepared kernel must leave them to it.
+            (1, 300, 128),
+            // Few rows of a long product: blocks of rows split between the threads.
+            (2, 300, 128),
+            (11, 300, 128),
         ] {
             packed_matches_run_time(m, k, n);
         }
