@@ -220,14 +220,15 @@ impl DirectFilters {
         let in_plane = s.input[0] * s.input[1];
         // Both buffers are written in parallel straight into their capacity: zero-filling
         // them first, on one thread, cost as much as a tenth of a 56x56 convolution.
-        let padded = par::build(padded_len, plane, &|start, fill| {
-            let mut c = start / plane;
+        // By phases, not channels: a 3-channel stem's 12 phase planes share out 6:6 over two
+        // threads, where its 3 channels went 2:1.
+        let padded = par::build(padded_len, phase_len.max(1), &|start, fill| {
+            let mut at = start / phase_len.max(1);
             while fill.remaining() > 0 {
+                let (c, phase) = (at / phases.len(), phases[at % phases.len()]);
                 let x = &x[c * in_plane..][..in_plane];
-                for &phase in &phases {
-                    pad_phase(x, s, phase, [hp, wp], phase_len, fill);
-                }
-                c += 1;
+                pad_phase(x, s, phase, [hp, wp], phase_len, fill);
+                at += 1;
             }
         })?;
         let layout = Layout {
