@@ -64,6 +64,8 @@ pub struct DirectFilters {
     tail: Vec<f32>,
     /// The filters packed for [`lanes`], on the first run of a plane they suit.
     channels: OnceLock<Option<lanes::ChannelFilters>>,
+    /// The filters transformed for [`winograd`], on the first run of a plane they suit.
+    winograd: OnceLock<Option<winograd::WinogradFilters>>,
 }
 
 /// Which tiles run a convolution: flat positions in the vector lanes (this file) or output
@@ -125,13 +127,17 @@ impl DirectFilters {
             weights: filters.clone(),
             tail,
             channels: OnceLock::new(),
+            winograd: OnceLock::new(),
         })
     }
 
     /// Bytes held beyond the shared filters (the packed ones once made).
     pub fn byte_size(&self) -> usize {
         let packed = self.channels.get().and_then(Option::as_ref);
-        self.tail.len() * 4 + packed.map_or(0, lanes::ChannelFilters::byte_size)
+        let winograd = self.winograd.get().and_then(Option::as_ref);
+        self.tail.len() * 4
+            + packed.map_or(0, lanes::ChannelFilters::byte_size)
+            + winograd.map_or(0, winograd::WinogradFilters::byte_size)
     }
 
     /// The `MR` rows of tile `t`, each `ci * kh * kw` long.
@@ -166,6 +172,15 @@ impl DirectFilters {
         s: &Shape2,
         each: &(dyn Fn(usize, &mut [f32]) + Sync),
     ) -> Result<Vec<f32>, OpError> {
+        if winograd::suits(s, self.kernel, self.ci, self.co) {
+            let w = self.weights.values::<f32>().expect("checked by new");
+            let made = self
+                .winograd
+                .get_or_init(|| winograd::WinogradFilters::new(w, self.co, self.ci).ok());
+            if let Some(f) = made {
+                return f.run(x, s, each);
+            }
+        }
         self.run_within(x, s, each, L2_INPUT_BYTES, Tiling::Fastest)
     }
 
@@ -541,3 +556,6 @@ mod avx512 {
 mod lanes;
 #[cfg(test)]
 mod tests;
+mod winograd;
+#[cfg(test)]
+mod winograd_tests;

@@ -1,7 +1,14 @@
 use super::*;
 
 /// The convolution by its definition, in f64.
-fn reference(x: &[f32], w: &[f32], co: usize, ci: usize, k: [usize; 2], s: &Shape2) -> Vec<f64> {
+pub(super) fn reference(
+    x: &[f32],
+    w: &[f32],
+    co: usize,
+    ci: usize,
+    k: [usize; 2],
+    s: &Shape2,
+) -> Vec<f64> {
     let [ih, iw] = s.input;
     let [oh, ow] = s.out;
     let mut out = vec![0f64; s.n * co * oh * ow];
@@ -36,7 +43,7 @@ fn reference(x: &[f32], w: &[f32], co: usize, ci: usize, k: [usize; 2], s: &Shap
 
 /// A convolution's geometry from its padding (`[begin, end]`), the output sized by the
 /// floor rule; `None` when the dilated kernel does not fit the padded input.
-fn geometry(
+pub(super) fn geometry(
     n: usize,
     input: [usize; 2],
     k: [usize; 2],
@@ -59,7 +66,7 @@ fn geometry(
 
 /// Every value of `got` within 1e-5 (relative + absolute) of the f64 reference.
 #[track_caller]
-fn assert_close(got: &[f32], want: &[f64], case: &str) {
+pub(super) fn assert_close(got: &[f32], want: &[f64], case: &str) {
     assert_eq!(got.len(), want.len(), "{case}");
     for (g, w) in got.iter().zip(want) {
         assert!(
@@ -69,11 +76,11 @@ fn assert_close(got: &[f32], want: &[f64], case: &str) {
     }
 }
 
-fn filters(w: &[f32]) -> Tensor {
+pub(super) fn filters(w: &[f32]) -> Tensor {
     Tensor::from_f32(vec![w.len()], w.to_vec()).unwrap()
 }
 
-fn values(len: usize, seed: u32) -> Vec<f32> {
+pub(super) fn values(len: usize, seed: u32) -> Vec<f32> {
     let mut s = seed;
     (0..len)
         .map(|_| {
