@@ -67,10 +67,16 @@ pub(super) fn geometry(
 /// Every value of `got` within 1e-5 (relative + absolute) of the f64 reference.
 #[track_caller]
 pub(super) fn assert_close(got: &[f32], want: &[f64], case: &str) {
+    assert_within(got, want, 1e-5, case);
+}
+
+/// Every value of `got` within `tolerance` (relative + absolute) of the f64 reference.
+#[track_caller]
+pub(super) fn assert_within(got: &[f32], want: &[f64], tolerance: f64, case: &str) {
     assert_eq!(got.len(), want.len(), "{case}");
     for (g, w) in got.iter().zip(want) {
         assert!(
-            (*g as f64 - w).abs() <= 1e-5 * (1.0 + w.abs()),
+            (*g as f64 - w).abs() <= tolerance * (1.0 + w.abs()),
             "{case}: {g} vs {w}"
         );
     }
