@@ -162,6 +162,11 @@ pub(super) struct BucketMap {
 }
 
 impl BucketMap {
+    /// How many buckets the targets are grouped into.
+    pub(super) fn buckets(&self) -> usize {
+        self.buckets
+    }
+
     /// The fine ranges for `targets` axis positions: their shift and count.
     pub(super) fn fine(targets: usize) -> (u32, usize) {
         let mut shift = 0;

@@ -79,17 +79,18 @@ impl ElementsKernel<'_> {
     /// out of range, which the other paths report). Not local indices on a flat histogram
     /// (the output offset is the axis target): they run lean, in chunks where they can. Nor a
     /// flat histogram whose output fits in [`SERIAL_MAX_OUTPUT_BYTES`] with counts or too few
-    /// rounds to probe: its read-modify-writes may stay in cache, and then the lean pass beats
-    /// partitioning; with enough rounds, [`ElementsKernel::run_bucketed`] measures which.
+    /// positions for split rounds: its read-modify-writes stay in cache, and then the lean
+    /// pass beats partitioning; with enough positions, [`ElementsKernel::run_bucketed`] runs
+    /// split rounds, which do both.
     pub(super) fn bucketed(&self, out_len: usize, out_bytes: usize) -> bool {
         let g = &self.geometry;
         let threads = par::threads();
         let flat = g.single_flat_row();
         let elem_bytes = out_bytes / out_len.max(1);
         let small = flat && out_bytes <= SERIAL_MAX_OUTPUT_BYTES;
-        let unprobed = small && (self.track_counts || self.indices.len() < PROBE_MIN_POSITIONS);
+        let unsplit = small && (self.track_counts || self.indices.len() < SPLIT_MIN_POSITIONS);
         threads > 1
-            && !unprobed
+            && !unsplit
             && !(flat && self.local(elem_bytes))
             && self.indices.len() >= BUCKETED_MIN_INDICES
             && g.data_along > 0
@@ -108,13 +109,11 @@ impl ElementsKernel<'_> {
     /// Each round shares the output out anew, so each round's apply pass gets its own
     /// [`DisjointSlice`]: an element may move to another bucket from one round to the next.
     ///
-    /// A flat histogram on an output of at most [`SERIAL_MAX_OUTPUT_BYTES`] may run faster in
-    /// the lean pass on one thread, if the machine's caches hold its read-modify-writes (a
-    /// 4 MB f32 histogram of 16M updates: 20 ms lean against 31 bucketed on a 2-core EPYC
-    /// with 1 MiB of L2 per core, 57 ms against 37 on a 2-core Xeon with 2 MiB of L2 and a
-    /// slower L3). No size rule gets both right, so [`RoundProbe`] times one round of each and
-    /// runs the rest the faster way. Rounds run in order either way and each applies its
-    /// updates in position order, so the result is the same bit for bit.
+    /// A flat histogram on an output of at most [`SERIAL_MAX_OUTPUT_BYTES`] runs split rounds
+    /// instead ([`ElementsKernel::split_round`]): its read-modify-writes stay in cache, so
+    /// one task applies a share of each round straight into the output while the others
+    /// partition the rest. Rounds run in order either way and each applies its updates in
+    /// position order, so the result is the same bit for bit.
     pub(super) fn run_bucketed<T: Elem, C: Combine<T>, const TRACK: bool>(
         &self,
         out: &mut [T],
@@ -136,23 +135,26 @@ impl ElementsKernel<'_> {
         } else {
             n
         };
-        let mut probe = RoundProbe::new(
-            !TRACK
-                && g.single_flat_row()
-                && out_bytes <= SERIAL_MAX_OUTPUT_BYTES
-                && n >= PROBE_MIN_POSITIONS,
-        );
-        for (r, round) in (0..n).step_by(round_len).enumerate() {
+        // Split rounds time their tasks, which WebAssembly's clock cannot (nothing runs
+        // bucketed there anyway, with one thread).
+        let split_rounds = !TRACK
+            && g.single_flat_row()
+            && out_bytes <= SERIAL_MAX_OUTPUT_BYTES
+            && n >= SPLIT_MIN_POSITIONS
+            && !cfg!(target_family = "wasm");
+        let mut share = SplitShare::new(threads);
+        for round in (0..n).step_by(round_len) {
             let len = round_len.min(n - round);
-            let started = probe.start();
-            if probe.lean(r) {
-                self.lean_range::<T, C>(out, 0, round..round + len, updates)?;
-                probe.record(r, started);
-                continue;
-            }
             let sampled = self.sample_targets(round..round + len, shift, ranges);
             let map = BucketMap::balanced(shift, &sampled, buckets);
             let map = &map;
+            if split_rounds {
+                let positions = round..round + len;
+                self.split_round::<T, C>(
+                    out, positions, map, &sampled, &mut parts, &mut share, updates,
+                )?;
+                continue;
+            }
             let ranges = split_range(len, threads);
             // Every part is refilled, those without a range (a round shorter than the thread
             // count) with nothing: their lists from the last round must not be applied again.
@@ -179,8 +181,86 @@ impl ElementsKernel<'_> {
                     }
                 }
             });
-            probe.record(r, started);
         }
+        Ok(())
+    }
+
+    /// One round of a flat histogram on a small output, without counts, in two passes
+    /// like [`ElementsKernel::run_bucketed`]'s, but the round's first positions (a share
+    /// that [`SplitShare`] keeps in balance) are applied straight into `out` by one task,
+    /// the lean pass, while the other tasks partition the rest into their lists; pass 2 then
+    /// applies only those lists, by buckets. Every position of the first share precedes
+    /// every listed one, so each element still sees its updates in row-major order. The
+    /// lean pass's read-modify-writes stay in cache with a small output, and the updates it
+    /// takes are neither written to a list nor read back: with every task partitioning, the
+    /// second thread made these histograms slower, not faster (a 4 MB f32 sum of 16M
+    /// updates: 29 ms on 2 threads, 27.6 ms on 1; split, 21 ms). It replaces a probe that
+    /// timed one lean round on one thread against one partitioned round and kept the
+    /// faster: one round of each was too noisy a measure, and neither used both threads
+    /// well.
+    #[allow(clippy::too_many_arguments)]
+    fn split_round<T: Elem, C: Combine<T>>(
+        &self,
+        out: &mut [T],
+        round: Range<usize>,
+        map: &BucketMap,
+        sampled: &[u32],
+        parts: &mut [PartLists<T>],
+        share: &mut SplitShare,
+        updates: &[T],
+    ) -> Result<(), OpError> {
+        let len = round.len();
+        let lean_len = share.lean_len(len);
+        let rest = split_range(len - lean_len, parts.len() - 1);
+        let timing = SplitTiming::default();
+        {
+            let (first, others) = parts.split_at_mut(1);
+            let mut work: Vec<SplitWork<'_, T>> = std::iter::once(SplitWork::Lean(&mut *out))
+                .chain(others.iter_mut().map(SplitWork::Part))
+                .collect();
+            let _ = first;
+            par::try_for_each_mut(&mut work, &|i, item| {
+                let started = Instant::now();
+                match item {
+                    SplitWork::Lean(out) => {
+                        let lean = round.start..round.start + lean_len;
+                        // Its positions come before every other task's, so its first error
+                        // is the round's first: reported at the round's first position.
+                        self.lean_range::<T, C>(out, 0, lean, updates)
+                            .map_err(|e| (round.start, e))?;
+                        timing.lean(started.elapsed());
+                    }
+                    SplitWork::Part(lists) => {
+                        let r = rest.get(i - 1).cloned().unwrap_or(0..0);
+                        let at = round.start + lean_len;
+                        let expected = map.expected(sampled, r.len());
+                        lists
+                            .start_round(&expected)
+                            .map_err(|e| (at + r.start, e))?;
+                        self.partition(at + r.start..at + r.end, map, lists, updates)?;
+                        timing.part(started.elapsed(), r.len());
+                    }
+                }
+                Ok(())
+            })?;
+        }
+        share.update(&timing, lean_len, len - lean_len);
+        let listed = &parts[1..];
+        let buckets = map.buckets();
+        let (out, counts) = (DisjointSlice::new(out), DisjointSlice::new(&mut [][..]));
+        par::for_each_task(buckets, &|b| {
+            let (out, counts) = (out.part(b), counts.part(b));
+            for part in listed {
+                for &(off, u) in part.bucket(b) {
+                    // SAFETY: as in `run_bucketed`: task `b` reaches only the offsets whose
+                    // axis target `map` gives bucket `b`, so no element is reached by two
+                    // tasks; no counts are kept (split rounds run only without them).
+                    unsafe {
+                        hit::<T, C, false>(&out, &counts, self.use_init_val, off as usize, u)
+                    };
+                }
+            }
+        });
         Ok(())
     }
 
@@ -418,58 +498,82 @@ impl ElementsKernel<'_> {
 /// count as local ([`ElementsKernel::local`]).
 const LOCAL_SPAN_BYTES: usize = 64 << 10;
 
-/// Flat histograms with outputs up to this size may run faster in one lean pass than
-/// bucketed, depending on the machine: they run lean when there are too few positions to
-/// probe, else [`RoundProbe`] decides. Measured with 16M updates: a 4 MB f32 output takes
+/// Flat histograms with outputs up to this size keep their read-modify-writes in cache: they
+/// run lean when there are too few positions for split rounds, else in split rounds
+/// ([`ElementsKernel::split_round`]). Measured with 16M updates: a 4 MB f32 output takes
 /// 20 ms lean and 31-35 ms bucketed on a 2-core EPYC (2026-11-22), 57 ms lean and 36 ms
 /// bucketed on a 2-core Xeon (2026-11-23); a 32 MB i32 one 160 ms lean and 54 ms bucketed
 /// on the EPYC, so larger outputs always run bucketed.
 pub(super) const SERIAL_MAX_OUTPUT_BYTES: usize = 8 << 20;
 
-/// Flat histograms on small outputs probe ([`RoundProbe`]) from this many positions: the
-/// untimed first round and the two timed ones are whole rounds, and at least one is left.
-pub(super) const PROBE_MIN_POSITIONS: usize = 4 * ROUND_POSITIONS;
+/// Flat histograms on small outputs run split rounds from this many positions; fewer run
+/// in one lean pass.
+pub(super) const SPLIT_MIN_POSITIONS: usize = 4 * ROUND_POSITIONS;
 
-/// Which way [`ElementsKernel::run_bucketed`] runs each round of a flat histogram on a small
-/// output: round 0 bucketed and untimed (it faults the lists in), round 1 lean and round 2
-/// bucketed, both timed, and every later round the way that was faster. Off, every round
-/// runs bucketed. (Off on WebAssembly, where `Instant` is not available; nothing runs
-/// bucketed there anyway, having one thread.)
-struct RoundProbe {
-    on: bool,
-    lean_took: Option<Duration>,
-    lean_wins: Option<bool>,
+/// The tasks of [`ElementsKernel::split_round`]'s first pass.
+enum SplitWork<'a, T> {
+    Lean(&'a mut [T]),
+    Part(&'a mut PartLists<T>),
 }
 
-impl RoundProbe {
-    fn new(on: bool) -> RoundProbe {
-        RoundProbe {
-            on: on && !cfg!(target_family = "wasm"),
-            lean_took: None,
-            lean_wins: None,
+/// How long the lean task and the slowest partitioning task took in one split round, and
+/// the positions each partitioner had.
+#[derive(Default)]
+struct SplitTiming {
+    lean_ns: std::sync::atomic::AtomicU64,
+    part_ns: std::sync::atomic::AtomicU64,
+    part_len: std::sync::atomic::AtomicUsize,
+}
+
+impl SplitTiming {
+    fn lean(&self, took: Duration) {
+        use std::sync::atomic::Ordering::Relaxed;
+        self.lean_ns.store(took.as_nanos() as u64, Relaxed);
+    }
+
+    fn part(&self, took: Duration, len: usize) {
+        use std::sync::atomic::Ordering::Relaxed;
+        self.part_ns.fetch_max(took.as_nanos() as u64, Relaxed);
+        self.part_len.fetch_max(len, Relaxed);
+    }
+}
+
+/// The share of a split round's positions that the lean task takes, kept so that it
+/// finishes with the partitioning tasks: from each round's timings, the lean pass's and the
+/// partition's costs per position set the next round's share. It starts at one task's
+/// share; only the speed of the work is measured, never its result, so the output does not
+/// depend on it.
+struct SplitShare {
+    fraction: f64,
+    threads: usize,
+}
+
+impl SplitShare {
+    fn new(threads: usize) -> SplitShare {
+        SplitShare {
+            fraction: 1.0 / threads.max(1) as f64,
+            threads: threads.max(2),
         }
     }
 
-    /// The clock at the start of a round, when it is to be timed.
-    fn start(&self) -> Option<Instant> {
-        (self.on && self.lean_wins.is_none()).then(Instant::now)
+    fn lean_len(&self, len: usize) -> usize {
+        ((len as f64 * self.fraction) as usize).min(len)
     }
 
-    /// Whether round `r` runs lean.
-    fn lean(&self, r: usize) -> bool {
-        self.on && self.lean_wins.unwrap_or(r == 1)
-    }
-
-    fn record(&mut self, r: usize, started: Option<Instant>) {
-        let Some(started) = started else {
+    fn update(&mut self, t: &SplitTiming, lean_len: usize, rest: usize) {
+        use std::sync::atomic::Ordering::Relaxed;
+        let (lean_ns, part_ns) = (t.lean_ns.load(Relaxed), t.part_ns.load(Relaxed));
+        let part_len = t.part_len.load(Relaxed);
+        if lean_len == 0 || part_len == 0 || rest == 0 || lean_ns == 0 || part_ns == 0 {
             return;
-        };
-        let took = started.elapsed();
-        match r {
-            1 => self.lean_took = Some(took),
-            2 => self.lean_wins = Some(self.lean_took.is_some_and(|lean| lean < took)),
-            _ => {}
         }
+        // Nanoseconds per position: `a` lean, `p` partitioned (per task). Balanced when
+        // f a = (1 - f) p / (threads - 1).
+        let a = lean_ns as f64 / lean_len as f64;
+        let p = part_ns as f64 / part_len as f64;
+        let f = p / ((self.threads - 1) as f64 * a + p);
+        // Halfway there, so that one noisy round does not swing the next.
+        self.fraction = (0.5 * (self.fraction + f)).clamp(0.05, 0.95);
     }
 }
 
@@ -593,27 +697,39 @@ impl ReduceKernel for ElementsKernel<'_> {
 mod tests {
     use super::*;
 
-    fn took(ms: u64) -> Option<Instant> {
-        Instant::now().checked_sub(Duration::from_millis(ms))
+    fn timing(lean_us: u64, part_us: u64, part_len: usize) -> SplitTiming {
+        let t = SplitTiming::default();
+        t.lean(Duration::from_micros(lean_us));
+        t.part(Duration::from_micros(part_us), part_len);
+        t
     }
 
-    /// Round 0 bucketed, round 1 lean, round 2 bucketed, then the faster of the two timed
-    /// ones; switched off, every round is bucketed.
+    /// The lean share moves halfway toward the share that would have balanced the round,
+    /// within its bounds, and stays put when a timing is missing.
     #[test]
-    fn the_probe_times_one_round_each_way_and_keeps_the_faster() {
-        for (lean_ms, buckets_ms, later_lean) in [(5, 50, true), (50, 5, false)] {
-            let mut probe = RoundProbe::new(true);
-            assert_eq!(
-                (probe.lean(0), probe.lean(1), probe.lean(2)),
-                (false, true, false)
-            );
-            probe.record(0, took(1));
-            probe.record(1, took(lean_ms));
-            probe.record(2, took(buckets_ms));
-            assert!(probe.start().is_none(), "nothing more to time");
-            assert!((3..6).all(|r| probe.lean(r) == later_lean));
+    fn the_lean_share_moves_toward_balance() {
+        let mut share = SplitShare::new(2);
+        assert_eq!(share.lean_len(1000), 500);
+        // Lean at 1 us per position, partition at 3: balanced at f = 3 / (1 + 3) = 0.75, so
+        // the share moves from 0.5 to 0.625.
+        share.update(&timing(500, 1500, 500), 500, 500);
+        assert_eq!(share.lean_len(1000), 625);
+        // Equal costs balance at 0.5.
+        share.update(&timing(625, 375, 375), 625, 375);
+        assert_eq!(share.lean_len(1000), 562);
+        share.update(&timing(0, 375, 375), 625, 375);
+        assert_eq!(share.lean_len(1000), 562);
+        // A partition far slower than the lean pass: at most 0.95.
+        for _ in 0..20 {
+            share.update(&timing(1, 1_000_000, 1), 1, 1);
         }
-        let probe = RoundProbe::new(false);
-        assert!((0..4).all(|r| !probe.lean(r)) && probe.start().is_none());
+        assert_eq!(share.lean_len(1000), 950);
+        // Three threads: one lean task against two partitioners, balanced at 1/3 when costs
+        // are equal.
+        let mut share = SplitShare::new(3);
+        for _ in 0..40 {
+            share.update(&timing(100, 100, 100), 100, 200);
+        }
+        assert!((999..=1000).contains(&share.lean_len(3000)));
     }
 }

@@ -691,13 +691,12 @@ fn local_chunks_leave_a_bad_index_to_the_lean_pass() {
     }
 }
 
-/// A flat histogram with enough rounds to probe, on an output small enough to stay lean
-/// under the old size rule: whichever way the probe picks for the later rounds (lean or
-/// bucketed), the sums equal the sequential ones bit for bit, with a last round that is
-/// partial.
+/// A flat histogram with enough positions for split rounds, on an output small enough for
+/// them: one task's lean share and the other tasks' lists, applied after it, give the
+/// sequential sums bit for bit, at 2 and 3 threads, with a last round that is partial.
 #[test]
-fn probed_rounds_match_the_sequential_reference() {
-    let n = super::runtime::PROBE_MIN_POSITIONS + ROUND_POSITIONS / 3;
+fn split_rounds_match_the_sequential_reference() {
+    let n = super::runtime::SPLIT_MIN_POSITIONS + ROUND_POSITIONS / 3;
     let along = 100_000usize;
     let idx: Vec<i64> = (0..n as i64)
         .map(|i| (i * 2_654_435_761) % along as i64)
@@ -708,8 +707,10 @@ fn probed_rounds_match_the_sequential_reference() {
     let data = vec![0.5f32; along];
     for red in [Reduction::Sum, Reduction::Max] {
         let want = sequential_with_init(red, &data, &idx, &upd);
-        let out = scatter_1d(red, &data, &idx, &upd, 2).unwrap();
-        assert!(same_bits(&out, &want), "{red:?}");
+        for threads in [2, 3] {
+            let out = scatter_1d(red, &data, &idx, &upd, threads).unwrap();
+            assert!(same_bits(&out, &want), "{red:?} at {threads} threads");
+        }
     }
 }
 
