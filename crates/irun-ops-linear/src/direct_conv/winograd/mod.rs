@@ -187,8 +187,8 @@ impl WinogradFilters {
 
     /// The convolution of `x [n, ci, *s.input]` into `[n, co, *s.out]` (3x3, stride 1, no
     /// dilation), calling `each` on every stretch of the output (`(flat index of its first
-    /// value, values)`) once computed: two output rows of one channel at a time, while they
-    /// are in cache.
+    /// value, values)`) once computed: a band's rows of one channel at a time, while they are
+    /// in cache.
     pub(super) fn run(
         &self,
         x: &[f32],
@@ -206,7 +206,7 @@ impl WinogradFilters {
         let (th, tw) = (oh.div_ceil(m), ow.div_ceil(m));
         // Tile rows per band: enough tiles for the widest tile of the products, as many as
         // BAND_BYTES holds, at least one row.
-        let fit = (BAND_BYTES / (4 * points * self.ci * tw)).max(1);
+        let fit = (BAND_BYTES / (4 * points).saturating_mul(self.ci).saturating_mul(tw)).max(1);
         let kb = NR.div_ceil(tw).min(fit).clamp(1, th);
         let band_tiles = kb * tw;
         let vectors = vectors_for(band_tiles);
@@ -227,7 +227,7 @@ impl WinogradFilters {
         let co_tiles = self.co_pad / MR;
         let tiles_per_group = co_tiles.div_ceil((wanted / band_tasks).clamp(1, co_tiles));
         let co_groups = co_tiles.div_ceil(tiles_per_group);
-        // Each task writes output rows `2 kb per_task` at a time of its channel planes: its
+        // Each task writes output rows `m kb per_task` at a time of its channel planes: its
         // parts of the planes, cut here so that tasks hold disjoint slices.
         let task_rows = m * kb * per_task;
         let mut out = par::build(planes * positions, positions, &|_, fill| {
@@ -242,14 +242,17 @@ impl WinogradFilters {
                 work[t * co_groups + group].push(part);
             }
         }
-        par::for_each_mut(&mut work, &|i, parts| {
+        par::try_for_each_mut(&mut work, &|i, parts| {
             let (t, group) = (i / co_groups, i % co_groups);
             let task = Task {
                 bands: t * per_task..((t + 1) * per_task).min(bands),
                 co_tiles: group * tiles_per_group..((group + 1) * tiles_per_group).min(co_tiles),
             };
+            // A task's scratch is bounded by BAND_BYTES but for a single tile row of a huge
+            // plane: refused as a memory error, never an abort.
             self.run_task(x, s, &g, &task, parts, each)
-        });
+                .map_err(|e| (i, e))
+        })?;
         Ok(out)
     }
 
@@ -263,7 +266,7 @@ impl WinogradFilters {
         task: &Task,
         parts: &mut [&mut [f32]],
         each: &(dyn Fn(usize, &mut [f32]) + Sync),
-    ) {
+    ) -> Result<(), OpError> {
         let [oh, ow] = s.out;
         let (ci, co) = (self.ci, self.co);
         let in_plane = s.input[0] * s.input[1];
@@ -271,9 +274,13 @@ impl WinogradFilters {
         let c0 = task.co_tiles.start * MR;
         let channels = (task.co_tiles.end * MR).min(co) - c0;
         let (m, points) = (g.tiles.m(), g.tiles.n() * g.tiles.n());
-        let mut v = vec![0f32; points * ci * g.tp];
+        let v_len = [ci, g.tp]
+            .iter()
+            .try_fold(points, |a, &b| a.checked_mul(b))
+            .ok_or_else(transforms::scratch_overflow)?;
+        let mut v = crate::kernel::try_zeroed::<f32>(v_len)?;
         let mut mb = vec![[[0f32; NR]; MR]; points];
-        let mut rows = InputRows::new(g);
+        let mut rows = InputRows::new(g)?;
         let mut scratch = OutputScratch::new();
         let first_row = m * g.kb * task.bands.start;
         for band in task.bands.clone() {
@@ -317,6 +324,7 @@ impl WinogradFilters {
                 }
             }
         }
+        Ok(())
     }
 }
 

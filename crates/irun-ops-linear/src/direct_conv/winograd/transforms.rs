@@ -7,6 +7,8 @@
 
 use super::{Geometry, Tiles, NR};
 use crate::direct_conv::{Shape2, MR};
+use crate::kernel::try_zeroed;
+use crate::op::{codes, OpError};
 
 /// `Bᵀ` down the lanes: `r[b][i] = Σ_j Bᵀ[b][j] d[j][i]` for the `n` rows of `tiles` (the
 /// slots past `n` are unused); every slice of `r` as long as the first, every one of `d` at
@@ -139,20 +141,26 @@ pub(super) struct InputRows {
     columns: Vec<f32>,
 }
 
+/// A scratch length past `usize`: a memory error, as an allocation that fails would be.
+pub(super) fn scratch_overflow() -> OpError {
+    OpError::new(codes::MEMORY, "the Winograd scratch overflows memory")
+}
+
 impl InputRows {
-    pub(super) fn new(g: &Geometry) -> InputRows {
+    pub(super) fn new(g: &Geometry) -> Result<InputRows, OpError> {
         let (m, n) = (g.tiles.m(), g.tiles.n());
         let phase = (g.tw + 1).next_multiple_of(16);
         let wide = m * phase;
-        InputRows {
+        let zeros = |len: Option<usize>| try_zeroed::<f32>(len.ok_or_else(scratch_overflow)?);
+        Ok(InputRows {
             phase,
             wide,
-            padded: vec![0.0; n * wide],
-            down: vec![0.0; n * wide],
-            halves: vec![0.0; wide],
-            phases: vec![0.0; wide],
-            columns: vec![0.0; n * n * g.tp],
-        }
+            padded: zeros(n.checked_mul(wide))?,
+            down: zeros(n.checked_mul(wide))?,
+            halves: zeros(Some(wide))?,
+            phases: zeros(Some(wide))?,
+            columns: zeros((n * n).checked_mul(g.tp))?,
+        })
     }
 }
 
