@@ -193,6 +193,11 @@ impl<'a> IndexValues<'a> {
         on_stored!(self, v => fold(&v[range]))
     }
 
+    /// [`crate::simd::prefetch_read`] of the values in `range`.
+    pub fn prefetch(&self, range: Range<usize>) {
+        on_stored!(self, v => crate::simd::prefetch_read(&v[range]))
+    }
+
     /// Converts `range` into `buf` (whose length must equal the range's).
     pub fn read(&self, range: Range<usize>, buf: &mut [i64]) {
         // In the widest instruction set: one sign extension per vector (the baseline's

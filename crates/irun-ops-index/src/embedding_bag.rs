@@ -62,22 +62,8 @@ const PREFETCH_AHEAD: usize = 8;
 /// A hint to bring the first cache lines of `row` (up to 256 bytes) into the cache.
 #[inline(always)]
 fn prefetch<T>(row: &[T]) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        let bytes = std::mem::size_of_val(row).min(256);
-        for line in (0..bytes).step_by(64) {
-            // SAFETY: `_mm_prefetch` needs SSE, which every x86_64 CPU has; it is a hint that
-            // reads and writes nothing the program can observe and never faults, and the
-            // address is inside `row` anyway (`line < size_of_val(row)`).
-            unsafe {
-                std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
-                    row.as_ptr().cast::<i8>().add(line),
-                );
-            }
-        }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = row;
+    let values = 256 / std::mem::size_of::<T>().max(1);
+    irun_opkit::simd::prefetch_read(&row[..row.len().min(values)]);
 }
 
 impl EmbeddingBag {
