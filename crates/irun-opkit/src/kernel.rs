@@ -368,6 +368,12 @@ impl<T: Copy> Part<'_, '_, T> {
         self.len
     }
 
+    /// [`crate::simd::prefetch_write_ptr`] of element `i`: a hint, which touches no element.
+    #[inline(always)]
+    pub fn prefetch_write(&self, i: usize) {
+        crate::simd::prefetch_write_ptr(self.ptr.wrapping_add(i));
+    }
+
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }

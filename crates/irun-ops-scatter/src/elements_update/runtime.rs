@@ -174,8 +174,18 @@ impl ElementsKernel<'_> {
             })?;
             let parts = &parts;
             let (out, counts) = (DisjointSlice::new(out), DisjointSlice::new(counts));
+            let flat = g.single_flat_row();
             par::for_each_task(buckets, &|b| {
                 let (out, counts) = (out.part(b), counts.part(b));
+                // A histogram's bucket is one stretch of the output, which the random
+                // read-modify-writes below would fetch from memory line by line: fetched
+                // in order first, it streams in (the 32 MB i32 max: 24.5 to 23 ms).
+                if flat {
+                    let t = map.targets(b);
+                    for i in t.step_by(64 / std::mem::size_of::<T>()) {
+                        out.prefetch_write(i);
+                    }
+                }
                 for part in parts {
                     for &(off, u) in part.bucket(b) {
                         // SAFETY: task `b` reaches only the offsets `partition` put in bucket
