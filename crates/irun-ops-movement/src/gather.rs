@@ -165,6 +165,9 @@ struct Geometry {
     inner: usize,
 }
 
+/// How many slices ahead [`gather`] fetches the source of rows of a cache line or more.
+const GATHER_AHEAD: usize = 8;
+
 fn gather<W: Word>(src: &[W], idx: &[i64], g: &Geometry) -> Result<WordVec, OpError> {
     let slices = g.batch * g.outer * g.per_batch;
     if g.inner == 0 {
@@ -176,18 +179,35 @@ fn gather<W: Word>(src: &[W], idx: &[i64], g: &Geometry) -> Result<WordVec, OpEr
         .max(crate::kernel::PAR_MIN_ELEMENTS / g.inner * g.inner);
     // Whole slices per chunk (the grain is a multiple of `inner`), written straight into
     // the output, never zero-filled first.
+    // Where slice `s` of the output comes from; `None` for an index out of range.
+    let source = |s: usize| {
+        let (bo, p) = (s / g.per_batch, s % g.per_batch);
+        let (bb, o) = (bo / g.outer, bo % g.outer);
+        let v = idx[bb * g.per_batch + p];
+        let v = if v < 0 { v + d } else { v };
+        (0..d)
+            .contains(&v)
+            .then(|| ((bb * g.outer + o) * g.along + v as usize) * g.inner)
+    };
+    // Rows of a cache line or more (a GNN's neighbour features) are fetched ahead: each comes
+    // from a random place in a table larger than the caches.
+    let ahead = if std::mem::size_of_val(&src[..g.inner.min(src.len())]) >= 64 {
+        GATHER_AHEAD
+    } else {
+        0
+    };
     let out = par::build(slices * g.inner, grain, &|start, out| {
-        for s in start / g.inner..start / g.inner + out.remaining() / g.inner {
-            let (bo, p) = (s / g.per_batch, s % g.per_batch);
-            let (bb, o) = (bo / g.outer, bo % g.outer);
-            let v = idx[bb * g.per_batch + p];
-            let v = if v < 0 { v + d } else { v };
-            if (0..d).contains(&v) {
-                let from = ((bb * g.outer + o) * g.along + v as usize) * g.inner;
-                out.extend_from_slice(&src[from..from + g.inner]);
-            } else {
+        let slices = start / g.inner..start / g.inner + out.remaining() / g.inner;
+        for s in slices.clone() {
+            if ahead > 0 && s + ahead < slices.end {
+                if let Some(from) = source(s + ahead) {
+                    irun_opkit::simd::prefetch_read(&src[from..from + g.inner]);
+                }
+            }
+            match source(s) {
+                Some(from) => out.extend_from_slice(&src[from..from + g.inner]),
                 // Out of range: the slice is zero.
-                out.repeat(W::default(), g.inner);
+                None => out.repeat(W::default(), g.inner),
             }
         }
     })?;
@@ -215,6 +235,39 @@ mod tests {
         )
         .unwrap();
         assert_eq!(out[0], i32s(&[4], &[1, 5, 1, 0]));
+    }
+
+    /// Rows of a cache line or more take the path that fetches sources ahead: every row
+    /// still comes from its index, negative ones from the end, out-of-range ones as zeros,
+    /// up to the last row of the table and of the output.
+    #[test]
+    fn wide_rows_fetched_ahead() {
+        let (rows, width) = (7usize, 20usize);
+        let table: Vec<i32> = (0..(rows * width) as i32).collect();
+        let idx: Vec<i64> = (0..40).map(|k| [6, -1, 0, 9, 3, -7, -8][k % 7]).collect();
+        let out = run(
+            &v8(0),
+            vec![
+                i32s(&[rows, width], &table),
+                i64s(&[idx.len()], &idx),
+                i64s(&[], &[0]),
+            ],
+        )
+        .unwrap();
+        let want: Vec<i32> = idx
+            .iter()
+            .flat_map(|&v| {
+                let v = if v < 0 { v + rows as i64 } else { v };
+                (0..width).map(move |c| {
+                    if (0..rows as i64).contains(&v) {
+                        (v as usize * width + c) as i32
+                    } else {
+                        0
+                    }
+                })
+            })
+            .collect();
+        assert_eq!(out[0], i32s(&[idx.len(), width], &want));
     }
 
     #[test]

@@ -30,6 +30,9 @@ pub(super) const ROW_MIN_COLUMNS: usize = 8;
 /// Output bytes per bucket of pass 2: its rows stay in a core's L2.
 const ROW_BUCKET_BYTES: usize = 1 << 20;
 
+/// How many list entries ahead the apply pass fetches the update row it will read.
+const ROW_AHEAD: usize = 16;
+
 /// At most this many buckets (lists per part).
 const ROW_MAX_BUCKETS: usize = 256;
 
@@ -132,7 +135,15 @@ impl ElementsKernel<'_> {
         par::for_each_mut(&mut pieces, &|b, (dst, hits)| {
             let first_row = b * rows_per_bucket;
             for lists in &parts_lists {
-                for &(line, row) in &lists[b] {
+                let list = &lists[b];
+                for (k, &(line, row)) in list.iter().enumerate() {
+                    // A bucket's updates are rows far apart in the updates (a GCN's edges:
+                    // every 13th row of 256 bytes), which the hardware does not fetch ahead
+                    // (GCN's two scatters: 28 to 22.5 ms).
+                    if let Some(&(ahead, _)) = list.get(k + ROW_AHEAD) {
+                        let ahead = ahead as usize * inner;
+                        irun_opkit::simd::prefetch_read(&updates[ahead..ahead + inner]);
+                    }
                     let local = row as usize - first_row;
                     let src = &updates[line as usize * inner..][..inner];
                     let dst = &mut dst[local * inner..][..inner];
