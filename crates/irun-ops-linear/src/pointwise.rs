@@ -84,14 +84,8 @@ impl PointwiseFilters {
     ) -> Result<Vec<f32>, OpError> {
         let (co, ci) = (self.co, self.ci);
         let overflow = || OpError::new(codes::MEMORY, "a pointwise convolution overflows memory");
-        let len = [co, positions]
-            .iter()
-            .try_fold(n, |a, &b| a.checked_mul(b))
-            .ok_or_else(overflow)?;
-        let in_len = [ci, positions]
-            .iter()
-            .try_fold(n, |a, &b| a.checked_mul(b))
-            .ok_or_else(overflow)?;
+        let len = irun_tensor::element_count(&[n, co, positions]).ok_or_else(overflow)?;
+        let in_len = irun_tensor::element_count(&[n, ci, positions]).ok_or_else(overflow)?;
         if x.len() != in_len {
             return Err(OpError::new(
                 codes::INTERNAL,

@@ -229,10 +229,8 @@ impl DirectFilters {
         let flat = (oh * wp).next_multiple_of(nr);
         let phase_len = phase_area.max(flat + reach);
         let plane = phases.len().checked_mul(phase_len).ok_or_else(too_large)?;
-        let padded_len = [self.ci, s.n]
-            .iter()
-            .try_fold(plane, |a, &b| a.checked_mul(b))
-            .ok_or_else(too_large)?;
+        let padded_len =
+            irun_tensor::element_count(&[plane, self.ci, s.n]).ok_or_else(too_large)?;
         let taps: Vec<usize> = tap_at.iter().map(|&(p, o)| p * phase_len + o).collect();
         let in_plane = s.input[0] * s.input[1];
         // Both buffers are written in parallel straight into their capacity: zero-filling

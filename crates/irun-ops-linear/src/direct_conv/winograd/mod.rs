@@ -146,9 +146,7 @@ impl WinogradFilters {
                 "internal error: the filters are not [co, ci, 3, 3]",
             ));
         }
-        let len = [co_pad, ci]
-            .iter()
-            .try_fold(n * n, |a, &b| a.checked_mul(b))
+        let len = irun_tensor::element_count(&[n * n, co_pad, ci])
             .ok_or_else(|| OpError::new(codes::MEMORY, "the Winograd filters overflow memory"))?;
         let mut u = crate::kernel::try_zeroed::<f32>(len)?;
         for o in 0..co {
@@ -274,9 +272,7 @@ impl WinogradFilters {
         let c0 = task.co_tiles.start * MR;
         let channels = (task.co_tiles.end * MR).min(co) - c0;
         let (m, points) = (g.tiles.m(), g.tiles.n() * g.tiles.n());
-        let v_len = [ci, g.tp]
-            .iter()
-            .try_fold(points, |a, &b| a.checked_mul(b))
+        let v_len = irun_tensor::element_count(&[points, ci, g.tp])
             .ok_or_else(transforms::scratch_overflow)?;
         let mut v = crate::kernel::try_zeroed::<f32>(v_len)?;
         let mut mb = vec![[[0f32; NR]; MR]; points];
