@@ -191,7 +191,7 @@ fn gather<W: Word>(src: &[W], idx: &[i64], g: &Geometry) -> Result<WordVec, OpEr
     };
     // Rows of a cache line or more (a GNN's neighbour features) are fetched ahead: each comes
     // from a random place in a table larger than the caches.
-    let ahead = if std::mem::size_of_val(&src[..g.inner.min(src.len())]) >= 64 {
+    let ahead = if std::mem::size_of::<W>().saturating_mul(g.inner) >= 64 {
         GATHER_AHEAD
     } else {
         0

@@ -125,7 +125,7 @@ impl ElementsKernel<'_> {
         let threads = par::threads();
         let out_bytes = out.len().saturating_mul(std::mem::size_of::<T>());
         let buckets = bucket_count(out_bytes, threads);
-        let (shift, ranges) = BucketMap::fine(g.data_along);
+        let (shift, _) = BucketMap::fine(g.data_along);
         let mut parts: Vec<PartLists<T>> = (0..threads).map(|_| PartLists::new(buckets)).collect();
         let n = self.indices.len();
         let init = self.use_init_val;
@@ -138,8 +138,9 @@ impl ElementsKernel<'_> {
         };
         // Split rounds time their tasks, which WebAssembly's clock cannot (nothing runs
         // bucketed there anyway, with one thread).
+        let flat = g.single_flat_row();
         let split_rounds = !TRACK
-            && g.single_flat_row()
+            && flat
             && out_bytes <= SERIAL_MAX_OUTPUT_BYTES
             && n >= SPLIT_MIN_POSITIONS
             && !cfg!(target_family = "wasm");
@@ -149,7 +150,7 @@ impl ElementsKernel<'_> {
             let len = round_len.min(n - round);
             let sampled = match next_sample.take() {
                 Some(sampled) => sampled,
-                None => self.sample_targets(round..round + len, shift, ranges),
+                None => self.sample_targets(round..round + len),
             };
             let map = BucketMap::balanced(shift, &sampled, buckets);
             let map = &map;
@@ -174,7 +175,6 @@ impl ElementsKernel<'_> {
             })?;
             let parts = &parts;
             let (out, counts) = (DisjointSlice::new(out), DisjointSlice::new(counts));
-            let flat = g.single_flat_row();
             par::for_each_task(buckets, &|b| {
                 let (out, counts) = (out.part(b), counts.part(b));
                 // A histogram's bucket is one stretch of the output, which the random
@@ -186,16 +186,8 @@ impl ElementsKernel<'_> {
                         out.prefetch_write(i);
                     }
                 }
-                for part in parts {
-                    for &(off, u) in part.bucket(b) {
-                        // SAFETY: task `b` reaches only the offsets `partition` put in bucket
-                        // `b`, those whose axis target `map` gives bucket `b`; the map is a
-                        // function of the target, so the buckets' target sets are disjoint,
-                        // and an offset's axis target is a function of the offset, so no
-                        // element is reached by two tasks.
-                        unsafe { hit::<T, C, TRACK>(&out, &counts, init, off as usize, u) };
-                    }
-                }
+                // SAFETY: task `b` reaches only the offsets `partition` put in bucket `b`.
+                unsafe { apply_lists::<T, C, TRACK>(parts, b, &out, &counts, init) };
             });
         }
         Ok(())
@@ -237,11 +229,10 @@ impl ElementsKernel<'_> {
         let rest = split_range(len - lean_len, parts.len() - 1);
         let timing = SplitTiming::default();
         {
-            let (first, others) = parts.split_at_mut(1);
+            // Part 0's lists stay unused: its thread runs the lean task.
             let mut work: Vec<SplitWork<'_, T>> = std::iter::once(SplitWork::Lean(&mut *out))
-                .chain(others.iter_mut().map(SplitWork::Part))
+                .chain(parts[1..].iter_mut().map(SplitWork::Part))
                 .collect();
-            let _ = first;
             par::try_for_each_mut(&mut work, &|i, item| {
                 let started = Instant::now();
                 match item {
@@ -252,9 +243,7 @@ impl ElementsKernel<'_> {
                         self.lean_range::<T, C>(out, 0, lean, updates)
                             .map_err(|e| (round.start, e))?;
                         if let Some(next) = &next {
-                            let (shift, ranges) = BucketMap::fine(self.geometry.data_along);
-                            let sample = self.sample_targets(next.clone(), shift, ranges);
-                            let _ = next_sample.set(sample);
+                            let _ = next_sample.set(self.sample_targets(next.clone()));
                         }
                         timing.lean(started.elapsed());
                     }
@@ -278,16 +267,9 @@ impl ElementsKernel<'_> {
         let (out, counts) = (DisjointSlice::new(out), DisjointSlice::new(&mut [][..]));
         par::for_each_task(buckets, &|b| {
             let (out, counts) = (out.part(b), counts.part(b));
-            for part in listed {
-                for &(off, u) in part.bucket(b) {
-                    // SAFETY: as in `run_bucketed`: task `b` reaches only the offsets whose
-                    // axis target `map` gives bucket `b`, so no element is reached by two
-                    // tasks; no counts are kept (split rounds run only without them).
-                    unsafe {
-                        hit::<T, C, false>(&out, &counts, self.use_init_val, off as usize, u)
-                    };
-                }
-            }
+            // SAFETY: task `b` reaches only the offsets `partition` put in bucket `b`; no
+            // counts are kept (split rounds run only without them).
+            unsafe { apply_lists::<T, C, false>(listed, b, &out, &counts, self.use_init_val) };
         });
         Ok(next_sample.into_inner())
     }
@@ -328,11 +310,12 @@ impl ElementsKernel<'_> {
         spans[SAMPLE_BLOCKS / 2].saturating_mul(elem_bytes) <= LOCAL_SPAN_BYTES
     }
 
-    /// Updates per fine range of axis targets (`1 << shift` targets each, `ranges` of them)
-    /// among [`SAMPLE_BLOCKS`] evenly spaced blocks of positions `round`; indices out of
-    /// range are left to pass 1, which reports them.
-    fn sample_targets(&self, round: Range<usize>, shift: u32, ranges: usize) -> Vec<u32> {
+    /// Updates per fine range of axis targets ([`BucketMap::fine`]) among [`SAMPLE_BLOCKS`]
+    /// evenly spaced blocks of positions `round`; indices out of range are left to pass 1,
+    /// which reports them.
+    fn sample_targets(&self, round: Range<usize>) -> Vec<u32> {
         let g = &self.geometry;
+        let (shift, ranges) = BucketMap::fine(g.data_along);
         let mut counts = vec![0u32; ranges];
         let step = round.len() / SAMPLE_BLOCKS;
         if step < SAMPLE_BLOCK {
@@ -525,6 +508,28 @@ impl ElementsKernel<'_> {
             &format!("[{}, {}]", -(d as i64), d as i64 - 1),
             &format!("axis {} of size {d}", self.geometry.axis),
         )
+    }
+}
+
+/// Pass 2 of the bucketed paths for bucket `b`: every part's list for it, in part order.
+///
+/// # Safety
+/// Task `b` must reach only the offsets the partition put in bucket `b`, those whose axis
+/// target the round's [`BucketMap`] gives bucket `b`: the map is a function of the target,
+/// so the buckets' target sets are disjoint, and an offset's axis target is a function of
+/// the offset, so no element is reached by two tasks.
+unsafe fn apply_lists<T: Elem, C: Combine<T>, const TRACK: bool>(
+    parts: &[PartLists<T>],
+    b: usize,
+    out: &Part<T>,
+    counts: &Part<u32>,
+    init: bool,
+) {
+    for part in parts {
+        for &(off, u) in part.bucket(b) {
+            // SAFETY: the caller's contract.
+            unsafe { hit::<T, C, TRACK>(out, counts, init, off as usize, u) };
+        }
     }
 }
 
