@@ -80,6 +80,35 @@ pub fn for_each_mut<S: Send>(items: &mut [S], f: &(dyn Fn(usize, &mut S) + Sync)
     });
 }
 
+/// As [`for_each_mut`] for items of very different sizes: the items go out most costly
+/// first (`cost[i]` is item `i`'s), each thread taking the next as it finishes one. Rayon's
+/// halving hands each thread a run of neighbouring items, so one thread could get the big
+/// item and its neighbours while the other ran out of work (a scatter whose updates all hit
+/// one row: 11 ms for one thread against 3 for the other); handed out greedily by size, the
+/// big item runs alone while the others share the rest.
+pub fn for_each_mut_by_cost<S: Send>(
+    items: &mut [S],
+    cost: &[u64],
+    f: &(dyn Fn(usize, &mut S) + Sync),
+) {
+    assert_eq!(items.len(), cost.len(), "a cost per item");
+    let threads = threads();
+    if items.len() <= 1 || threads <= 1 {
+        items.iter_mut().enumerate().for_each(|(i, s)| f(i, s));
+        return;
+    }
+    let mut order: Vec<usize> = (0..items.len()).collect();
+    order.sort_by_key(|&i| std::cmp::Reverse(cost[i]));
+    let cells: Vec<Mutex<&mut S>> = items.iter_mut().map(Mutex::new).collect();
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    for_each_task(threads.min(cells.len()), &|_| loop {
+        let k = next.fetch_add(1, Ordering::Relaxed);
+        let Some(&i) = order.get(k) else { break };
+        let mut item = cells[i].lock().unwrap_or_else(|p| p.into_inner());
+        f(i, &mut item);
+    });
+}
+
 /// As [`for_each_mut`] for fallible tasks, with [`try_for_each_task`]'s error rule.
 pub fn try_for_each_mut<S: Send>(
     items: &mut [S],
@@ -261,6 +290,19 @@ mod tests {
             .num_threads(threads)
             .build()
             .unwrap()
+    }
+
+    /// Every item is visited once, on any thread count, whatever the costs.
+    #[test]
+    fn by_cost_visits_every_item_once() {
+        for threads in 1..=3 {
+            let mut items = vec![0u32; 9];
+            let cost = [1, 50, 3, 3, 0, 7, 7, 2, 1];
+            pool(threads)
+                .install(|| for_each_mut_by_cost(&mut items, &cost, &|i, v| *v += 1 + i as u32));
+            let expected: Vec<u32> = (1..=9).collect();
+            assert_eq!(items, expected, "{threads} threads");
+        }
     }
 
     /// `build` hands out every element once and returns what the chunks wrote; a chunk left

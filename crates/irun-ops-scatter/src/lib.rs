@@ -9,6 +9,7 @@ pub(crate) use irun_opkit::testing;
 pub(crate) use irun_opkit::{attrs, fact, kernel, op, par};
 
 pub mod elements_update;
+pub mod fill;
 pub mod nd_update;
 pub mod reduce;
 pub mod update;

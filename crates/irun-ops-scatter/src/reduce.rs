@@ -5,13 +5,17 @@
 //! widened to f32, reduced there and rounded once per element at the end (as OpenVINO's
 //! reference does). Integer arithmetic wraps in the element type, as in OpenVINO.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
 use crate::par;
 use half::{bf16, f16};
-use irun_tensor::{ElementType, Scalar, Storage, Tensor};
+use irun_tensor::{storage_kind, ElementType, Scalar, Storage, Tensor};
 
 use super::Reduction;
-use crate::kernel::PAR_MIN_ELEMENTS;
-use crate::op::{codes, OpError};
+use crate::fill::FillFrom;
+use crate::kernel::{take_or_copy, try_with_capacity, PAR_MIN_ELEMENTS};
+use crate::op::{codes, OpError, Value};
 
 /// An element type the reductions compute in.
 pub trait Elem: Scalar + PartialOrd {
@@ -197,9 +201,22 @@ pub enum MinMaxRule {
     Nd,
 }
 
-/// An op's addressing, run for one element type and combine rule. `out` starts as the data.
+/// An op's addressing, run for one element type and combine rule.
 pub trait ReduceKernel {
+    /// Updates `out`, which starts as the data.
     fn run<T: Elem, C: Combine<T>>(&self, out: &mut [T], updates: &[T]) -> Result<(), OpError>;
+
+    /// As [`ReduceKernel::run`] on an output not written yet: the kernel fills `out` from
+    /// the data itself, every slot of it. This one copies the data first, in parallel; a
+    /// kernel whose updates walk the output in order copies each stretch as it reaches it
+    /// ([`crate::fill::Window`]).
+    fn run_into<T: Elem, C: Combine<T>>(
+        &self,
+        out: FillFrom<'_, T>,
+        updates: &[T],
+    ) -> Result<(), OpError> {
+        self.run::<T, C>(out.copy_all(), updates)
+    }
 }
 
 /// Runs `kernel` on `out` (the data, reused as output) and `updates` (same element type) with
@@ -212,62 +229,177 @@ pub fn dispatch<K: ReduceKernel>(
     rule: MinMaxRule,
 ) -> Result<(), OpError> {
     let ty = out.element_type();
+    check_reducible(ty, reduction)?;
+    if matches!(out.storage(), Storage::F16(_) | Storage::Bf16(_)) && reduction != Reduction::None {
+        let mut wide = widen(out)?;
+        let wide_updates = widen(updates)?;
+        dispatch(kernel, &mut wide, &wide_updates, reduction, rule)?;
+        narrow(out, &wide);
+        return Ok(());
+    }
+    struct InPlace<'a, K> {
+        kernel: &'a K,
+        out: &'a mut Tensor,
+        updates: &'a Tensor,
+    }
+    impl<K: ReduceKernel> Job for InPlace<'_, K> {
+        type Out = ();
+        fn run<T: Elem, C: Combine<T>>(self) -> Result<(), OpError> {
+            let o = self
+                .out
+                .values_mut::<T>()
+                .expect("out storage matches its type");
+            let u = self
+                .updates
+                .values::<T>()
+                .ok_or_else(|| mismatch(self.updates))?;
+            self.kernel.run::<T, C>(o, u)
+        }
+    }
+    let job = InPlace {
+        kernel,
+        out,
+        updates,
+    };
+    for_type(ty, reduction, rule, job)
+}
+
+/// As [`dispatch`], with the data as the op received it, returning the output: the data
+/// itself, updated in place, when nothing else holds it; else a new tensor that the kernel
+/// fills from the data ([`ReduceKernel::run_into`]), so that a kernel can copy each stretch
+/// just before its updates reach it rather than copy the whole data first.
+pub fn dispatch_from<K: ReduceKernel>(
+    kernel: &K,
+    data: Value,
+    updates: &Tensor,
+    reduction: Reduction,
+    rule: MinMaxRule,
+) -> Result<Tensor, OpError> {
+    let ty = data.element_type();
+    check_reducible(ty, reduction)?;
+    let widened = matches!(data.storage(), Storage::F16(_) | Storage::Bf16(_))
+        && reduction != Reduction::None;
+    let data = match Arc::try_unwrap(data) {
+        Ok(mut out) if out.is_exclusive() => {
+            dispatch(kernel, &mut out, updates, reduction, rule)?;
+            return Ok(out);
+        }
+        Ok(t) => Arc::new(t),
+        Err(shared) => shared,
+    };
+    if widened || data.words().is_none() {
+        let mut out = take_or_copy(data);
+        dispatch(kernel, &mut out, updates, reduction, rule)?;
+        return Ok(out);
+    }
+    struct Filled<'a, K> {
+        kernel: &'a K,
+        data: &'a Tensor,
+        updates: &'a Tensor,
+    }
+    impl<K: ReduceKernel> Job for Filled<'_, K> {
+        type Out = Tensor;
+        fn run<T: Elem, C: Combine<T>>(self) -> Result<Tensor, OpError> {
+            let src = self
+                .data
+                .values::<T>()
+                .expect("data storage matches its type");
+            let u = self
+                .updates
+                .values::<T>()
+                .ok_or_else(|| mismatch(self.updates))?;
+            let n = src.len();
+            let mut out: Vec<T> = try_with_capacity(n)?;
+            let written = AtomicUsize::new(0);
+            let fill = FillFrom::new(&mut out.spare_capacity_mut()[..n], src, &written);
+            self.kernel.run_into::<T, C>(fill, u)?;
+            if written.load(Ordering::Relaxed) != n {
+                return Err(OpError::new(
+                    codes::INTERNAL,
+                    "internal error: a scatter kernel left part of its output unwritten",
+                ));
+            }
+            // SAFETY: the pieces of a `FillFrom` are disjoint and each counts a slot in
+            // `written` only the first time it writes it, so a count of `n` means every one
+            // of the first `n` slots of the capacity was written. `T: Copy`, no drops.
+            unsafe { out.set_len(n) };
+            Tensor::new(
+                self.data.element_type(),
+                self.data.shape().to_vec(),
+                T::wrap(out),
+            )
+            .map_err(|e| OpError::new(codes::INTERNAL, e.to_string()))
+        }
+    }
+    let job = Filled {
+        kernel,
+        data: &data,
+        updates,
+    };
+    for_type(ty, reduction, rule, job)
+}
+
+/// A kernel run for one element type and combine rule, picked at run time by [`for_type`].
+trait Job {
+    type Out;
+    fn run<T: Elem, C: Combine<T>>(self) -> Result<Self::Out, OpError>;
+}
+
+/// Runs `job` for the storage type of `ty` and the combine rule of `reduction`. f16 and bf16
+/// reach here only to move values (`none`); their reductions are widened first.
+fn for_type<J: Job>(
+    ty: ElementType,
+    reduction: Reduction,
+    rule: MinMaxRule,
+    job: J,
+) -> Result<J::Out, OpError> {
+    fn by_rule<T: Elem, J: Job>(
+        red: Reduction,
+        rule: MinMaxRule,
+        job: J,
+    ) -> Result<J::Out, OpError> {
+        match (red, rule) {
+            (Reduction::None, _) => job.run::<T, Assign>(),
+            (Reduction::Sum | Reduction::Mean, _) => job.run::<T, Sum>(),
+            (Reduction::Sub, _) => job.run::<T, Sub>(),
+            (Reduction::Prod, _) => job.run::<T, Prod>(),
+            (Reduction::Max, MinMaxRule::Elements) => job.run::<T, MaxElements>(),
+            (Reduction::Min, MinMaxRule::Elements) => job.run::<T, MinElements>(),
+            (Reduction::Max, MinMaxRule::Nd) => job.run::<T, MaxNd>(),
+            (Reduction::Min, MinMaxRule::Nd) => job.run::<T, MinNd>(),
+        }
+    }
+    let (red, rule) = (reduction, rule);
+    match storage_kind(ty) {
+        Some(Storage::Bool(_)) => by_rule::<bool, J>(red, rule, job),
+        Some(Storage::F32(_)) => by_rule::<f32, J>(red, rule, job),
+        Some(Storage::F64(_)) => by_rule::<f64, J>(red, rule, job),
+        Some(Storage::I8(_)) => by_rule::<i8, J>(red, rule, job),
+        Some(Storage::I16(_)) => by_rule::<i16, J>(red, rule, job),
+        Some(Storage::I32(_)) => by_rule::<i32, J>(red, rule, job),
+        Some(Storage::I64(_)) => by_rule::<i64, J>(red, rule, job),
+        Some(Storage::U8(_)) => by_rule::<u8, J>(red, rule, job),
+        Some(Storage::U16(_)) => by_rule::<u16, J>(red, rule, job),
+        Some(Storage::U32(_)) => by_rule::<u32, J>(red, rule, job),
+        Some(Storage::U64(_)) => by_rule::<u64, J>(red, rule, job),
+        Some(Storage::F16(_)) if red == Reduction::None => by_rule::<f16, J>(red, rule, job),
+        Some(Storage::Bf16(_)) if red == Reduction::None => by_rule::<bf16, J>(red, rule, job),
+        _ => Err(OpError::new(
+            codes::UNSUPPORTED_TYPE,
+            format!("scatter on {ty} data is not implemented"),
+        )),
+    }
+}
+
+/// Rejects reductions on types stored widened (see [`is_packed_or_narrow`]).
+fn check_reducible(ty: ElementType, reduction: Reduction) -> Result<(), OpError> {
     if reduction != Reduction::None && is_packed_or_narrow(ty) {
         return Err(OpError::new(
             codes::UNSUPPORTED_TYPE,
             format!("reduction {reduction:?} on {ty} data is not implemented (only none is)"),
         ));
     }
-    fn typed<K: ReduceKernel, T: Elem>(
-        k: &K,
-        out: &mut Tensor,
-        upd: &Tensor,
-        red: Reduction,
-        rule: MinMaxRule,
-    ) -> Result<(), OpError> {
-        let o = out.values_mut::<T>().expect("out storage matches its type");
-        let u = upd.values::<T>().ok_or_else(|| mismatch(upd))?;
-        match (red, rule) {
-            (Reduction::None, _) => k.run::<T, Assign>(o, u),
-            (Reduction::Sum | Reduction::Mean, _) => k.run::<T, Sum>(o, u),
-            (Reduction::Sub, _) => k.run::<T, Sub>(o, u),
-            (Reduction::Prod, _) => k.run::<T, Prod>(o, u),
-            (Reduction::Max, MinMaxRule::Elements) => k.run::<T, MaxElements>(o, u),
-            (Reduction::Min, MinMaxRule::Elements) => k.run::<T, MinElements>(o, u),
-            (Reduction::Max, MinMaxRule::Nd) => k.run::<T, MaxNd>(o, u),
-            (Reduction::Min, MinMaxRule::Nd) => k.run::<T, MinNd>(o, u),
-        }
-    }
-    match out.storage() {
-        Storage::Bool(_) => typed::<K, bool>(kernel, out, updates, reduction, rule),
-        Storage::F32(_) => typed::<K, f32>(kernel, out, updates, reduction, rule),
-        Storage::F64(_) => typed::<K, f64>(kernel, out, updates, reduction, rule),
-        Storage::I8(_) => typed::<K, i8>(kernel, out, updates, reduction, rule),
-        Storage::I16(_) => typed::<K, i16>(kernel, out, updates, reduction, rule),
-        Storage::I32(_) => typed::<K, i32>(kernel, out, updates, reduction, rule),
-        Storage::I64(_) => typed::<K, i64>(kernel, out, updates, reduction, rule),
-        Storage::U8(_) => typed::<K, u8>(kernel, out, updates, reduction, rule),
-        Storage::U16(_) => typed::<K, u16>(kernel, out, updates, reduction, rule),
-        Storage::U32(_) => typed::<K, u32>(kernel, out, updates, reduction, rule),
-        Storage::U64(_) => typed::<K, u64>(kernel, out, updates, reduction, rule),
-        Storage::F16(_) if reduction == Reduction::None => {
-            typed::<K, f16>(kernel, out, updates, reduction, rule)
-        }
-        Storage::Bf16(_) if reduction == Reduction::None => {
-            typed::<K, bf16>(kernel, out, updates, reduction, rule)
-        }
-        Storage::F16(_) | Storage::Bf16(_) => {
-            let mut wide = widen(out)?;
-            let wide_updates = widen(updates)?;
-            typed::<K, f32>(kernel, &mut wide, &wide_updates, reduction, rule)?;
-            narrow(out, &wide);
-            Ok(())
-        }
-        Storage::String(_) => Err(OpError::new(
-            codes::UNSUPPORTED_TYPE,
-            "scatter on string data is not implemented",
-        )),
-    }
+    Ok(())
 }
 
 fn mismatch(t: &Tensor) -> OpError {

@@ -9,7 +9,12 @@ fn ranges_share_the_tuples_out() {
     let offsets: Vec<usize> = (0..1000)
         .map(|i| if i % 2 == 0 { 0 } else { i * 97 % 100_000 })
         .collect();
-    let r = balanced_ranges(100_000, 2, &offsets);
+    let shares = |ranges, copying| Shares {
+        ranges,
+        scattered: 2,
+        copying,
+    };
+    let r = balanced_ranges(100_000, 16, &offsets, shares(2, false)).ranges;
     assert_eq!(r.len(), 2);
     assert_eq!((r[0].start, r[1].end), (0, 100_000));
     assert_eq!(r[0].end, r[1].start);
@@ -18,7 +23,7 @@ fn ranges_share_the_tuples_out() {
         "the hot start is a range of its own: {r:?}"
     );
     // Every offset in one place: one range holds it, the ranges still cover the output.
-    let r = balanced_ranges(10, 3, &[4; 100]);
+    let r = balanced_ranges(10, 1, &[4; 100], shares(3, false)).ranges;
     assert_eq!(r.first().map(|r| r.start), Some(0));
     assert_eq!(r.last().map(|r| r.end), Some(10));
     assert!(r
@@ -281,6 +286,70 @@ mod eval {
                     .all(|(g, w)| g.to_bits() == w.to_bits()),
                 "{threads} threads differ from the sequential reference"
             );
+        }
+    }
+
+    /// Data that another holder keeps (a model input) is not updated in place: the output is
+    /// filled from it as the slices land ([`crate::fill::Window`]). Whatever the order of
+    /// the rows (ascending, descending, all one row, scattered, a hot row among them) and
+    /// with slices (24 elements) that range cuts split, every element is the spec's
+    /// sequential result, bit for bit, at 1-3 threads; the shared data is untouched.
+    #[test]
+    fn shared_data_is_filled_as_the_slices_land() {
+        let (rows, s, n) = (20_000usize, 24usize, 12_000usize);
+        let scattered: Vec<i64> = (0..n as i64).map(|i| (i * 7919) % rows as i64).collect();
+        let mut ascending = scattered.clone();
+        ascending.sort();
+        let descending: Vec<i64> = ascending.iter().rev().copied().collect();
+        let hot: Vec<i64> = (scattered.iter().enumerate())
+            .map(|(i, &r)| if i % 3 == 0 { 4321 } else { r })
+            .collect();
+        let orders = [
+            ("ascending", ascending),
+            ("descending", descending),
+            ("one row", vec![-7; n]),
+            ("scattered", scattered),
+            ("hot", hot),
+        ];
+        let init: Vec<f32> = (0..rows * s).map(|i| (i % 13) as f32 - 6.0).collect();
+        let upd: Vec<f32> = (0..n * s).map(|i| (i % 31) as f32 * 0.37 - 5.0).collect();
+        for (name, idx) in &orders {
+            for red in [Reduction::None, Reduction::Sum, Reduction::Max] {
+                let mut want = init.clone();
+                for (p, &i) in idx.iter().enumerate() {
+                    let row = i.rem_euclid(rows as i64) as usize;
+                    for c in 0..s {
+                        let (acc, u) = (want[row * s + c], upd[p * s + c]);
+                        want[row * s + c] = match red {
+                            Reduction::None => u,
+                            Reduction::Sum => acc + u,
+                            _ => acc.max(u),
+                        };
+                    }
+                }
+                let data = Arc::new(f32s(&[rows, s], &init));
+                let inputs = [
+                    data.clone(),
+                    Arc::new(i64s(&[n, 1], idx)),
+                    Arc::new(f32s(&[n, s], &upd)),
+                ];
+                for threads in [1, 2, 3] {
+                    let out = crate::testing::on_threads(threads, || nd(red).eval(inputs.to_vec()))
+                        .unwrap();
+                    let got = out[0].values::<f32>().unwrap();
+                    assert!(
+                        got.iter()
+                            .zip(&want)
+                            .all(|(g, w)| g.to_bits() == w.to_bits()),
+                        "{name}, {red:?}, {threads} threads: not the sequential result"
+                    );
+                }
+                assert_eq!(
+                    data.values::<f32>().unwrap(),
+                    &init[..],
+                    "{name}: data changed"
+                );
+            }
         }
     }
 

@@ -1,0 +1,280 @@
+//! An output that a kernel fills from the data as it applies the updates, instead of a copy of
+//! the data made first and updated after.
+//!
+//! When the op does not own its data (an input another layer or the caller still holds), the
+//! output must start as a copy. Copied whole first, a large output is written to memory by the
+//! copy, then read back and written again by the updates: for a 64 MB ScatterNDUpdate on
+//! sorted rows the copy was a third of the run. A [`Window`] copies each stretch of the data
+//! just before the updates first reach it, while it is still in cache, so the output goes to
+//! memory once.
+
+use std::mem::MaybeUninit;
+use std::ops::Range;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use crate::kernel::PAR_MIN_ELEMENTS;
+use crate::par;
+
+/// Elements a [`Window`] copies past the edge it grows at, at least: updates that walk the
+/// output in order then find the next few lines copied, and the copies are whole runs of
+/// lines, not one slice at a time.
+const COPY_AHEAD: usize = 1024;
+
+/// Slots of a new output (a contiguous piece of it) with the data values that belong there.
+/// Every slot written through it is counted in `written`, once; the owner of the whole
+/// output checks the count before it treats the slots as values ([`FillFrom::new`]).
+pub struct FillFrom<'a, T> {
+    slots: &'a mut [MaybeUninit<T>],
+    src: &'a [T],
+    written: &'a AtomicUsize,
+}
+
+impl<'a, T: Copy + Send + Sync> FillFrom<'a, T> {
+    /// The output `slots`, to be filled from `src` (the same length), counting written slots
+    /// in `written`. Once a kernel is done, `written` equal to the length proves every slot
+    /// written: the pieces are disjoint and each counts a slot only when it first writes it.
+    pub fn new(slots: &'a mut [MaybeUninit<T>], src: &'a [T], written: &'a AtomicUsize) -> Self {
+        assert_eq!(slots.len(), src.len(), "an output the data's length");
+        FillFrom {
+            slots,
+            src,
+            written,
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.slots.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.slots.is_empty()
+    }
+
+    /// The first `mid` elements and the rest, as two pieces.
+    pub fn split_at(self, mid: usize) -> (Self, Self) {
+        let (a, b) = self.slots.split_at_mut(mid);
+        let (sa, sb) = self.src.split_at(mid);
+        let written = self.written;
+        (
+            FillFrom {
+                slots: a,
+                src: sa,
+                written,
+            },
+            FillFrom {
+                slots: b,
+                src: sb,
+                written,
+            },
+        )
+    }
+
+    /// Pieces of the given lengths, in order (their sum must be the length).
+    pub fn split_lengths(self, lengths: impl IntoIterator<Item = usize>) -> Vec<Self> {
+        let mut pieces = Vec::new();
+        let mut rest = self;
+        for len in lengths {
+            let (piece, tail) = rest.split_at(len);
+            pieces.push(piece);
+            rest = tail;
+        }
+        assert!(rest.is_empty(), "pieces cover the output");
+        pieces
+    }
+
+    /// Everything copied, by all threads when large: the output as values.
+    pub fn copy_all(self) -> &'a mut [T] {
+        let src = self.src;
+        par::for_each_split_mut(self.slots, PAR_MIN_ELEMENTS, &|start, chunk| {
+            chunk.write_copy_of_slice(&src[start..start + chunk.len()]);
+        });
+        self.written.fetch_add(src.len(), Ordering::Relaxed);
+        // SAFETY: `for_each_split_mut` runs the closure over consecutive chunks covering the
+        // whole of `slots` (or panics, and this is never reached), and the closure writes
+        // every slot of its chunk. `MaybeUninit<T>` has `T`'s layout, so the slots are
+        // `len` initialised `T`s, borrowed for `'a` as `self.slots` was.
+        unsafe { &mut *(self.slots as *mut [MaybeUninit<T>] as *mut [T]) }
+    }
+
+    /// A window on the piece that starts empty and grows as the kernel asks for spans. It
+    /// takes the piece: a slot is counted by one window (or one copy) only.
+    pub fn window(self) -> Window<'a, T> {
+        Window {
+            fill: self,
+            lo: 0,
+            hi: 0,
+        }
+    }
+}
+
+/// The written part of a [`FillFrom`]: one stretch `lo..hi` that only grows, each growth
+/// copying the data into the slots it adds, so a slot is written (and counted) exactly once
+/// before it is first read. [`Window::finish`] copies what no span reached.
+pub struct Window<'a, T> {
+    fill: FillFrom<'a, T>,
+    lo: usize,
+    hi: usize,
+}
+
+impl<T: Copy + Send + Sync> Window<'_, T> {
+    /// The elements `r` of the piece, written: the window first grows over `r` (and at least
+    /// [`COPY_AHEAD`] past the edge it grows at), copying the data into the slots it adds.
+    /// Spans that move through the piece in order therefore copy it front to back (or back
+    /// to front) just ahead of the updates; scattered spans copy the stretch between them.
+    #[inline]
+    pub fn span(&mut self, r: Range<usize>) -> &mut [T] {
+        let len = self.fill.len();
+        assert!(r.start <= r.end && r.end <= len, "a span inside the piece");
+        if self.lo == self.hi {
+            // Empty: start where the first span does.
+            self.lo = r.start;
+            self.hi = r.start;
+        }
+        if r.start < self.lo {
+            let lo = r.start.min(self.lo.saturating_sub(COPY_AHEAD));
+            self.copy(lo..self.lo);
+            self.lo = lo;
+        }
+        if r.end > self.hi {
+            let hi = r.end.max(self.hi.saturating_add(COPY_AHEAD).min(len));
+            self.copy(self.hi..hi);
+            self.hi = hi;
+        }
+        let written = &mut self.fill.slots[self.lo..self.hi];
+        // SAFETY: every slot of `lo..hi` was written by `copy` when the window grew over it
+        // (the window only grows, and each growth copies exactly the slots it adds), and
+        // `MaybeUninit<T>` has `T`'s layout; the `&mut self` borrow keeps the slots from being
+        // reached another way while the slice lives.
+        let values = unsafe { &mut *(written as *mut [MaybeUninit<T>] as *mut [T]) };
+        &mut values[r.start - self.lo..r.end - self.lo]
+    }
+
+    /// Where the piece starts in memory, for prefetch hints (never read through).
+    pub fn base_ptr(&self) -> *const T {
+        self.fill.slots.as_ptr().cast()
+    }
+
+    /// Copies the data into every slot the spans did not reach.
+    pub fn finish(mut self) {
+        let len = self.fill.len();
+        if self.lo == self.hi {
+            self.lo = 0;
+            self.hi = 0;
+        }
+        self.copy(0..self.lo);
+        self.copy(self.hi..len);
+    }
+
+    fn copy(&mut self, r: Range<usize>) {
+        let n = r.len();
+        self.fill.slots[r.clone()].write_copy_of_slice(&self.fill.src[r]);
+        self.fill.written.fetch_add(n, Ordering::Relaxed);
+    }
+}
+
+/// The output elements a kernel's apply pass reaches: plain values (the data, updated in
+/// place) or a [`Window`] that copies the data in as it goes.
+pub trait Span<T> {
+    /// The elements `r`, ready to be updated.
+    fn span(&mut self, r: Range<usize>) -> &mut [T];
+    /// Where element 0 is in memory, for prefetch hints (never read through).
+    fn base_ptr(&self) -> *const T;
+}
+
+impl<T> Span<T> for &mut [T] {
+    #[inline]
+    fn span(&mut self, r: Range<usize>) -> &mut [T] {
+        &mut self[r]
+    }
+    fn base_ptr(&self) -> *const T {
+        self.as_ptr()
+    }
+}
+
+impl<T: Copy + Send + Sync> Span<T> for Window<'_, T> {
+    #[inline]
+    fn span(&mut self, r: Range<usize>) -> &mut [T] {
+        Window::span(self, r)
+    }
+    fn base_ptr(&self) -> *const T {
+        Window::base_ptr(self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Fills a 5000-element output through windows on three pieces with the given spans,
+    /// adding 1000 to every element a span reaches, and checks each element and the count.
+    fn fill_with_spans(spans: &[(usize, Range<usize>)]) -> Vec<i64> {
+        let src: Vec<i64> = (0..5000).collect();
+        let mut out: Vec<i64> = Vec::with_capacity(src.len());
+        let written = AtomicUsize::new(0);
+        let fill = FillFrom::new(&mut out.spare_capacity_mut()[..5000], &src, &written);
+        let mut windows: Vec<Window<'_, i64>> = fill
+            .split_lengths([1500, 2500, 1000])
+            .into_iter()
+            .map(FillFrom::window)
+            .collect();
+        for (piece, r) in spans {
+            for v in windows[*piece].span(r.clone()) {
+                *v += 1000;
+            }
+        }
+        windows.into_iter().for_each(Window::finish);
+        assert_eq!(
+            written.load(Ordering::Relaxed),
+            5000,
+            "every slot written once"
+        );
+        // SAFETY: the count shows all 5000 slots written (pieces are disjoint; each counts a
+        // slot once).
+        unsafe { out.set_len(5000) };
+        out
+    }
+
+    #[test]
+    fn every_slot_is_copied_once_whatever_the_order_of_spans() {
+        let orders: [&[(usize, Range<usize>)]; 4] = [
+            &[(0, 10..20), (0, 20..40), (1, 2400..2500)],
+            &[(1, 2000..2010), (1, 5..8), (2, 999..1000), (2, 0..1)],
+            &[(0, 1400..1500), (0, 1300..1400), (0, 0..3)],
+            &[],
+        ];
+        for spans in orders {
+            let out = fill_with_spans(spans);
+            let mut expected: Vec<i64> = (0..5000).collect();
+            let starts = [0, 1500, 4000];
+            for (piece, r) in spans {
+                for e in &mut expected[starts[*piece] + r.start..starts[*piece] + r.end] {
+                    *e += 1000;
+                }
+            }
+            assert_eq!(out, expected);
+        }
+    }
+
+    #[test]
+    fn a_window_dropped_unfinished_leaves_the_count_short() {
+        let src = vec![1u8; 5000];
+        let mut out: Vec<u8> = Vec::with_capacity(5000);
+        let written = AtomicUsize::new(0);
+        let mut w = FillFrom::new(&mut out.spare_capacity_mut()[..5000], &src, &written).window();
+        w.span(0..1)[0] = 7;
+        drop(w);
+        // The span and the copy ahead of it, not the rest.
+        assert_eq!(written.load(Ordering::Relaxed), COPY_AHEAD);
+    }
+
+    #[test]
+    fn copy_all_copies_everything() {
+        let src: Vec<f32> = (0..70_000).map(|i| i as f32).collect();
+        let mut out: Vec<f32> = Vec::with_capacity(src.len());
+        let written = AtomicUsize::new(0);
+        let fill = FillFrom::new(&mut out.spare_capacity_mut()[..src.len()], &src, &written);
+        let values = fill.copy_all();
+        assert_eq!(values, &src[..]);
+        assert_eq!(written.load(Ordering::Relaxed), src.len());
+    }
+}
