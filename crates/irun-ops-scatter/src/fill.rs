@@ -96,6 +96,16 @@ impl<'a, T: Copy + Send + Sync> FillFrom<'a, T> {
         unsafe { &mut *(self.slots as *mut [MaybeUninit<T>] as *mut [T]) }
     }
 
+    /// Everything copied by the calling thread: the output as values (for a task that owns
+    /// the piece and works on it next, while it is in cache).
+    pub fn copy_here(self) -> &'a mut [T] {
+        self.slots.write_copy_of_slice(self.src);
+        self.written.fetch_add(self.src.len(), Ordering::Relaxed);
+        // SAFETY: every slot was just written; `MaybeUninit<T>` has `T`'s layout, and the
+        // slots are borrowed for `'a` as `self.slots` was.
+        unsafe { &mut *(self.slots as *mut [MaybeUninit<T>] as *mut [T]) }
+    }
+
     /// A window on the piece that starts empty and grows as the kernel asks for spans. It
     /// takes the piece: a slot is counted by one window (or one copy) only.
     pub fn window(self) -> Window<'a, T> {

@@ -12,6 +12,7 @@
 //! compile-time plan for constant indices.
 
 mod buckets;
+mod fused;
 mod geometry;
 mod lean;
 mod plan;
@@ -35,10 +36,9 @@ use self::plan::{ElementsPlan, PLAN_MIN_INDICES};
 use self::runtime::ElementsKernel;
 use crate::attrs::AttrReader;
 use crate::fact::Fact;
-use crate::kernel::take_or_copy;
 use crate::op::{codes, expect_inputs, take_inputs, Op, OpError, Prepared, Value};
 use crate::par;
-use crate::reduce::{dispatch, MinMaxRule};
+use crate::reduce::{dispatch_from, MinMaxRule};
 use crate::{
     axis_value, check_same_type, is_index_type, merge_data_updates, normalize_axis, product,
     runtime_axis, runtime_indices, Reduction,
@@ -288,19 +288,14 @@ impl ScatterElementsUpdate {
                 "one index per line on a shape the row path does not serve",
             ));
         }
-        let mut out = take_or_copy(data);
-        if !kernel.indices.is_empty() {
-            let updates = plan
-                .and_then(|p| p.sorted_updates.as_ref())
-                .unwrap_or(&updates);
-            dispatch(
-                &kernel,
-                &mut out,
-                updates,
-                self.reduction,
-                MinMaxRule::Elements,
-            )?;
+        if kernel.indices.is_empty() {
+            // Nothing to scatter: the output is the data, shared, not copied.
+            return Ok(vec![data]);
         }
+        let updates = plan
+            .and_then(|p| p.sorted_updates.as_ref())
+            .unwrap_or(&updates);
+        let out = dispatch_from(&kernel, data, updates, self.reduction, MinMaxRule::Elements)?;
         Ok(vec![Arc::new(out)])
     }
 }

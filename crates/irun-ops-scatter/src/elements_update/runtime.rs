@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use super::buckets::{BucketMap, PartLists, Put, MAX_BUCKETS};
 use super::geometry::{hit, Coords, Geometry};
 use super::plan::ElementsPlan;
+use crate::fill::FillFrom;
 use crate::index_out_of_range;
 use crate::kernel::{
     pieces, split_range, try_zeroed, DisjointSlice, IndexValues, Part, PAR_MIN_ELEMENTS,
@@ -162,17 +163,7 @@ impl ElementsKernel<'_> {
                 )?;
                 continue;
             }
-            let ranges = split_range(len, threads);
-            // Every part is refilled, those without a range (a round shorter than the thread
-            // count) with nothing: their lists from the last round must not be applied again.
-            par::try_for_each_mut(&mut parts, &|i, lists| {
-                let r = ranges.get(i).cloned().unwrap_or(len..len);
-                let expected = map.expected(&sampled, r.len());
-                lists
-                    .start_round(&expected)
-                    .map_err(|e| (round + r.start, e))?;
-                self.partition(round + r.start..round + r.end, map, lists, updates)
-            })?;
+            self.partition_round(round..round + len, map, &sampled, &mut parts, updates)?;
             let parts = &parts;
             let (out, counts) = (DisjointSlice::new(out), DisjointSlice::new(counts));
             par::for_each_task(buckets, &|b| {
@@ -187,7 +178,7 @@ impl ElementsKernel<'_> {
                     }
                 }
                 // SAFETY: task `b` reaches only the offsets `partition` put in bucket `b`.
-                unsafe { apply_lists::<T, C, TRACK>(parts, b, &out, &counts, init) };
+                unsafe { apply_lists::<T, C, TRACK>(parts, b, 0, &out, &counts, init) };
             });
         }
         Ok(())
@@ -269,7 +260,7 @@ impl ElementsKernel<'_> {
             let (out, counts) = (out.part(b), counts.part(b));
             // SAFETY: task `b` reaches only the offsets `partition` put in bucket `b`; no
             // counts are kept (split rounds run only without them).
-            unsafe { apply_lists::<T, C, false>(listed, b, &out, &counts, self.use_init_val) };
+            unsafe { apply_lists::<T, C, false>(listed, b, 0, &out, &counts, self.use_init_val) };
         });
         Ok(next_sample.into_inner())
     }
@@ -313,7 +304,7 @@ impl ElementsKernel<'_> {
     /// Updates per fine range of axis targets ([`BucketMap::fine`]) among [`SAMPLE_BLOCKS`]
     /// evenly spaced blocks of positions `round`; indices out of range are left to pass 1,
     /// which reports them.
-    fn sample_targets(&self, round: Range<usize>) -> Vec<u32> {
+    pub(super) fn sample_targets(&self, round: Range<usize>) -> Vec<u32> {
         let g = &self.geometry;
         let (shift, ranges) = BucketMap::fine(g.data_along);
         let mut counts = vec![0u32; ranges];
@@ -342,6 +333,28 @@ impl ElementsKernel<'_> {
                 });
         }
         counts
+    }
+
+    /// Pass 1 of [`ElementsKernel::run_bucketed`] over the positions `round`, one contiguous
+    /// part of them per list: see [`ElementsKernel::partition`].
+    pub(super) fn partition_round<T: Elem>(
+        &self,
+        round: Range<usize>,
+        map: &BucketMap,
+        sampled: &[u32],
+        parts: &mut [PartLists<T>],
+        updates: &[T],
+    ) -> Result<(), OpError> {
+        let (at, len) = (round.start, round.len());
+        let ranges = split_range(len, parts.len());
+        // Every part is refilled, those without a range (a round shorter than the thread
+        // count) with nothing: their lists from the last round must not be applied again.
+        par::try_for_each_mut(parts, &|i, lists| {
+            let r = ranges.get(i).cloned().unwrap_or(len..len);
+            let expected = map.expected(sampled, r.len());
+            lists.start_round(&expected).map_err(|e| (at + r.start, e))?;
+            self.partition(at + r.start..at + r.end, map, lists, updates)
+        })
     }
 
     /// Pass 1 of [`ElementsKernel::run_bucketed`] over positions `part`: validates each
@@ -518,9 +531,10 @@ impl ElementsKernel<'_> {
 /// target the round's [`BucketMap`] gives bucket `b`: the map is a function of the target,
 /// so the buckets' target sets are disjoint, and an offset's axis target is a function of
 /// the offset, so no element is reached by two tasks.
-unsafe fn apply_lists<T: Elem, C: Combine<T>, const TRACK: bool>(
+pub(super) unsafe fn apply_lists<T: Elem, C: Combine<T>, const TRACK: bool>(
     parts: &[PartLists<T>],
     b: usize,
+    base: usize,
     out: &Part<T>,
     counts: &Part<u32>,
     init: bool,
@@ -528,7 +542,7 @@ unsafe fn apply_lists<T: Elem, C: Combine<T>, const TRACK: bool>(
     for part in parts {
         for &(off, u) in part.bucket(b) {
             // SAFETY: the caller's contract.
-            unsafe { hit::<T, C, TRACK>(out, counts, init, off as usize, u) };
+            unsafe { hit::<T, C, TRACK>(out, counts, init, off as usize - base, u) };
         }
     }
 }
@@ -641,7 +655,7 @@ const TWO_BUCKETS_MAX_BYTES: usize = 8 << 20;
 /// [`TWO_BUCKETS_MAX_BYTES`]. Measured on a 2-core Xeon (2 MiB L2 per core), 2026-11-23,
 /// with 16M updates onto a 4 MiB f32 histogram: 38 ms in two buckets, 47 in four; 8M i32
 /// maxima onto 32 MiB: 27 ms in 32 buckets, 33 in 8.
-fn bucket_count(out_bytes: usize, threads: usize) -> usize {
+pub(super) fn bucket_count(out_bytes: usize, threads: usize) -> usize {
     if threads == 2 && out_bytes <= TWO_BUCKETS_MAX_BYTES {
         return 2;
     }
@@ -656,6 +670,20 @@ const SAMPLE_BLOCKS: usize = 64;
 const SAMPLE_BLOCK: usize = 128;
 
 impl ReduceKernel for ElementsKernel<'_> {
+    /// Large flat histograms fill the output bucket by bucket (`fused.rs`); the rest copy
+    /// the data first.
+    fn run_into<T: Elem, C: Combine<T>>(
+        &self,
+        out: FillFrom<'_, T>,
+        updates: &[T],
+    ) -> Result<(), OpError> {
+        let n = out.len();
+        if self.fills_by_bucket(n, n.saturating_mul(std::mem::size_of::<T>())) {
+            return self.run_bucketed_into::<T, C>(out, updates);
+        }
+        self.run::<T, C>(out.copy_all(), updates)
+    }
+
     fn run<T: Elem, C: Combine<T>>(&self, out: &mut [T], updates: &[T]) -> Result<(), OpError> {
         if self.track_counts && self.indices.len() > u32::MAX as usize {
             return Err(OpError::new(
