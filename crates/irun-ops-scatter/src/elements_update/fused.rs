@@ -60,8 +60,14 @@ impl ElementsKernel<'_> {
             })
             .collect();
         let tiled = stretches.first().is_some_and(|r| r.start == 0)
-            && stretches.windows(2).all(|w| w[0].end == w[1].start || w[1].is_empty())
-            && stretches.iter().rev().find(|r| !r.is_empty()).is_some_and(|r| r.end == n);
+            && stretches
+                .windows(2)
+                .all(|w| w[0].end == w[1].start || w[1].is_empty())
+            && stretches
+                .iter()
+                .rev()
+                .find(|r| !r.is_empty())
+                .is_some_and(|r| r.end == n);
         if !tiled {
             return Err(OpError::new(
                 crate::op::codes::INTERNAL,

@@ -352,7 +352,9 @@ impl ElementsKernel<'_> {
         par::try_for_each_mut(parts, &|i, lists| {
             let r = ranges.get(i).cloned().unwrap_or(len..len);
             let expected = map.expected(sampled, r.len());
-            lists.start_round(&expected).map_err(|e| (at + r.start, e))?;
+            lists
+                .start_round(&expected)
+                .map_err(|e| (at + r.start, e))?;
             self.partition(at + r.start..at + r.end, map, lists, updates)
         })
     }
