@@ -291,7 +291,8 @@ mod eval {
 
     /// Data that another holder keeps (a model input) is not updated in place: the output is
     /// filled from it as the slices land ([`crate::fill::Window`]). Whatever the order of
-    /// the rows (ascending, descending, all one row, scattered, a hot row among them) and
+    /// the rows (ascending, with runs of duplicates, descending, all one row, scattered, a
+    /// hot row among them) and
     /// with slices (24 elements) that range cuts split, every element is the spec's
     /// sequential result, bit for bit, at 1-3 threads; the shared data is untouched.
     #[test]
@@ -304,8 +305,12 @@ mod eval {
         let hot: Vec<i64> = (scattered.iter().enumerate())
             .map(|(i, &r)| if i % 3 == 0 { 4321 } else { r })
             .collect();
+        // Runs of about four tuples on one row, some shorter, some longer.
+        let mut duplicates: Vec<i64> = (0..n as i64).map(|i| (i * 7919) % 3001).collect();
+        duplicates.sort();
         let orders = [
             ("ascending", ascending),
+            ("ascending with duplicates", duplicates),
             ("descending", descending),
             ("one row", vec![-7; n]),
             ("scattered", scattered),
