@@ -519,6 +519,10 @@ impl NdKernel<'_> {
             if let Some(&ahead) = offsets.get(j + ND_AHEAD) {
                 if ahead >= lo && ahead < hi {
                     irun_opkit::simd::prefetch_write_ptr(base.wrapping_add(ahead - lo));
+                    // And its update slice's first line: a task reads only the slices of
+                    // its own tuples, a pattern of lines the hardware does not follow.
+                    let first = (j + ND_AHEAD) * s;
+                    irun_opkit::simd::prefetch_read(&updates[first..first + 1]);
                 }
             }
             // In order, consecutive tuples on one slice (all rows equal; a row's many
