@@ -50,9 +50,14 @@ impl ElementsKernel<'_> {
             // and a reload (16M updates to one element: 15 ms against 56). Others take the
             // plain loop, which carrying a run would slow down by half, and so would counting
             // runs first. Either way the same applies in the same order.
-            let runny = vals.len() > 2
-                && vals[0] == vals[vals.len() / 2]
-                && vals[0] == vals[vals.len() - 1];
+            // So is a block whose three samples are in order and that spans a quarter as many
+            // targets as it has positions: sorted indices with runs of duplicates (16M sorted
+            // onto 1M targets: runs of 16).
+            let n = vals.len();
+            let (first, mid, last) = (vals[0], vals[n / 2], vals[n - 1]);
+            let ordered = (first <= mid && mid <= last) || (first >= mid && mid >= last);
+            let dense = first.abs_diff(last).saturating_mul(4) <= n as u64;
+            let runny = n > 2 && ordered && dense;
             let lean = if runny {
                 flat_runs::<T, C>(dst, along, base, vals, ups)
             } else {
