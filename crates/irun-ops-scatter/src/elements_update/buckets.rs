@@ -214,6 +214,32 @@ impl BucketMap {
         }
     }
 
+    /// As [`BucketMap::balanced`], with bucket `b` taking `shares[b]` of the counted
+    /// updates (the shares sum to 1; one bucket per share).
+    pub(super) fn shared(shift: u32, counts: &[u32], shares: &[f64]) -> BucketMap {
+        let buckets = shares.len().clamp(1, MAX_BUCKETS);
+        let total: u64 = counts.iter().map(|&c| u64::from(c)).sum();
+        if total == 0 {
+            return BucketMap::balanced(shift, counts, buckets);
+        }
+        let mut table = Vec::with_capacity(counts.len());
+        let (mut bucket, mut acc, mut upto) = (0usize, 0u64, shares[0]);
+        for (r, &c) in counts.iter().enumerate() {
+            table.push(bucket as u8);
+            acc += u64::from(c);
+            // Past this bucket's share of the whole: the next range opens the next bucket.
+            if bucket + 1 < buckets && r + 1 < counts.len() && acc as f64 >= upto * total as f64 {
+                bucket += 1;
+                upto += shares[bucket];
+            }
+        }
+        BucketMap {
+            shift,
+            buckets,
+            table,
+        }
+    }
+
     /// The axis targets of bucket `b`: consecutive fine ranges (empty if it has none).
     pub(super) fn targets(&self, b: usize) -> Range<usize> {
         let first = self.table.iter().position(|&x| usize::from(x) == b);
@@ -301,6 +327,19 @@ mod tests {
         // Consecutive ranges, buckets in order, every target mapped.
         assert!(b.windows(2).all(|w| w[0] <= w[1]));
         assert_eq!(map.lookup().bucket(999_999), 1);
+    }
+
+    /// Shares cut where their sums of the counts fall; equal shares cut as `balanced` does.
+    #[test]
+    fn shared_buckets_take_their_shares_of_the_counts() {
+        let counts = [10u32; 100];
+        let map = BucketMap::shared(0, &counts, &[0.75, 0.25]);
+        assert_eq!(map.targets(0), 0..75);
+        assert_eq!(map.targets(1), 75..100);
+        let skewed: Vec<u32> = (0..100).map(|i| 100 - i).collect();
+        let even = BucketMap::shared(0, &skewed, &[0.5, 0.5]);
+        let balanced = BucketMap::balanced(0, &skewed, 2);
+        assert_eq!(buckets_of(&even, 100), buckets_of(&balanced, 100));
     }
 
     #[test]

@@ -18,6 +18,7 @@ mod lean;
 mod plan;
 mod rows;
 mod runtime;
+mod split;
 #[cfg(test)]
 mod tests_broadcast;
 #[cfg(test)]
