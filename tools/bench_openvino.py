@@ -77,6 +77,24 @@ def memory_bandwidth(threads=2, mb=512, reps=5):
     return best
 
 
+def read_bandwidth(threads, mb=256, reps=5):
+    """Read-only bandwidth (bytes per second) with `threads` threads each OR-reducing its own
+    array of int64 (numpy releases the GIL in the reduction): what streaming indices and
+    updates can reach, which the copy bandwidth above, with its writes, does not say."""
+    n = mb * (1 << 20) // 8
+    arrays = [np.ones(n, np.int64) for _ in range(threads)]
+    best = 0.0
+    for _ in range(reps):
+        ts = [threading.Thread(target=np.bitwise_or.reduce, args=(arrays[i],)) for i in range(threads)]
+        t0 = time.perf_counter()
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        best = max(best, n * 8 * threads / (time.perf_counter() - t0))
+    return best
+
+
 def inputs_file(model_path):
     """The inputs.npz next to a model, if the generator wrote one (else random inputs)."""
     f = Path(model_path).parent / "inputs.npz"
@@ -128,6 +146,8 @@ def main():
     core = ov.Core()
     bw = memory_bandwidth()
     print(f"memory copy bandwidth (2 threads): {bw / 1e9:.1f} GB/s")
+    for threads in (1, 2):
+        print(f"memory read bandwidth ({threads} thread(s)): {read_bandwidth(threads) / 1e9:.1f} GB/s")
     rows = []
     for w in DESCRIPTIONS:
         if args.only and w not in args.only:
