@@ -270,9 +270,12 @@ mod tests {
         let src = vec![1u8; 5000];
         let mut out: Vec<u8> = Vec::with_capacity(5000);
         let written = AtomicUsize::new(0);
-        let mut w = FillFrom::new(&mut out.spare_capacity_mut()[..5000], &src, &written).window();
-        w.span(0..1)[0] = 7;
-        drop(w);
+        {
+            let mut w =
+                FillFrom::new(&mut out.spare_capacity_mut()[..5000], &src, &written).window();
+            w.span(0..1)[0] = 7;
+            // Dropped here, never finished.
+        }
         // The span and the copy ahead of it, not the rest.
         assert_eq!(written.load(Ordering::Relaxed), COPY_AHEAD);
     }
