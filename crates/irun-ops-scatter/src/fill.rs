@@ -127,43 +127,6 @@ pub struct Window<'a, T> {
 }
 
 impl<T: Copy + Send + Sync> Window<'_, T> {
-    /// The elements `r` of the piece, written: the window first grows over `r` (and at least
-    /// [`COPY_AHEAD`] past the edge it grows at), copying the data into the slots it adds.
-    /// Spans that move through the piece in order therefore copy it front to back (or back
-    /// to front) just ahead of the updates; scattered spans copy the stretch between them.
-    #[inline]
-    pub fn span(&mut self, r: Range<usize>) -> &mut [T] {
-        let len = self.fill.len();
-        assert!(r.start <= r.end && r.end <= len, "a span inside the piece");
-        if self.lo == self.hi {
-            // Empty: start where the first span does.
-            self.lo = r.start;
-            self.hi = r.start;
-        }
-        if r.start < self.lo {
-            let lo = r.start.min(self.lo.saturating_sub(COPY_AHEAD));
-            self.copy(lo..self.lo);
-            self.lo = lo;
-        }
-        if r.end > self.hi {
-            let hi = r.end.max(self.hi.saturating_add(COPY_AHEAD).min(len));
-            self.copy(self.hi..hi);
-            self.hi = hi;
-        }
-        let written = &mut self.fill.slots[self.lo..self.hi];
-        // SAFETY: every slot of `lo..hi` was written by `copy` when the window grew over it
-        // (the window only grows, and each growth copies exactly the slots it adds), and
-        // `MaybeUninit<T>` has `T`'s layout; the `&mut self` borrow keeps the slots from being
-        // reached another way while the slice lives.
-        let values = unsafe { &mut *(written as *mut [MaybeUninit<T>] as *mut [T]) };
-        &mut values[r.start - self.lo..r.end - self.lo]
-    }
-
-    /// Where the piece starts in memory, for prefetch hints (never read through).
-    pub fn base_ptr(&self) -> *const T {
-        self.fill.slots.as_ptr().cast()
-    }
-
     /// Copies the data into every slot the spans did not reach.
     pub fn finish(mut self) {
         let len = self.fill.len();
@@ -202,12 +165,41 @@ impl<T> Span<T> for &mut [T] {
 }
 
 impl<T: Copy + Send + Sync> Span<T> for Window<'_, T> {
+    /// The elements `r` of the piece, written: the window first grows over `r` (and at least
+    /// [`COPY_AHEAD`] past the edge it grows at), copying the data into the slots it adds.
+    /// Spans that move through the piece in order therefore copy it front to back (or back
+    /// to front) just ahead of the updates; scattered spans copy the stretch between them.
     #[inline]
     fn span(&mut self, r: Range<usize>) -> &mut [T] {
-        Window::span(self, r)
+        let len = self.fill.len();
+        assert!(r.start <= r.end && r.end <= len, "a span inside the piece");
+        if self.lo == self.hi {
+            // Empty: start where the first span does.
+            self.lo = r.start;
+            self.hi = r.start;
+        }
+        if r.start < self.lo {
+            let lo = r.start.min(self.lo.saturating_sub(COPY_AHEAD));
+            self.copy(lo..self.lo);
+            self.lo = lo;
+        }
+        if r.end > self.hi {
+            let hi = r.end.max(self.hi.saturating_add(COPY_AHEAD).min(len));
+            self.copy(self.hi..hi);
+            self.hi = hi;
+        }
+        let written = &mut self.fill.slots[self.lo..self.hi];
+        // SAFETY: every slot of `lo..hi` was written by `copy` when the window grew over it
+        // (the window only grows, and each growth copies exactly the slots it adds), and
+        // `MaybeUninit<T>` has `T`'s layout; the `&mut self` borrow keeps the slots from being
+        // reached another way while the slice lives.
+        let values = unsafe { &mut *(written as *mut [MaybeUninit<T>] as *mut [T]) };
+        &mut values[r.start - self.lo..r.end - self.lo]
     }
+
+    /// Where the piece starts in memory, for prefetch hints (never read through).
     fn base_ptr(&self) -> *const T {
-        Window::base_ptr(self)
+        self.fill.slots.as_ptr().cast()
     }
 }
 

@@ -249,10 +249,7 @@ pub fn dispatch<K: ReduceKernel>(
                 .out
                 .values_mut::<T>()
                 .expect("out storage matches its type");
-            let u = self
-                .updates
-                .values::<T>()
-                .ok_or_else(|| mismatch(self.updates))?;
+            let u = updates_as::<T>(self.updates)?;
             self.kernel.run::<T, C>(o, u)
         }
     }
@@ -304,10 +301,7 @@ pub fn dispatch_from<K: ReduceKernel>(
                 .data
                 .values::<T>()
                 .expect("data storage matches its type");
-            let u = self
-                .updates
-                .values::<T>()
-                .ok_or_else(|| mismatch(self.updates))?;
+            let u = updates_as::<T>(self.updates)?;
             let n = src.len();
             let mut out: Vec<T> = try_with_capacity(n)?;
             let written = AtomicUsize::new(0);
@@ -400,6 +394,12 @@ fn check_reducible(ty: ElementType, reduction: Reduction) -> Result<(), OpError>
         ));
     }
     Ok(())
+}
+
+/// The updates' values as `T`, the data's type; an error naming the updates when they are
+/// of another type.
+fn updates_as<T: Scalar>(t: &Tensor) -> Result<&[T], OpError> {
+    t.values::<T>().ok_or_else(|| mismatch(t))
 }
 
 fn mismatch(t: &Tensor) -> OpError {

@@ -510,6 +510,7 @@ impl NdKernel<'_> {
             Order::Scattered => 0..offsets.len(),
         };
         let base = seg.base_ptr();
+        let ordered = layout.order != Order::Scattered;
         let mut j = tuples.start;
         while j < tuples.end {
             let off = offsets[j];
@@ -529,7 +530,6 @@ impl NdKernel<'_> {
             // duplicates) are one run, seen from the tuple `RUN_MIN - 1` on: testing every
             // next tuple mispredicts on sorted rows' short runs of duplicates.
             let mut end = j + 1;
-            let ordered = layout.order != Order::Scattered;
             if ordered && offsets.get(j + RUN_MIN - 1) == Some(&off) {
                 end = j + RUN_MIN;
                 while end < tuples.end && offsets[end] == off {
