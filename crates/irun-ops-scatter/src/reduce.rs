@@ -103,6 +103,10 @@ impl Elem for bool {
 pub trait Combine<T: Elem>: Send + Sync {
     /// The value `use_init_val=false` puts in a targeted element before its first update.
     const NEUTRAL: T;
+    /// Whether `apply(apply(a, u), v) == apply(a, apply(u, v))` on types whose combines are
+    /// exact ([`Elem::EXACT`]): a run of updates may then be folded apart and applied to
+    /// its element as one. Not so for `Sub`, whose run would subtract a difference.
+    const ASSOCIATIVE: bool = true;
     fn apply(acc: T, update: T) -> T;
 }
 
@@ -137,6 +141,7 @@ impl<T: Elem> Combine<T> for Sum {
 }
 impl<T: Elem> Combine<T> for Sub {
     const NEUTRAL: T = T::ZERO;
+    const ASSOCIATIVE: bool = false;
     #[inline]
     fn apply(a: T, u: T) -> T {
         a.sub(u)

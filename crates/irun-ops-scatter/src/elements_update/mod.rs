@@ -27,6 +27,8 @@ mod tests_eval;
 mod tests_infer;
 #[cfg(test)]
 mod tests_prepared;
+#[cfg(test)]
+mod tests_runs;
 
 use std::sync::{Arc, OnceLock};
 
