@@ -509,8 +509,42 @@ impl NdKernel<'_> {
             }
             Order::Scattered => 0..offsets.len(),
         };
-        let base = seg.base_ptr();
         let ordered = layout.order != Order::Scattered;
+        if layout.order != Order::Descending {
+            self.apply_tuples::<T, C, S>(tuples, ordered, range, seg, updates);
+            return;
+        }
+        // Descending offsets go through the range from its end to its start, which a
+        // window fills downwards and the hardware follows worse (sorted rows reversed:
+        // 10.1 ms against 8.5). A tuple's order matters only against the tuples on its own
+        // slice, which are one run here, so blocks of whole runs, taken from the last one
+        // to the first, visit the range upwards while each block applies its tuples in
+        // order (the 1M reversed rows: 10.2 to 9.1 ms; blocks of 64 tuples, whose update
+        // slices are then read backwards, took 14.6).
+        let mut end = tuples.end;
+        while end > tuples.start {
+            let mut start = end.saturating_sub(DESCENDING_BLOCK).max(tuples.start);
+            while start > tuples.start && offsets[start - 1] == offsets[start] {
+                start -= 1;
+            }
+            self.apply_tuples::<T, C, S>(start..end, true, range.clone(), seg, updates);
+            end = start;
+        }
+    }
+
+    /// [`Self::apply`]'s loop over the tuples `tuples`, in order (`ordered`: their offsets
+    /// are in order, so runs on one slice are consecutive).
+    fn apply_tuples<T: Elem, C: Combine<T>, S: Span<T>>(
+        &self,
+        tuples: Range<usize>,
+        ordered: bool,
+        range: Range<usize>,
+        seg: &mut S,
+        updates: &[T],
+    ) {
+        let (lo, hi, s) = (range.start, range.end, self.slice);
+        let offsets = &self.offsets[..];
+        let base = seg.base_ptr();
         let mut j = tuples.start;
         while j < tuples.end {
             let off = offsets[j];
@@ -552,6 +586,10 @@ impl NdKernel<'_> {
         }
     }
 }
+
+/// Tuples per block of [`NdKernel::apply`] on descending offsets (before the block grows to
+/// the start of its first run): 1024 did as well, 16384 worse (out of L2).
+const DESCENDING_BLOCK: usize = 4096;
 
 /// Runs of tuples on one slice at least this long go through [`apply_run`]; shorter ones
 /// (the duplicates of uniform rows) go one by one.

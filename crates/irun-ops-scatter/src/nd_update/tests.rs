@@ -291,8 +291,8 @@ mod eval {
 
     /// Data that another holder keeps (a model input) is not updated in place: the output is
     /// filled from it as the slices land ([`crate::fill::Window`]). Whatever the order of
-    /// the rows (ascending, with runs of duplicates, descending, all one row, scattered, a
-    /// hot row among them) and
+    /// the rows (ascending or descending, with runs of duplicates or not, all one row,
+    /// scattered, a hot row among them) and
     /// with slices (24 elements) that range cuts split, every element is the spec's
     /// sequential result, bit for bit, at 1-3 threads; the shared data is untouched.
     #[test]
@@ -308,9 +308,13 @@ mod eval {
         // Runs of about four tuples on one row, some shorter, some longer.
         let mut duplicates: Vec<i64> = (0..n as i64).map(|i| (i * 7919) % 3001).collect();
         duplicates.sort();
+        // Descending runs are applied a block of whole runs at a time, from the last block
+        // to the first: a block that cut a run would apply its end before its start.
+        let descending_duplicates: Vec<i64> = duplicates.iter().rev().copied().collect();
         let orders = [
             ("ascending", ascending),
             ("ascending with duplicates", duplicates),
+            ("descending with duplicates", descending_duplicates),
             ("descending", descending),
             ("one row", vec![-7; n]),
             ("scattered", scattered),
@@ -354,6 +358,53 @@ mod eval {
                     &init[..],
                     "{name}: data changed"
                 );
+            }
+        }
+    }
+
+    /// Descending rows with runs of duplicates, enough of them per range (slices of 4) that
+    /// the blocks of whole runs the apply visits from last to first are cut inside runs:
+    /// `none` (the last update wins) and sums equal the spec's loop bit for bit, on shared
+    /// data (filled as the slices land) and on owned data, at 1-3 threads.
+    #[test]
+    fn descending_runs_keep_their_order() {
+        let (rows, s, n) = (20_000usize, 4usize, 60_000usize);
+        let mut idx: Vec<i64> = (0..n as i64).map(|i| (i * 7919) % rows as i64).collect();
+        idx.sort();
+        idx.reverse();
+        let init: Vec<f32> = (0..rows * s).map(|i| (i % 13) as f32 - 6.0).collect();
+        let upd: Vec<f32> = (0..n * s).map(|i| (i % 31) as f32 * 0.37 - 5.0).collect();
+        for red in [Reduction::None, Reduction::Sum] {
+            let mut want = init.clone();
+            for (p, &i) in idx.iter().enumerate() {
+                for c in 0..s {
+                    let (o, u) = (i as usize * s + c, upd[p * s + c]);
+                    want[o] = if red == Reduction::None {
+                        u
+                    } else {
+                        want[o] + u
+                    };
+                }
+            }
+            for shared in [true, false] {
+                for threads in [1, 2, 3] {
+                    let data = Arc::new(f32s(&[rows, s], &init));
+                    let keep = shared.then(|| data.clone());
+                    let inputs = vec![
+                        data,
+                        Arc::new(i64s(&[n, 1], &idx)),
+                        Arc::new(f32s(&[n, s], &upd)),
+                    ];
+                    let out = crate::testing::on_threads(threads, || nd(red).eval(inputs)).unwrap();
+                    let got = out[0].values::<f32>().unwrap();
+                    assert!(
+                        got.iter()
+                            .zip(&want)
+                            .all(|(g, w)| g.to_bits() == w.to_bits()),
+                        "{red:?}, shared={shared}, {threads} threads"
+                    );
+                    drop(keep);
+                }
             }
         }
     }
