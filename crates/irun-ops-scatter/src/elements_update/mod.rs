@@ -24,6 +24,8 @@ mod tests_broadcast;
 #[cfg(test)]
 mod tests_eval;
 #[cfg(test)]
+mod tests_index_types;
+#[cfg(test)]
 mod tests_infer;
 #[cfg(test)]
 mod tests_prepared;

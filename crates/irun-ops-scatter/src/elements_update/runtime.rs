@@ -10,7 +10,8 @@ use super::split::SplitState;
 use crate::fill::FillFrom;
 use crate::index_out_of_range;
 use crate::kernel::{
-    pieces, split_range, try_zeroed, DisjointSlice, IndexValues, Part, PAR_MIN_ELEMENTS,
+    pieces, split_range, try_zeroed, DisjointSlice, IndexValues, NativeBlocks, NativeIndex, Part,
+    PAR_MIN_ELEMENTS,
 };
 use crate::op::{codes, OpError};
 use crate::par;
@@ -291,19 +292,17 @@ impl ElementsKernel<'_> {
         updates: &[T],
     ) -> Result<(), (usize, OpError)> {
         let g = &self.geometry;
-        let mut next = Coords::at(g, part.start);
-        // When the output offset is the axis target (histograms), the loop skips the
-        // coordinate bookkeeping.
-        let flat = g.single_flat_row();
-        self.indices.for_each_block(part, |start, vals| {
-            let ups = &updates[start..start + vals.len()];
-            lists.make_room(vals.len()).map_err(|e| (start, e))?;
-            let fill = match lists.with_two(|two| self.fill(flat, two, map, vals, ups, &mut next)) {
-                Some(fill) => fill,
-                None => lists.with_many(|many| self.fill(flat, many, map, vals, ups, &mut next)),
-            };
-            fill.map_err(|k| (start + k, self.out_of_range(start + k, vals[k])))
-        })
+        let mut filler = Filler {
+            kernel: self,
+            map,
+            lists,
+            updates,
+            next: Coords::at(g, part.start),
+            // When the output offset is the axis target (histograms), the loop skips the
+            // coordinate bookkeeping.
+            flat: g.single_flat_row(),
+        };
+        self.indices.for_each_native(part, &mut filler)
     }
 
     /// The loop of [`ElementsKernel::partition`] over one block of indices (the first
@@ -311,29 +310,29 @@ impl ElementsKernel<'_> {
     /// of range and returns its place in the block. `flat`: the output offset is the axis
     /// target.
     #[inline(always)]
-    pub(super) fn fill<T: Elem, W: Put<T>>(
+    pub(super) fn fill<T: Elem, W: Put<T>, V: NativeIndex>(
         &self,
         flat: bool,
         lists: &mut W,
         map: &BucketMap,
-        vals: &[i64],
+        vals: &[V],
         ups: &[T],
         next: &mut Coords,
     ) -> Result<(), usize> {
         // Monomorphised on `flat`, so that the histogram loop carries no coordinates.
         if flat {
-            self.fill_with::<T, W, true>(lists, map, vals, ups, next)
+            self.fill_with::<T, W, V, true>(lists, map, vals, ups, next)
         } else {
-            self.fill_with::<T, W, false>(lists, map, vals, ups, next)
+            self.fill_with::<T, W, V, false>(lists, map, vals, ups, next)
         }
     }
 
     #[inline(always)]
-    pub(super) fn fill_with<T: Elem, W: Put<T>, const FLAT: bool>(
+    pub(super) fn fill_with<T: Elem, W: Put<T>, V: NativeIndex, const FLAT: bool>(
         &self,
         lists: &mut W,
         map: &BucketMap,
-        vals: &[i64],
+        vals: &[V],
         ups: &[T],
         next: &mut Coords,
     ) -> Result<(), usize> {
@@ -343,7 +342,7 @@ impl ElementsKernel<'_> {
         let mut at = *next;
         let (map, along) = (map.lookup(), g.data_along);
         for (k, (&v, &u)) in vals.iter().zip(ups).enumerate() {
-            let t = g.target(v);
+            let t = g.target(v.into());
             if t >= along {
                 return Err(k);
             }
@@ -444,6 +443,44 @@ impl ElementsKernel<'_> {
             &format!("[{}, {}]", -(d as i64), d as i64 - 1),
             &format!("axis {} of size {d}", self.geometry.axis),
         )
+    }
+}
+
+/// [`ElementsKernel::partition`]'s state from one block of indices to the next.
+struct Filler<'k, 'a, 'l, T> {
+    kernel: &'k ElementsKernel<'a>,
+    map: &'k BucketMap,
+    lists: &'l mut PartLists<T>,
+    updates: &'k [T],
+    /// The coordinates of the next block's first position.
+    next: Coords,
+    flat: bool,
+}
+
+impl<T: Elem> NativeBlocks for Filler<'_, '_, '_, T> {
+    type Error = (usize, OpError);
+
+    fn block<I: NativeIndex>(&mut self, start: usize, vals: &[I]) -> Result<(), Self::Error> {
+        let Filler {
+            kernel: k,
+            map,
+            updates,
+            flat,
+            ..
+        } = *self;
+        let ups = &updates[start..start + vals.len()];
+        let next = &mut self.next;
+        self.lists.make_room(vals.len()).map_err(|e| (start, e))?;
+        let fill = match self
+            .lists
+            .with_two(|two| k.fill(flat, two, map, vals, ups, next))
+        {
+            Some(fill) => fill,
+            None => self
+                .lists
+                .with_many(|many| k.fill(flat, many, map, vals, ups, next)),
+        };
+        fill.map_err(|at| (start + at, k.out_of_range(start + at, vals[at].into())))
     }
 }
 

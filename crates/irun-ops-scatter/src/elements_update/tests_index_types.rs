@@ -1,0 +1,136 @@
+//! Indices stored as i32, which the partition of the bucketed paths reads as stored (no
+//! block widened to i64 first, `IndexValues::for_each_native`): every path that partitions
+//! gives the spec's sequential result, the same as the same indices stored as i64, and
+//! reports the first index out of range by its stored value.
+
+use std::sync::Arc;
+
+use irun_tensor::Tensor;
+
+use super::runtime::{BUCKETED_MIN_INDICES, ROUNDS_MAX_OUTPUT_BYTES};
+use super::*;
+use crate::testing::{i32s, i64s, on_threads};
+
+/// ScatterElementsUpdate-12 (`use_init_val`) on i32 data of shape `[targets, inner]` along
+/// axis 0, as the spec says: each update in turn, in row-major order, wrapping.
+fn sequential(red: Reduction, data: &[i32], inner: usize, idx: &[i32], upd: &[i32]) -> Vec<i32> {
+    let targets = (data.len() / inner) as i64;
+    let mut out = data.to_vec();
+    for (p, (&v, &u)) in idx.iter().zip(upd).enumerate() {
+        let off = i64::from(v).rem_euclid(targets) as usize * inner + p % inner;
+        let a = out[off];
+        out[off] = match red {
+            Reduction::Sum => a.wrapping_add(u),
+            Reduction::Max => a.max(u),
+            _ => unreachable!("not among the cases"),
+        };
+    }
+    out
+}
+
+/// The op on `data` (kept by the caller too when `shared`, so that the output is filled
+/// from it rather than updated in place) with the indices as `i32` or widened to `i64`.
+fn scatter(
+    red: Reduction,
+    data: &Arc<Tensor>,
+    shape: &[usize],
+    idx: &[i32],
+    upd: &[i32],
+    wide: bool,
+    threads: usize,
+) -> Result<Tensor, OpError> {
+    let indices = match wide {
+        true => i64s(
+            shape,
+            &idx.iter().map(|&v| i64::from(v)).collect::<Vec<_>>(),
+        ),
+        false => i32s(shape, idx),
+    };
+    let inputs = vec![
+        data.clone(),
+        Arc::new(indices),
+        Arc::new(i32s(shape, upd)),
+        Arc::new(i64s(&[], &[0])),
+    ];
+    let out = on_threads(threads, || seu12(red, true).eval(inputs))?;
+    Ok(Arc::try_unwrap(out.into_iter().next().unwrap()).unwrap())
+}
+
+/// A flat histogram on an output larger than one round's (each bucket's task fills its
+/// stretch from the shared data), and a 2-D scatter with three inner columns (the
+/// partition that carries coordinates): sums and maxima with negative indices and
+/// duplicates equal the sequential loop at 1-3 threads, for indices stored as i32 and as
+/// i64; the shared data is untouched.
+#[test]
+fn i32_indices_partition_as_the_sequential_loop() {
+    let n = BUCKETED_MIN_INDICES + 999;
+    let flat_targets = ROUNDS_MAX_OUTPUT_BYTES / 4 + 4099;
+    for (targets, inner) in [(flat_targets, 1usize), (300_001, 3)] {
+        let len = n / inner * inner;
+        let shape = match inner {
+            1 => vec![len],
+            _ => vec![len / inner, inner],
+        };
+        let idx: Vec<i32> = (0..len as i64)
+            .map(|i| ((i * 2_654_435_761) % targets as i64 - (targets / 3) as i64) as i32)
+            .collect();
+        let upd: Vec<i32> = (0..len as i32)
+            .map(|i| i.wrapping_mul(-1_640_531_535))
+            .collect();
+        let init: Vec<i32> = (0..(targets * inner) as i32)
+            .map(|i| i % 1001 - 500)
+            .collect();
+        let data = Arc::new(i32s(&[targets, inner][..1 + usize::from(inner > 1)], &init));
+        for red in [Reduction::Sum, Reduction::Max] {
+            let want = sequential(red, &init, inner, &idx, &upd);
+            for threads in [1, 2, 3] {
+                for wide in [false, true] {
+                    let out = scatter(red, &data, &shape, &idx, &upd, wide, threads).unwrap();
+                    assert!(
+                        out.values::<i32>().unwrap() == want.as_slice(),
+                        "{targets}x{inner}, {red:?}, {threads} threads, i64 indices: {wide}"
+                    );
+                }
+            }
+        }
+        assert_eq!(data.values::<i32>().unwrap(), &init[..], "data changed");
+    }
+}
+
+/// Two i32 indices out of range, in different threads' parts: the error names the first,
+/// with its value, whatever the thread count.
+#[test]
+fn i32_indices_report_the_first_bad_one() {
+    let n = BUCKETED_MIN_INDICES + 999;
+    let targets = ROUNDS_MAX_OUTPUT_BYTES / 4 + 4099;
+    // Spread over the output, so that they are not local and run bucketed.
+    let mut idx: Vec<i32> = (0..n as i64)
+        .map(|i| ((i * 2_654_435_761) % targets as i64) as i32)
+        .collect();
+    idx[n - 5] = targets as i32;
+    idx[n / 3] = -(targets as i32) - 1;
+    let data = Arc::new(i32s(&[targets], &vec![0; targets]));
+    for threads in [1, 2, 3] {
+        let e = scatter(
+            Reduction::Max,
+            &data,
+            &[n],
+            &idx,
+            &vec![1; n],
+            false,
+            threads,
+        )
+        .unwrap_err();
+        assert_eq!(e.code, codes::INDEX_OUT_OF_RANGE);
+        assert_eq!(
+            e.message,
+            format!(
+                "index {} at position [{}] of input 1 (indices) is out of range [-{targets}, {}] for axis 0 of size {targets}",
+                -(targets as i64) - 1,
+                n / 3,
+                targets - 1
+            ),
+            "{threads} threads"
+        );
+    }
+}
