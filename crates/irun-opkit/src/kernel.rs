@@ -152,6 +152,12 @@ pub trait NativeBlocks {
     fn block<I: NativeIndex>(&mut self, start: usize, vals: &[I]) -> Result<(), Self::Error>;
 }
 
+/// Block length of [`IndexValues::for_each_native`] on i32 and i64 tensors, whose blocks
+/// are slices, not copies: a visitor's work per block (the partition sets up a cursor per
+/// list) is spread over more values (8M i32 indices partitioned into 32 lists: 9.9 to 8.5
+/// ms with blocks of 4096 instead of 512).
+pub const NATIVE_BLOCK: usize = 4096;
+
 /// Block length for [`IndexValues::for_each_block`]: small enough to stay in L1.
 pub const INDEX_BLOCK: usize = 512;
 
@@ -269,23 +275,30 @@ impl<'a> IndexValues<'a> {
         Ok(())
     }
 
-    /// Calls `f.block(first_position, values)` for consecutive blocks of `range`, of at
-    /// most [`INDEX_BLOCK`] values: slices of the tensor itself when it holds i32 or i64,
-    /// else the values widened to `i64` as [`IndexValues::for_each_block`] gives them.
+    /// Calls `f.block(first_position, values)` for consecutive blocks of `range`: slices of
+    /// the tensor itself of at most [`NATIVE_BLOCK`] values when it holds i32 or i64, else
+    /// the values widened to `i64` as [`IndexValues::for_each_block`] gives them.
     pub fn for_each_native<F: NativeBlocks>(
         &self,
         range: Range<usize>,
         f: &mut F,
     ) -> Result<(), F::Error> {
-        if let IndexValues::I32(v) = self {
-            let mut start = range.start;
-            for chunk in v[range].chunks(INDEX_BLOCK) {
+        fn blocks<I: NativeIndex, F: NativeBlocks>(
+            v: &[I],
+            mut start: usize,
+            f: &mut F,
+        ) -> Result<(), F::Error> {
+            for chunk in v.chunks(NATIVE_BLOCK) {
                 f.block(start, chunk)?;
                 start += chunk.len();
             }
-            return Ok(());
+            Ok(())
         }
-        self.for_each_block(range, |start, vals| f.block(start, vals))
+        match self {
+            IndexValues::I32(v) => blocks(&v[range.clone()], range.start, f),
+            IndexValues::I64(v) => blocks(&v[range.clone()], range.start, f),
+            _ => self.for_each_block(range, |start, vals| f.block(start, vals)),
+        }
     }
 
     /// All values as `i64` (for small index tensors such as ScatterUpdate's).
