@@ -309,8 +309,12 @@ impl ElementsKernel<'_> {
     /// one's coordinates are `next`): puts each position's pair; stops at the first index out
     /// of range and returns its place in the block. `flat`: the output offset is the axis
     /// target.
+    ///
+    /// # Safety
+    /// `lists` has room for `vals.len()` pairs ([`Put::put`]'s contract), and `map` has as
+    /// many buckets as `lists` has lists.
     #[inline(always)]
-    pub(super) fn fill<T: Elem, W: Put<T>, V: NativeIndex>(
+    pub(super) unsafe fn fill<T: Elem, W: Put<T>, V: NativeIndex>(
         &self,
         flat: bool,
         lists: &mut W,
@@ -320,15 +324,20 @@ impl ElementsKernel<'_> {
         next: &mut Coords,
     ) -> Result<(), usize> {
         // Monomorphised on `flat`, so that the histogram loop carries no coordinates.
-        if flat {
-            self.fill_with::<T, W, V, true>(lists, map, vals, ups, next)
-        } else {
-            self.fill_with::<T, W, V, false>(lists, map, vals, ups, next)
+        // SAFETY: the caller's contract.
+        unsafe {
+            if flat {
+                self.fill_with::<T, W, V, true>(lists, map, vals, ups, next)
+            } else {
+                self.fill_with::<T, W, V, false>(lists, map, vals, ups, next)
+            }
         }
     }
 
+    /// # Safety
+    /// As [`ElementsKernel::fill`].
     #[inline(always)]
-    pub(super) fn fill_with<T: Elem, W: Put<T>, V: NativeIndex, const FLAT: bool>(
+    pub(super) unsafe fn fill_with<T: Elem, W: Put<T>, V: NativeIndex, const FLAT: bool>(
         &self,
         lists: &mut W,
         map: &BucketMap,
@@ -346,11 +355,13 @@ impl ElementsKernel<'_> {
             if t >= along {
                 return Err(k);
             }
+            // SAFETY: one pair per value of `vals`, for which the caller made room; the
+            // map's buckets are less than its count, the lists' (the caller's contract).
             if FLAT {
-                lists.put(map.bucket(t), t as u32, u);
+                unsafe { lists.put(map.bucket(t), t as u32, u) };
                 continue;
             }
-            lists.put(map.bucket(t), at.offset(g, t) as u32, u);
+            unsafe { lists.put(map.bucket(t), at.offset(g, t) as u32, u) };
             at.advance(g);
         }
         *next = at;
@@ -470,15 +481,21 @@ impl<T: Elem> NativeBlocks for Filler<'_, '_, '_, T> {
         } = *self;
         let ups = &updates[start..start + vals.len()];
         let next = &mut self.next;
+        if map.buckets() != self.lists.count() {
+            let e = OpError::new(codes::INTERNAL, "scatter buckets and lists do not match");
+            return Err((start, e));
+        }
         self.lists.make_room(vals.len()).map_err(|e| (start, e))?;
+        // SAFETY: room for `vals.len()` pairs was just made in every list, which `fill` puts
+        // at most, and the map's buckets are the lists' count (above).
         let fill = match self
             .lists
-            .with_two(|two| k.fill(flat, two, map, vals, ups, next))
+            .with_two(|two| unsafe { k.fill(flat, two, map, vals, ups, next) })
         {
             Some(fill) => fill,
             None => self
                 .lists
-                .with_many(|many| k.fill(flat, many, map, vals, ups, next)),
+                .with_many(|many| unsafe { k.fill(flat, many, map, vals, ups, next) }),
         };
         fill.map_err(|at| (start + at, k.out_of_range(start + at, vals[at].into())))
     }
