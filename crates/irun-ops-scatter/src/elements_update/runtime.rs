@@ -292,6 +292,11 @@ impl ElementsKernel<'_> {
         updates: &[T],
     ) -> Result<(), (usize, OpError)> {
         let g = &self.geometry;
+        // The map and the lists stay the same for every block: checked once, here.
+        if map.buckets() != lists.count() {
+            let e = OpError::new(codes::INTERNAL, "scatter buckets and lists do not match");
+            return Err((part.start, e));
+        }
         let mut filler = Filler {
             kernel: self,
             map,
@@ -457,7 +462,8 @@ impl ElementsKernel<'_> {
     }
 }
 
-/// [`ElementsKernel::partition`]'s state from one block of indices to the next.
+/// [`ElementsKernel::partition`]'s state from one block of indices to the next. Made only
+/// there, after checking that `map` has as many buckets as `lists` has lists.
 struct Filler<'k, 'a, 'l, T> {
     kernel: &'k ElementsKernel<'a>,
     map: &'k BucketMap,
@@ -481,13 +487,10 @@ impl<T: Elem> NativeBlocks for Filler<'_, '_, '_, T> {
         } = *self;
         let ups = &updates[start..start + vals.len()];
         let next = &mut self.next;
-        if map.buckets() != self.lists.count() {
-            let e = OpError::new(codes::INTERNAL, "scatter buckets and lists do not match");
-            return Err((start, e));
-        }
         self.lists.make_room(vals.len()).map_err(|e| (start, e))?;
         // SAFETY: room for `vals.len()` pairs was just made in every list, which `fill` puts
-        // at most, and the map's buckets are the lists' count (above).
+        // at most, and the map's buckets are the lists' count (checked by `partition`, the
+        // only maker of a `Filler`, whose map and lists never change).
         let fill = match self
             .lists
             .with_two(|two| unsafe { k.fill(flat, two, map, vals, ups, next) })

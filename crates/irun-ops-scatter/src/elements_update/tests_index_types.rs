@@ -28,8 +28,8 @@ fn sequential(red: Reduction, data: &[i32], inner: usize, idx: &[i32], upd: &[i3
     out
 }
 
-/// The op on `data` (kept by the caller too when `shared`, so that the output is filled
-/// from it rather than updated in place) with the indices as `i32` or widened to `i64`.
+/// The op on `data`, which the caller keeps too (so the output is filled from it rather than
+/// updated in place), with the indices as `i32` or, when `wide`, widened to `i64`.
 fn scatter(
     red: Reduction,
     data: &Arc<Tensor>,
