@@ -1,7 +1,7 @@
-//! Indices stored as i32, which the partition of the bucketed paths reads as stored (no
-//! block widened to i64 first, `IndexValues::for_each_native`): every path that partitions
-//! gives the spec's sequential result, the same as the same indices stored as i64, and
-//! reports the first index out of range by its stored value.
+//! Indices stored as i32, which the partition of the bucketed paths and the lean pass read
+//! as stored (no block widened to i64 first, `IndexValues::for_each_native`): every path
+//! that partitions or runs lean gives the spec's sequential result, the same as the same
+//! indices stored as i64, and reports the first index out of range by its stored value.
 
 use std::sync::Arc;
 
@@ -133,4 +133,57 @@ fn i32_indices_report_the_first_bad_one() {
             "{threads} threads"
         );
     }
+}
+
+/// Local i32 indices (ascending and descending with duplicates, negative values among them,
+/// and all equal), which the lean pass reads as stored (`LeanBlocks`), in chunks per thread
+/// where their spans allow: sums and maxima equal the sequential loop at 1-3 threads, the
+/// same as the indices stored as i64; an index out of range among sorted ones is reported
+/// by its position and value whatever the thread count.
+#[test]
+fn local_i32_indices_run_lean_as_the_sequential_loop() {
+    let n = BUCKETED_MIN_INDICES + 999;
+    let targets = 100_003usize;
+    let half = (targets / 2) as i64;
+    let ascending: Vec<i32> = (0..n as i64)
+        .map(|i| (i * targets as i64 / n as i64 - half) as i32)
+        .collect();
+    let descending: Vec<i32> = ascending.iter().rev().copied().collect();
+    let equal = vec![-7; n];
+    let upd: Vec<i32> = (0..n as i32)
+        .map(|i| i.wrapping_mul(-1_640_531_535))
+        .collect();
+    let init: Vec<i32> = (0..targets as i32).map(|i| i % 1001 - 500).collect();
+    let data = Arc::new(i32s(&[targets], &init));
+    for (name, idx) in [
+        ("ascending", &ascending),
+        ("descending", &descending),
+        ("equal", &equal),
+    ] {
+        for red in [Reduction::Sum, Reduction::Max] {
+            let want = sequential(red, &init, 1, idx, &upd);
+            for threads in [1, 2, 3] {
+                for wide in [false, true] {
+                    let out = scatter(red, &data, &[n], idx, &upd, wide, threads).unwrap();
+                    assert!(
+                        out.values::<i32>().unwrap() == want.as_slice(),
+                        "{name}, {red:?}, {threads} threads, i64 indices: {wide}"
+                    );
+                }
+            }
+        }
+    }
+    let mut bad = ascending.clone();
+    bad[n * 2 / 3] = targets as i32;
+    for threads in [1, 2, 3] {
+        let e = scatter(Reduction::Max, &data, &[n], &bad, &upd, false, threads).unwrap_err();
+        assert_eq!(e.code, codes::INDEX_OUT_OF_RANGE, "{threads} threads");
+        assert!(
+            e.message
+                .starts_with(&format!("index {targets} at position [{}]", n * 2 / 3)),
+            "{threads} threads: {}",
+            e.message
+        );
+    }
+    assert_eq!(data.values::<i32>().unwrap(), &init[..], "data changed");
 }
