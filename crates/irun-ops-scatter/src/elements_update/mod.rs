@@ -31,6 +31,8 @@ mod tests_infer;
 mod tests_prepared;
 #[cfg(test)]
 mod tests_runs;
+#[cfg(test)]
+mod tests_split;
 
 use std::sync::{Arc, OnceLock};
 

@@ -145,7 +145,7 @@ impl ElementsKernel<'_> {
             && out_bytes <= SERIAL_MAX_OUTPUT_BYTES
             && n >= SPLIT_MIN_POSITIONS
             && !cfg!(target_family = "wasm");
-        let mut split = SplitState::new(threads, buckets);
+        let mut split = SplitState::new(buckets);
         let mut next_sample = None;
         for round in (0..n).step_by(round_len) {
             let len = round_len.min(n - round);
@@ -520,10 +520,26 @@ pub(super) unsafe fn apply_lists<T: Elem, C: Combine<T>, const TRACK: bool>(
     init: bool,
 ) {
     for part in parts {
-        for &(off, u) in part.bucket(b) {
-            // SAFETY: the caller's contract.
-            unsafe { hit::<T, C, TRACK>(out, counts, init, off as usize - base, u) };
-        }
+        // SAFETY: the caller's contract.
+        unsafe { apply_pairs::<T, C, TRACK>(part.bucket(b), base, out, counts, init) };
+    }
+}
+
+/// Applies `pairs` in order, each at its offset less `base`.
+///
+/// # Safety
+/// As [`apply_lists`]: the pairs are bucket `b`'s (or some of them) and this is task `b`.
+#[inline(always)]
+pub(super) unsafe fn apply_pairs<T: Elem, C: Combine<T>, const TRACK: bool>(
+    pairs: &[(u32, T)],
+    base: usize,
+    out: &Part<T>,
+    counts: &Part<u32>,
+    init: bool,
+) {
+    for &(off, u) in pairs {
+        // SAFETY: the caller's contract.
+        unsafe { hit::<T, C, TRACK>(out, counts, init, off as usize - base, u) };
     }
 }
 

@@ -586,12 +586,17 @@ fn row_scatters_match_the_sequential_reference() {
 }
 
 /// [`sequential_seu`] for a 1-D scatter with the initial values (`use_init_val=true`).
-fn sequential_with_init(red: Reduction, data: &[f32], idx: &[i64], upd: &[f32]) -> Vec<f32> {
+pub(super) fn sequential_with_init(
+    red: Reduction,
+    data: &[f32],
+    idx: &[i64],
+    upd: &[f32],
+) -> Vec<f32> {
     let op = seu12(red, true);
     sequential_seu(&op, data, &[data.len()], idx, upd, &[idx.len()], 0)
 }
 
-fn scatter_1d(
+pub(super) fn scatter_1d(
     red: Reduction,
     data: &[f32],
     idx: &[i64],
@@ -611,7 +616,7 @@ fn scatter_1d(
     )
 }
 
-fn same_bits(got: &Tensor, want: &[f32]) -> bool {
+pub(super) fn same_bits(got: &Tensor, want: &[f32]) -> bool {
     let got = got.values::<f32>().unwrap();
     got.len() == want.len()
         && got
@@ -688,29 +693,6 @@ fn local_chunks_leave_a_bad_index_to_the_lean_pass() {
             "{}",
             e.message
         );
-    }
-}
-
-/// A flat histogram with enough positions for split rounds, on an output small enough for
-/// them: one task's lean share and the other tasks' lists, applied after it, give the
-/// sequential sums bit for bit, at 2 and 3 threads, with a last round that is partial.
-#[test]
-fn split_rounds_match_the_sequential_reference() {
-    let n = super::runtime::SPLIT_MIN_POSITIONS + ROUND_POSITIONS / 3;
-    let along = 100_000usize;
-    let idx: Vec<i64> = (0..n as i64)
-        .map(|i| (i * 2_654_435_761) % along as i64)
-        .collect();
-    let upd: Vec<f32> = (0..n)
-        .map(|i| ((i * 37) % 101) as f32 * 0.013 - 0.6)
-        .collect();
-    let data = vec![0.5f32; along];
-    for red in [Reduction::Sum, Reduction::Max] {
-        let want = sequential_with_init(red, &data, &idx, &upd);
-        for threads in [2, 3] {
-            let out = scatter_1d(red, &data, &idx, &upd, threads).unwrap();
-            assert!(same_bits(&out, &want), "{red:?} at {threads} threads");
-        }
     }
 }
 

@@ -1,0 +1,60 @@
+//! Split rounds ([`super::split`]): flat histograms on small outputs, each round shared
+//! between a lean task and partitioning tasks that claim its positions as they go. Checked
+//! against the spec's loop, one update at a time.
+
+use super::runtime::ROUND_POSITIONS;
+use super::tests_eval::{same_bits, scatter_1d, sequential_with_init};
+use super::*;
+use crate::op::codes;
+
+/// A flat histogram with enough positions for split rounds, on an output small enough for
+/// them: one task's lean share and the other tasks' lists, applied after it, give the
+/// sequential sums bit for bit, at 2 and 3 threads, with a last round that is partial.
+#[test]
+fn split_rounds_match_the_sequential_reference() {
+    let n = super::runtime::SPLIT_MIN_POSITIONS + ROUND_POSITIONS / 3;
+    let along = 100_000usize;
+    let idx: Vec<i64> = (0..n as i64)
+        .map(|i| (i * 2_654_435_761) % along as i64)
+        .collect();
+    let upd: Vec<f32> = (0..n)
+        .map(|i| ((i * 37) % 101) as f32 * 0.013 - 0.6)
+        .collect();
+    let data = vec![0.5f32; along];
+    for red in [Reduction::Sum, Reduction::Max] {
+        let want = sequential_with_init(red, &data, &idx, &upd);
+        for threads in [2, 3] {
+            let out = scatter_1d(red, &data, &idx, &upd, threads).unwrap();
+            assert!(same_bits(&out, &want), "{red:?} at {threads} threads");
+        }
+    }
+}
+
+/// Bad indices in a split round, one early and one late in the same round (where the
+/// lean task and a partitioning task may each meet one), and one in a later round: the
+/// first is reported, at 2 and 3 threads, however the tasks' claims fell (run a few times).
+#[test]
+fn split_rounds_report_the_first_bad_index() {
+    let n = super::runtime::SPLIT_MIN_POSITIONS + 1000;
+    let along = 100_000usize;
+    let mut idx: Vec<i64> = (0..n as i64).map(|i| (i * 7919) % along as i64).collect();
+    let round = ROUND_POSITIONS;
+    let bad = [round + round / 3, round + round * 9 / 10, 3 * round + 5];
+    for (k, &at) in bad.iter().enumerate() {
+        idx[at] = along as i64 + k as i64;
+    }
+    let upd = vec![0.25f32; n];
+    let data = vec![0.0f32; along];
+    for threads in [2, 3] {
+        for _ in 0..3 {
+            let e = scatter_1d(Reduction::Sum, &data, &idx, &upd, threads).unwrap_err();
+            assert_eq!(e.code, codes::INDEX_OUT_OF_RANGE);
+            assert!(
+                e.message
+                    .starts_with(&format!("index {along} at position [{}]", bad[0])),
+                "{threads} threads: {}",
+                e.message
+            );
+        }
+    }
+}
