@@ -187,3 +187,59 @@ fn local_i32_indices_run_lean_as_the_sequential_loop() {
     }
     assert_eq!(data.values::<i32>().unwrap(), &init[..], "data changed");
 }
+
+/// Negative values scattered among non-negative ones, in blocks of plain and of runny
+/// indices: the lean loop that takes no negative value stops at each, and the loop that
+/// counts it from the end takes the rest of its block. The sequential results at 1 thread
+/// (one lean pass) and 2 (split rounds, whose lean task runs the same loops), for i32 and
+/// i64 indices; a value below `-targets` in mid-block is reported by position and value.
+#[test]
+fn negative_values_in_mid_block_count_from_the_end() {
+    let n = super::runtime::SPLIT_MIN_POSITIONS + 4321;
+    let targets = 50_021usize;
+    let t = targets as i64;
+    let idx: Vec<i32> = (0..n as i64)
+        .map(|i| {
+            // Sorted runs of 16 equal values in every third stretch of 64K positions (so
+            // some blocks take the loop that carries a run), each 97th value negative.
+            let v = match (i >> 16) % 3 {
+                2 => (i / 16) % t,
+                _ => (i * 7919) % t,
+            };
+            if i % 97 == 0 {
+                v - t
+            } else {
+                v
+            }
+        })
+        .map(|v| v as i32)
+        .collect();
+    let upd: Vec<i32> = (0..n as i32).map(|i| i.wrapping_mul(0x2c1b_3c6d)).collect();
+    let init: Vec<i32> = (0..targets as i32).map(|i| i % 777 - 300).collect();
+    let data = Arc::new(i32s(&[targets], &init));
+    for red in [Reduction::Sum, Reduction::Max] {
+        let want = sequential(red, &init, 1, &idx, &upd);
+        for threads in [1, 2] {
+            for wide in [false, true] {
+                let out = scatter(red, &data, &[n], &idx, &upd, wide, threads).unwrap();
+                assert!(
+                    out.values::<i32>().unwrap() == want.as_slice(),
+                    "{red:?}, {threads} threads, i64 indices: {wide}"
+                );
+            }
+        }
+    }
+    let mut bad = idx.clone();
+    let at = 3 * n / 5 + 5;
+    bad[at] = -(targets as i32) - 1;
+    for threads in [1, 2] {
+        let e = scatter(Reduction::Sum, &data, &[n], &bad, &upd, false, threads).unwrap_err();
+        assert_eq!(e.code, codes::INDEX_OUT_OF_RANGE, "{threads} threads");
+        assert!(
+            e.message
+                .starts_with(&format!("index {} at position [{at}]", bad[at])),
+            "{threads} threads: {}",
+            e.message
+        );
+    }
+}
