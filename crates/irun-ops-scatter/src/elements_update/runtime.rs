@@ -328,21 +328,40 @@ impl ElementsKernel<'_> {
         ups: &[T],
         next: &mut Coords,
     ) -> Result<(), usize> {
-        // Monomorphised on `flat`, so that the histogram loop carries no coordinates.
+        // Monomorphised on `flat`, so that the histogram loop carries no coordinates; first
+        // without negative values, which are rare (the loop is shorter by the instructions
+        // that count one from the end), then, from the first negative value or index out of
+        // range, with them. Both loops together put at most one pair per value of `vals`.
         // SAFETY: the caller's contract.
         unsafe {
-            if flat {
-                self.fill_with::<T, W, V, true>(lists, map, vals, ups, next)
-            } else {
-                self.fill_with::<T, W, V, false>(lists, map, vals, ups, next)
-            }
+            let fast = match flat {
+                true => self.fill_with::<T, W, V, true, false>(lists, map, vals, ups, next),
+                false => self.fill_with::<T, W, V, false, false>(lists, map, vals, ups, next),
+            };
+            let Err(k) = fast else { return Ok(()) };
+            let (vals, ups) = (&vals[k..], &ups[k..]);
+            let rest = match flat {
+                true => self.fill_with::<T, W, V, true, true>(lists, map, vals, ups, next),
+                false => self.fill_with::<T, W, V, false, true>(lists, map, vals, ups, next),
+            };
+            rest.map_err(|j| k + j)
         }
     }
 
+    /// One loop of [`ElementsKernel::fill`]; without `WRAP`, a negative value stops it as
+    /// one out of range does. `next` is left at the coordinates of the position it stopped
+    /// at (or after the block).
+    ///
     /// # Safety
     /// As [`ElementsKernel::fill`].
     #[inline(always)]
-    pub(super) unsafe fn fill_with<T: Elem, W: Put<T>, V: NativeIndex, const FLAT: bool>(
+    pub(super) unsafe fn fill_with<
+        T: Elem,
+        W: Put<T>,
+        V: NativeIndex,
+        const FLAT: bool,
+        const WRAP: bool,
+    >(
         &self,
         lists: &mut W,
         map: &BucketMap,
@@ -356,8 +375,14 @@ impl ElementsKernel<'_> {
         let mut at = *next;
         let (map, along) = (map.lookup(), g.data_along);
         for (k, (&v, &u)) in vals.iter().zip(ups).enumerate() {
-            let t = g.target(v.into());
+            // Without `WRAP` a negative value becomes nearly 2^64, out of range.
+            let v: i64 = v.into();
+            let t = match WRAP {
+                true => g.target(v),
+                false => v as usize,
+            };
             if t >= along {
+                *next = at;
                 return Err(k);
             }
             // SAFETY: one pair per value of `vals`, for which the caller made room; the
