@@ -399,6 +399,14 @@ impl<'a, T: Copy> DisjointSlice<'a, T> {
     }
 }
 
+/// The panic of [`Part::update`], out of line so that the loop around it keeps no
+/// registers or stores for it.
+#[cold]
+#[inline(never)]
+fn out_of_bounds(i: usize, len: usize) -> ! {
+    panic!("index {i} out of bounds of {len}")
+}
+
 /// One task's access to a [`DisjointSlice`]. It keeps its own copy of the pointer and
 /// length: read through `slice` they would be reloaded after every write, which may alias
 /// anything as far as the compiler knows.
@@ -435,6 +443,26 @@ impl<T: Copy> Part<'_, '_, T> {
         // SAFETY: `i < len`, so the pointer (the slice's own) is inside the borrowed slice;
         // the caller guarantees no concurrent write to element `i`.
         unsafe { *self.ptr.add(i) }
+    }
+
+    /// Replaces element `i` with `f` of it (panics if `i` is out of bounds): one bounds
+    /// test where [`Part::get`] then [`Part::set`] make two, each keeping the index aside
+    /// for its panic message (a store per element in a read-modify-write loop).
+    ///
+    /// # Safety
+    /// No part of another task reads or writes element `i` while this part exists.
+    #[inline(always)]
+    pub unsafe fn update(&self, i: usize, f: impl FnOnce(T) -> T) {
+        if i >= self.len {
+            out_of_bounds(i, self.len);
+        }
+        self.slice.claim(i, self.task);
+        // SAFETY: `i < len`, so the pointer (the slice's own) is inside the borrowed slice;
+        // the caller guarantees no concurrent access to element `i`.
+        unsafe {
+            let p = self.ptr.add(i);
+            *p = f(*p);
+        }
     }
 
     /// Writes element `i` (panics if `i` is out of bounds).
@@ -554,6 +582,33 @@ mod tests {
         let d = DisjointSlice::new(&mut v);
         // SAFETY: single-threaded.
         unsafe { d.part(0).set(4, 1) };
+    }
+
+    /// `update` reads, changes and writes back the element it names, in every task's own
+    /// elements, and panics past the end as `set` does.
+    #[test]
+    fn disjoint_slice_updates_in_place() {
+        let mut v: Vec<u32> = (0..1000).collect();
+        let d = DisjointSlice::new(&mut v);
+        crate::par::for_each_task(2, &|parity| {
+            let part = d.part(parity);
+            for i in (parity..part.len()).step_by(2) {
+                // SAFETY: task `parity` touches only elements with i % 2 == parity.
+                unsafe { part.update(i, |x| x * 3 + parity as u32) };
+            }
+        });
+        assert!(v
+            .iter()
+            .enumerate()
+            .all(|(i, &x)| x == i as u32 * 3 + (i % 2) as u32));
+        let mut w = vec![0u8; 4];
+        let d = DisjointSlice::new(&mut w);
+        let past_end = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            // SAFETY: single-threaded.
+            unsafe { d.part(0).update(4, |x| x + 1) }
+        }));
+        assert!(past_end.is_err());
+        assert_eq!(w, [0; 4]);
     }
 
     #[test]

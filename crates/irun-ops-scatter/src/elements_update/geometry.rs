@@ -168,6 +168,11 @@ pub(super) unsafe fn hit<T: Elem, C: Combine<T>, const TRACK: bool>(
     off: usize,
     u: T,
 ) {
+    if !TRACK {
+        // SAFETY: the caller's contract.
+        unsafe { out.update(off, |acc| C::apply(acc, u)) };
+        return;
+    }
     // SAFETY: the caller's contract.
     unsafe {
         let mut acc = out.get(off);
