@@ -239,6 +239,60 @@ impl BucketMap {
         }
     }
 
+    /// Groups of the fine ranges for a large output applied in one round: about `buckets`
+    /// of them balanced by `counts` as [`BucketMap::balanced`], but none spans more than
+    /// `max_ranges` ranges (so that a bucket's stretch of the output stays in cache), and a
+    /// hot range (half a share or more, that would overfill the bucket it joins) opens a
+    /// bucket of its own. After each bucket, the next ones share what is left. So a few hot
+    /// targets among cold ones leave the cold buckets as narrow as on uniform indices:
+    /// with [`BucketMap::balanced`] a hot range passed several buckets' shares at once,
+    /// and the ranges after it each closed a bucket of their own, two thousand targets
+    /// wide, until the count caught up, leaving the cold rest fewer and wider buckets. Up
+    /// to [`MAX_BUCKETS`] buckets; the last takes whatever remains.
+    pub(super) fn capped(
+        shift: u32,
+        counts: &[u32],
+        buckets: usize,
+        max_ranges: usize,
+    ) -> BucketMap {
+        let planned = buckets.clamp(1, MAX_BUCKETS) as u64;
+        let total: u64 = counts.iter().map(|&c| u64::from(c)).sum();
+        if total == 0 {
+            return BucketMap::balanced(shift, counts, buckets);
+        }
+        let max_ranges = max_ranges.max(1);
+        let mut table = Vec::with_capacity(counts.len());
+        let (mut bucket, mut acc, mut len, mut left) = (0usize, 0u64, 0usize, total);
+        // The share of the bucket now open, `open`, of what the buckets before it left, but
+        // never above the first share: when capped buckets have used up the planned count,
+        // what is left is not one bucket's share, and a hot range is still hot.
+        let first = total / planned;
+        let share =
+            |open: usize, left: u64| (left / planned.saturating_sub(open as u64).max(1)).min(first);
+        let mut target = share(0, left);
+        for &c in counts {
+            let c = u64::from(c);
+            let hot = 2 * c >= target && 2 * (acc + c) > 3 * target;
+            if len > 0 && (len == max_ranges || hot) && bucket + 1 < MAX_BUCKETS {
+                (bucket, left) = (bucket + 1, left - acc);
+                (acc, len, target) = (0, 0, share(bucket, left));
+            }
+            table.push(bucket as u8);
+            (acc, len) = (acc + c, len + 1);
+            if acc >= target.max(1) && bucket + 1 < MAX_BUCKETS {
+                (bucket, left) = (bucket + 1, left - acc);
+                (acc, len, target) = (0, 0, share(bucket, left));
+            }
+        }
+        // A bucket opened after the last range holds nothing: it is not counted.
+        let buckets = usize::from(*table.last().unwrap_or(&0)) + 1;
+        BucketMap {
+            shift,
+            buckets,
+            table,
+        }
+    }
+
     /// As [`BucketMap::balanced`], with bucket `b` taking `shares[b]` of the counted
     /// updates (the shares sum to 1; one bucket per share).
     pub(super) fn shared(shift: u32, counts: &[u32], shares: &[f64]) -> BucketMap {
@@ -392,6 +446,68 @@ mod tests {
             next = t.end;
         }
         assert_eq!(next, 64);
+    }
+
+    /// The buckets of `map` tile `0..ranges` fine ranges in order: bucket `b`'s ranges
+    /// follow bucket `b - 1`'s, and every range has one.
+    fn assert_tiles(map: &BucketMap, ranges: usize) {
+        let b = buckets_of(map, ranges);
+        assert_eq!(b[0], 0);
+        assert!(
+            b.windows(2).all(|w| w[1] == w[0] || w[1] == w[0] + 1),
+            "{b:?}"
+        );
+        assert_eq!(b[ranges - 1] + 1, map.buckets());
+    }
+
+    fn spans(map: &BucketMap) -> Vec<usize> {
+        (0..map.buckets()).map(|b| map.targets(b).len()).collect()
+    }
+
+    #[test]
+    fn capped_buckets_span_at_most_the_cap() {
+        // Uniform counts: 8 planned buckets of 512 ranges each, capped at 100 ranges.
+        let counts = vec![5u32; 4096];
+        let map = BucketMap::capped(0, &counts, 8, 100);
+        assert_tiles(&map, 4096);
+        assert!(spans(&map).iter().all(|&s| s <= 100), "{:?}", spans(&map));
+        assert_eq!(map.buckets(), 41, "4096 ranges, 100 at most per bucket");
+        // Under the cap, the buckets are balanced as `balanced` makes them.
+        let map = BucketMap::capped(0, &counts, 8, 4096);
+        assert_eq!(spans(&map), [512; 8]);
+        // No counts: the ranges shared out evenly, as `balanced` does.
+        let map = BucketMap::capped(0, &[0; 8], 2, 1);
+        assert_eq!(buckets_of(&map, 8), [0, 0, 0, 0, 1, 1, 1, 1]);
+        // Never more than MAX_BUCKETS: the last takes what remains.
+        let map = BucketMap::capped(0, &vec![1u32; 1000], 4, 1);
+        assert_tiles(&map, 1000);
+        assert_eq!(map.buckets(), MAX_BUCKETS);
+        assert_eq!(map.targets(MAX_BUCKETS - 1), MAX_BUCKETS - 1..1000);
+    }
+
+    #[test]
+    fn a_hot_range_opens_a_bucket_of_its_own_and_the_cold_rest_stay_balanced() {
+        // 4 hot ranges holding 4000 updates each among 1020 cold ranges of 4.
+        let mut counts = vec![4u32; 1024];
+        for hot in [100, 101, 500, 900] {
+            counts[hot] = 4000;
+        }
+        let map = BucketMap::capped(0, &counts, 8, 128);
+        assert_tiles(&map, 1024);
+        let b = buckets_of(&map, 1024);
+        for hot in [100, 101, 500, 900] {
+            assert_eq!(map.targets(b[hot]), hot..hot + 1, "hot range {hot} alone");
+        }
+        // The cold ranges share what the hot ones leave: none closes a bucket by itself
+        // (as `balanced` let every range after a hot one do), and the cap, not the few
+        // updates they hold, bounds their spans.
+        let cold: Vec<usize> = (0..map.buckets())
+            .filter(|&k| !([100, 101, 500, 900].map(|h| b[h]).contains(&k)))
+            .map(|k| map.targets(k).len())
+            .collect();
+        assert!(cold.iter().all(|&s| s > 1), "{cold:?}");
+        assert!(cold.iter().all(|&s| s <= 128), "{cold:?}");
+        assert!(cold.len() <= 1020 / 64, "{cold:?}");
     }
 
     /// The writers fill the lists' spare room across blocks and rounds: each list holds

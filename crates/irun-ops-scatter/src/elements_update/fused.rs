@@ -9,7 +9,9 @@
 use std::ops::Range;
 
 use super::buckets::{BucketMap, PartLists};
-use super::runtime::{apply_lists, bucket_count, ElementsKernel, ROUNDS_MAX_OUTPUT_BYTES};
+use super::runtime::{
+    apply_lists, bucket_count, ElementsKernel, BUCKET_BYTES, ROUNDS_MAX_OUTPUT_BYTES,
+};
 use crate::fill::FillFrom;
 use crate::kernel::{DisjointSlice, PAR_MIN_ELEMENTS};
 use crate::op::OpError;
@@ -47,7 +49,9 @@ impl ElementsKernel<'_> {
         let (shift, _) = BucketMap::fine(self.geometry.data_along);
         let positions = 0..self.indices.len();
         let sampled = self.sample_targets(positions.clone());
-        let map = BucketMap::balanced(shift, &sampled, buckets);
+        let range_bytes = std::mem::size_of::<T>() << shift;
+        let map = BucketMap::capped(shift, &sampled, buckets, BUCKET_BYTES / range_bytes);
+        let buckets = map.buckets();
         let mut parts: Vec<PartLists<T>> = (0..threads).map(|_| PartLists::new(buckets)).collect();
         self.partition_round(positions, &map, &sampled, &mut parts, updates)?;
         // A flat histogram's output offset is its axis target, so bucket `b` reaches only

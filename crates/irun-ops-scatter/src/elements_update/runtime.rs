@@ -597,7 +597,7 @@ pub(super) const ROUND_POSITIONS: usize = 1 << 20;
 pub(super) const ROUNDS_MAX_OUTPUT_BYTES: usize = 16 << 20;
 
 /// Output bytes per bucket that keep pass 2's read-modify-writes in cache.
-const BUCKET_BYTES: usize = 1 << 20;
+pub(super) const BUCKET_BYTES: usize = 1 << 20;
 
 /// Outputs up to this size run in two buckets on two threads: the two-bucket writer
 /// ([`super::buckets::TwoLists`]) has no branch and keeps its cursors in registers, which
