@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Checks the reduction workloads of tools/gen_bench_models.py (sum_/max_/mean_/ndsum_<dist>)
+"""Checks the reduction workloads of tools/gen_bench_models.py (sum_/max_/mean_/ndsum_<dist>,
+and the typed sum_<dist>_<type>, max_<dist>_f32)
 against a sequential numpy reference, bit for bit, with `irun run --threads 1, 2 and 3`.
 
 numpy's ufunc.at applies the updates one at a time in index order, in the array's own type:
@@ -20,6 +21,11 @@ import numpy as np
 
 def reference(kind, z):
     data, idx, upd = z["data"], z["indices"], z["updates"]
+    if data.dtype == np.float16:
+        # f16 accumulates in f32 and is rounded once (irun's contract; OpenVINO CPU converts
+        # f16 scatters to f32 and back too).
+        wide = {k: z[k].astype(np.float32) if z[k].dtype == np.float16 else z[k] for k in z.files}
+        return reference(kind, wide).astype(np.float16)
     out = data.copy()
     if kind == "sum":
         np.add.at(out, idx, upd)

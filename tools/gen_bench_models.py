@@ -104,6 +104,47 @@ def reduction_workloads():
                 lambda x, i, u: ops15.scatter_nd_update(x, i, u, "sum"))
 
         out[f"sum_{d}"], out[f"max_{d}"], out[f"mean_{d}"], out[f"ndsum_{d}"] = sum_, max_, mean_, ndsum_
+    out.update(typed_workloads())
+    return out
+
+
+# Element types of the typed reductions: name suffix -> (numpy type, OpenVINO type).
+TYPES = {"f16": (np.float16, ov.Type.f16), "f64": (np.float64, ov.Type.f64),
+         "i64": (np.int64, ov.Type.i64), "f32": (np.float32, ov.Type.f32)}
+
+
+def typed_workloads():
+    """Issue 12's "the same for integer, f16/bf16 and f64 data", on the uniform and skewed
+    indices: sum_<d>_<t>, the 1-D sum with f16, f64 or i64 data and updates;
+    max_<d>_f32, the 1-D max with f32 data. Sizes as sum_<d> and max_<d>. (bf16 has no
+    numpy type for the reference; OpenVINO CPU does not run f64 scatters.)"""
+    c = ops3.constant
+    out = {}
+
+    def values(rng, n, ty):
+        if np.issubdtype(ty, np.floating):
+            return rng.random(n).astype(ty)
+        return rng.integers(-1000, 1000, n).astype(ty)
+
+    for d in ["uniform", "skewed"]:
+        for t in ["f16", "f64", "i64"]:
+            def sum_(d=d, t=t):
+                rng = np.random.default_rng(25)
+                ty, ovt = TYPES[t]
+                return model_with_inputs(f"sum_{d}_{t}", [1_000_000], {
+                    "indices": distribution(d, 1_000_000, 16_000_000, rng),
+                    "updates": values(rng, 16_000_000, ty)},
+                    lambda x, i, u: ops15.scatter_elements_update(x, i, u, c(np.int64(0)), "sum"),
+                    data_type=ovt)
+            out[f"sum_{d}_{t}"] = sum_
+
+        def max_(d=d):
+            rng = np.random.default_rng(26)
+            return model_with_inputs(f"max_{d}_f32", [8_000_000], {
+                "indices": distribution(d, 8_000_000, 8_000_000, rng).astype(np.int32),
+                "updates": values(rng, 8_000_000, np.float32)},
+                lambda x, i, u: ops15.scatter_elements_update(x, i, u, c(np.int32(0)), "max"))
+        out[f"max_{d}_f32"] = max_
     return out
 
 
@@ -167,8 +208,8 @@ def main():
         if inputs is not None:
             rng_data = np.random.default_rng(1)
             shape = list(m.inputs[0].get_shape())
-            if m.inputs[0].get_element_type() == ov.Type.f32:
-                data = rng_data.random(shape, dtype=np.float32)
+            if m.inputs[0].get_element_type().is_real():
+                data = rng_data.random(shape).astype(m.inputs[0].get_element_type().to_dtype())
             else:
                 data = rng_data.integers(-1000, 1000, shape).astype(m.inputs[0].get_element_type().to_dtype())
             np.savez(d / "inputs.npz", data=data, **inputs)
