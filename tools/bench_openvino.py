@@ -46,6 +46,7 @@ for _d in ["uniform", "skewed"]:
     for _t in ["f16", "f64", "i64"]:
         DESCRIPTIONS[f"sum_{_d}_{_t}"] = f"SEU-12 sum {_t} [1M] <- 16M i64 idx, {_d}"
     DESCRIPTIONS[f"max_{_d}_f32"] = f"SEU-12 max f32 [8M] <- 8M i32 idx, {_d}"
+    DESCRIPTIONS[f"sum_{_d}_i32_250k"] = f"SEU-12 sum i32 [250K] <- 16M i64 idx, {_d}"
 
 
 def minimal_bytes(model_path):

@@ -116,7 +116,8 @@ TYPES = {"f16": (np.float16, ov.Type.f16), "f64": (np.float64, ov.Type.f64),
 def typed_workloads():
     """Issue 12's "the same for integer, f16/bf16 and f64 data", on the uniform and skewed
     indices: sum_<d>_<t>, the 1-D sum with f16, f64 or i64 data and updates;
-    max_<d>_f32, the 1-D max with f32 data. Sizes as sum_<d> and max_<d>. (bf16 has no
+    max_<d>_f32, the 1-D max with f32 data (sizes as sum_<d> and max_<d>); and
+    sum_<d>_i32_250k, an integer histogram on a small output (i32 [250K] <- 16M i64). (bf16 has no
     numpy type for the reference; OpenVINO CPU does not run f64 scatters.)"""
     c = ops3.constant
     out = {}
@@ -137,6 +138,15 @@ def typed_workloads():
                     lambda x, i, u: ops15.scatter_elements_update(x, i, u, c(np.int64(0)), "sum"),
                     data_type=ovt)
             out[f"sum_{d}_{t}"] = sum_
+
+        def small_(d=d):
+            rng = np.random.default_rng(27)
+            return model_with_inputs(f"sum_{d}_i32_250k", [250_000], {
+                "indices": distribution(d, 250_000, 16_000_000, rng),
+                "updates": values(rng, 16_000_000, np.int32)},
+                lambda x, i, u: ops15.scatter_elements_update(x, i, u, c(np.int64(0)), "sum"),
+                data_type=ov.Type.i32)
+        out[f"sum_{d}_i32_250k"] = small_
 
         def max_(d=d):
             rng = np.random.default_rng(26)

@@ -107,6 +107,9 @@ pub trait Combine<T: Elem>: Send + Sync {
     /// exact ([`Elem::EXACT`]): a run of updates may then be folded apart and applied to
     /// its element as one. Not so for `Sub`, whose run would subtract a difference.
     const ASSOCIATIVE: bool = true;
+    /// Whether `apply(a, NEUTRAL) == a` for every `a` on exact types: updates folded from
+    /// `NEUTRAL` may then stand for an element none of them reached. Not so for `Assign`.
+    const IDENTITY: bool;
     fn apply(acc: T, update: T) -> T;
 }
 
@@ -127,6 +130,7 @@ pub struct MinNd;
 
 impl<T: Elem> Combine<T> for Assign {
     const NEUTRAL: T = T::ZERO;
+    const IDENTITY: bool = false;
     #[inline]
     fn apply(_: T, u: T) -> T {
         u
@@ -134,6 +138,7 @@ impl<T: Elem> Combine<T> for Assign {
 }
 impl<T: Elem> Combine<T> for Sum {
     const NEUTRAL: T = T::ZERO;
+    const IDENTITY: bool = true;
     #[inline]
     fn apply(a: T, u: T) -> T {
         a.add(u)
@@ -141,6 +146,7 @@ impl<T: Elem> Combine<T> for Sum {
 }
 impl<T: Elem> Combine<T> for Sub {
     const NEUTRAL: T = T::ZERO;
+    const IDENTITY: bool = true;
     const ASSOCIATIVE: bool = false;
     #[inline]
     fn apply(a: T, u: T) -> T {
@@ -149,6 +155,7 @@ impl<T: Elem> Combine<T> for Sub {
 }
 impl<T: Elem> Combine<T> for Prod {
     const NEUTRAL: T = T::ONE;
+    const IDENTITY: bool = true;
     #[inline]
     fn apply(a: T, u: T) -> T {
         a.mul(u)
@@ -156,6 +163,7 @@ impl<T: Elem> Combine<T> for Prod {
 }
 impl<T: Elem> Combine<T> for MaxElements {
     const NEUTRAL: T = T::LOWEST;
+    const IDENTITY: bool = true;
     #[inline]
     fn apply(a: T, u: T) -> T {
         if a > u {
@@ -167,6 +175,7 @@ impl<T: Elem> Combine<T> for MaxElements {
 }
 impl<T: Elem> Combine<T> for MinElements {
     const NEUTRAL: T = T::HIGHEST;
+    const IDENTITY: bool = true;
     #[inline]
     fn apply(a: T, u: T) -> T {
         if a < u {
@@ -178,6 +187,7 @@ impl<T: Elem> Combine<T> for MinElements {
 }
 impl<T: Elem> Combine<T> for MaxNd {
     const NEUTRAL: T = T::LOWEST;
+    const IDENTITY: bool = true;
     #[inline]
     fn apply(a: T, u: T) -> T {
         if a < u {
@@ -189,6 +199,7 @@ impl<T: Elem> Combine<T> for MaxNd {
 }
 impl<T: Elem> Combine<T> for MinNd {
     const NEUTRAL: T = T::HIGHEST;
+    const IDENTITY: bool = true;
     #[inline]
     fn apply(a: T, u: T) -> T {
         if u < a {

@@ -16,6 +16,7 @@ mod fused;
 mod geometry;
 mod lean;
 mod plan;
+mod private;
 mod rows;
 mod runtime;
 mod split;
@@ -29,6 +30,8 @@ mod tests_index_types;
 mod tests_infer;
 #[cfg(test)]
 mod tests_prepared;
+#[cfg(test)]
+mod tests_private;
 #[cfg(test)]
 mod tests_runs;
 #[cfg(test)]

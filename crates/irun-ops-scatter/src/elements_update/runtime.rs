@@ -675,7 +675,19 @@ impl ReduceKernel for ElementsKernel<'_> {
             {
                 return Ok(());
             }
+            if self.private_foldable::<T, C>(out.len())
+                && self.run_private_folds::<T, C>(out, updates)?
+            {
+                return Ok(());
+            }
             return self.run_flat::<T, C>(out, updates);
+        }
+        if bucketed
+            && self.plan.is_none()
+            && self.private_foldable::<T, C>(out.len())
+            && self.run_private_folds::<T, C>(out, updates)?
+        {
+            return Ok(());
         }
         if bucketed {
             if self.track_counts {

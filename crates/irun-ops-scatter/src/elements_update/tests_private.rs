@@ -1,0 +1,171 @@
+//! Private folds ([`super::private`]): integer and boolean histograms on small outputs,
+//! each thread's chunk of positions folded into its own copy of the output from the
+//! combine's identity, the copies folded into the output in chunk order. Checked against
+//! the spec's loop, one update at a time, at 1, 2 and 3 threads.
+
+use irun_tensor::Tensor;
+
+use super::runtime::BUCKETED_MIN_INDICES;
+use super::*;
+use crate::op::codes;
+use crate::testing::{eval_with, i32s, i64s};
+
+/// Enough positions for the bucketed paths, scattered (not local), onto a small output,
+/// with a tenth of the index values negative (counted from the end).
+fn scattered(n: usize, along: usize) -> Vec<i64> {
+    (0..n as i64)
+        .map(|i| {
+            let t = (i * 2_654_435_761) % along as i64;
+            if i % 10 == 3 {
+                t - along as i64
+            } else {
+                t
+            }
+        })
+        .collect()
+}
+
+/// ScatterElementsUpdate-12 with `use_init_val` on 1-D data, as the spec says: each
+/// update in turn, in position order.
+fn sequential<T: Copy>(data: &[T], idx: &[i64], upd: &[T], apply: impl Fn(T, T) -> T) -> Vec<T> {
+    let mut out = data.to_vec();
+    let along = data.len() as i64;
+    for (&v, &u) in idx.iter().zip(upd) {
+        let t = v.rem_euclid(along) as usize;
+        out[t] = apply(out[t], u);
+    }
+    out
+}
+
+/// A reduction and the spec's combine for it.
+type Case<T> = (Reduction, fn(T, T) -> T);
+
+fn scatter(red: Reduction, data: Tensor, idx: &[i64], upd: Tensor, threads: usize) -> Tensor {
+    let n = idx.len();
+    let inputs = vec![data, i64s(&[n], idx), upd, i64s(&[], &[0])];
+    eval_with(&seu12(red, true), inputs, threads).unwrap()
+}
+
+#[test]
+fn integer_folds_match_the_sequential_reference() {
+    let n = BUCKETED_MIN_INDICES + 4321;
+    let along = 3001usize;
+    let idx = scattered(n, along);
+    // Updates that overflow i32 sums and products, so that wrapping is exercised too.
+    let upd32: Vec<i32> = (0..n as i32)
+        .map(|i| i.wrapping_mul(1_103_515_245) >> 3)
+        .collect();
+    let data32: Vec<i32> = (0..along as i32).map(|i| i * 7 - 5000).collect();
+    let upd64: Vec<i64> = upd32.iter().map(|&u| i64::from(u) << 20).collect();
+    let data64: Vec<i64> = data32.iter().map(|&d| i64::from(d)).collect();
+    let cases32: [Case<i32>; 4] = [
+        (Reduction::Sum, i32::wrapping_add),
+        (Reduction::Prod, i32::wrapping_mul),
+        (Reduction::Max, |a, u| a.max(u)),
+        (Reduction::Min, |a, u| a.min(u)),
+    ];
+    for (red, apply) in cases32 {
+        let want = sequential(&data32, &idx, &upd32, apply);
+        for threads in [1, 2, 3] {
+            let got = scatter(
+                red,
+                i32s(&[along], &data32),
+                &idx,
+                i32s(&[n], &upd32),
+                threads,
+            );
+            assert_eq!(
+                got.values::<i32>().unwrap(),
+                &want[..],
+                "i32 {red:?} at {threads}"
+            );
+        }
+    }
+    let cases64: [Case<i64>; 4] = [
+        (Reduction::Sum, i64::wrapping_add),
+        (Reduction::Prod, i64::wrapping_mul),
+        (Reduction::Max, |a, u| a.max(u)),
+        (Reduction::Min, |a, u| a.min(u)),
+    ];
+    for (red, apply) in cases64 {
+        let want = sequential(&data64, &idx, &upd64, apply);
+        for threads in [1, 2, 3] {
+            let got = scatter(
+                red,
+                i64s(&[along], &data64),
+                &idx,
+                i64s(&[n], &upd64),
+                threads,
+            );
+            assert_eq!(
+                got.values::<i64>().unwrap(),
+                &want[..],
+                "i64 {red:?} at {threads}"
+            );
+        }
+    }
+}
+
+/// Boolean sum is or and prod is and: an element no chunk but the first reaches keeps its
+/// value through the copies' identities (false for or, true for and).
+#[test]
+fn boolean_folds_keep_the_identity() {
+    let n = BUCKETED_MIN_INDICES + 99;
+    let along = 5000usize;
+    // Targets below `along / 2` only, so the upper half is reached by no update.
+    let idx: Vec<i64> = scattered(n, along / 2);
+    let upd: Vec<bool> = (0..n).map(|i| i % 97 == 0).collect();
+    let data: Vec<bool> = (0..along).map(|i| i % 3 == 0).collect();
+    let b = |v: &[bool]| Tensor::from_bool(vec![v.len()], v.to_vec()).unwrap();
+    let cases: [Case<bool>; 2] = [
+        (Reduction::Sum, |a, u| a | u),
+        (Reduction::Prod, |a, u| a & u),
+    ];
+    for (red, apply) in cases {
+        let want = sequential(&data, &idx, &upd, apply);
+        for threads in [1, 2, 3] {
+            let got = scatter(red, b(&data), &idx, b(&upd), threads);
+            assert_eq!(
+                got.values::<bool>().unwrap(),
+                &want[..],
+                "{red:?} at {threads}"
+            );
+        }
+    }
+}
+
+/// Bad indices in the first, second and third thirds of the positions (so in different
+/// chunks at 2 and 3 threads), and the same without the first: the first position's is
+/// reported, whichever task ends first.
+#[test]
+fn private_folds_report_the_first_bad_index() {
+    let n = BUCKETED_MIN_INDICES + 10;
+    let along = 2000usize;
+    let data = vec![1i64; along];
+    let upd = vec![2i64; n];
+    let all = [n / 3 - 7, n / 2 + 11, n - 5];
+    for bad in [&all[..], &all[1..]] {
+        let mut idx = scattered(n, along);
+        for (k, &at) in bad.iter().enumerate() {
+            idx[at] = along as i64 + k as i64;
+        }
+        for threads in [1, 2, 3] {
+            for _ in 0..3 {
+                let inputs = vec![
+                    i64s(&[along], &data),
+                    i64s(&[n], &idx),
+                    i64s(&[n], &upd),
+                    i64s(&[], &[0]),
+                ];
+                let e = eval_with(&seu12(Reduction::Sum, true), inputs, threads).unwrap_err();
+                assert_eq!(e.code, codes::INDEX_OUT_OF_RANGE);
+                assert!(
+                    e.message
+                        .starts_with(&format!("index {along} at position [{}]", bad[0])),
+                    "{threads} threads: {}",
+                    e.message
+                );
+            }
+        }
+    }
+}
