@@ -11,6 +11,7 @@ pub mod attrs;
 pub mod broadcast;
 pub mod epilogue;
 pub mod fact;
+pub mod halves;
 pub mod kernel;
 pub mod op;
 pub mod par;

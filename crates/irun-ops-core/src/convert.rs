@@ -4,7 +4,6 @@
 use std::sync::Arc;
 
 use crate::par;
-use half::slice::HalfFloatSliceExt;
 use irun_tensor::{bf16, f16, ElementType, Scalar, Storage, Tensor};
 
 use crate::attrs::AttrReader;
@@ -156,16 +155,7 @@ pub fn convert(t: &Tensor, to: ElementType) -> Result<Tensor, OpError> {
         // Weights that OpenVINO compressed to f16 (every Convolution and MatMul of a model
         // saved with its defaults): exact either way, and half's slice conversion uses the
         // F16C instructions where the CPU has them, 10x the per-value path.
-        let wide = par::build(v.len(), 1 << 14, &|start, fill| {
-            let mut block = [0f32; 1024];
-            let mut at = start;
-            while fill.remaining() > 0 {
-                let n = fill.remaining().min(block.len());
-                v[at..at + n].convert_to_f32_slice(&mut block[..n]);
-                fill.extend_from_slice(&block[..n]);
-                at += n;
-            }
-        })?;
+        let wide = irun_opkit::halves::widen(v)?;
         return Tensor::new(to, t.shape().to_vec(), Storage::F32(wide.into()))
             .map_err(|e| OpError::new(codes::RUN_SHAPE, e.to_string()));
     }

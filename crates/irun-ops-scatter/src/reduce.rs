@@ -8,13 +8,12 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use crate::par;
 use half::{bf16, f16};
 use irun_tensor::{storage_kind, ElementType, Scalar, Storage, Tensor};
 
 use super::Reduction;
 use crate::fill::FillFrom;
-use crate::kernel::{take_or_copy, try_with_capacity, PAR_MIN_ELEMENTS};
+use crate::kernel::{take_or_copy, try_with_capacity};
 use crate::op::{codes, OpError, Value};
 
 /// An element type the reductions compute in.
@@ -462,8 +461,8 @@ half_elem!(f16, bf16);
 /// f16/bf16 -> f32 (exact).
 fn widen(t: &Tensor) -> Result<Tensor, OpError> {
     let v: Vec<f32> = match t.storage() {
-        Storage::F16(v) => par::map(v, |x| x.to_f32()),
-        Storage::Bf16(v) => par::map(v, |x| x.to_f32()),
+        Storage::F16(v) => irun_opkit::halves::widen(v)?,
+        Storage::Bf16(v) => irun_opkit::halves::widen(v)?,
         _ => return Err(mismatch(t)),
     };
     Ok(Tensor::from_f32(t.shape().to_vec(), v).expect("same length"))
@@ -474,17 +473,9 @@ fn widen(t: &Tensor) -> Result<Tensor, OpError> {
 fn narrow(out: &mut Tensor, wide: &Tensor) {
     let w = wide.values::<f32>().expect("widened tensor is f32");
     if let Some(o) = out.values_mut::<f16>() {
-        par::for_each_split_mut(o, PAR_MIN_ELEMENTS, &|start, d| {
-            for (d, &s) in d.iter_mut().zip(&w[start..]) {
-                *d = f16::from_f32(s);
-            }
-        });
+        irun_opkit::halves::narrow_into(o, w);
     } else if let Some(o) = out.values_mut::<bf16>() {
-        par::for_each_split_mut(o, PAR_MIN_ELEMENTS, &|start, d| {
-            for (d, &s) in d.iter_mut().zip(&w[start..]) {
-                *d = bf16::from_f32(s);
-            }
-        });
+        irun_opkit::halves::narrow_into(o, w);
     }
 }
 
