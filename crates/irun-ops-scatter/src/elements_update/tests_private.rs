@@ -169,3 +169,35 @@ fn private_folds_report_the_first_bad_index() {
         }
     }
 }
+
+/// Without `use_init_val` an element's first update replaces it, which the copies' identity
+/// cannot say: such reductions keep their counted paths, and give the spec's loop's result.
+#[test]
+fn without_init_values_the_counted_path_runs() {
+    let n = BUCKETED_MIN_INDICES + 7;
+    let along = 1000usize;
+    let idx = scattered(n, along / 2);
+    let upd: Vec<i64> = (0..n as i64).map(|i| i % 13 - 6).collect();
+    let data = vec![100i64; along];
+    let mut want = data.clone();
+    let mut hit = vec![false; along];
+    for (&v, &u) in idx.iter().zip(&upd) {
+        let t = v.rem_euclid(along as i64) as usize;
+        want[t] = if hit[t] { want[t] + u } else { u };
+        hit[t] = true;
+    }
+    for threads in [1, 2, 3] {
+        let inputs = vec![
+            i64s(&[along], &data),
+            i64s(&[n], &idx),
+            i64s(&[n], &upd),
+            i64s(&[], &[0]),
+        ];
+        let got = eval_with(&seu12(Reduction::Sum, false), inputs, threads).unwrap();
+        assert_eq!(
+            got.values::<i64>().unwrap(),
+            &want[..],
+            "at {threads} threads"
+        );
+    }
+}
