@@ -314,20 +314,17 @@ impl<T: Elem, C: Combine<T>> NativeBlocks for LeanBlocks<'_, '_, '_, T, C> {
         let dense = first.abs_diff(last).saturating_mul(4) <= n as u64;
         let runny = n > 2 && ordered && dense;
         let (dst, base) = (&mut *self.dst, self.base);
-        // First without negative values, which are rare: a loop that need not count them
-        // from the end runs four instructions a position fewer, a third of its time (8M
-        // sorted i32 maxima on a 2-core Xeon); it stops at the first negative value (or one
-        // out of range), and the loop that counts them takes the rest of the block.
-        let mut lean = |wrap: bool, vals: &[V], ups: &[T]| match (runny, wrap) {
-            (true, false) => flat_runs::<T, C, V, false>(dst, along, base, vals, ups),
-            (true, true) => flat_runs::<T, C, V, true>(dst, along, base, vals, ups),
-            (false, false) => flat_plain::<T, C, V, false>(dst, along, base, vals, ups),
-            (false, true) => flat_plain::<T, C, V, true>(dst, along, base, vals, ups),
-        };
-        let lean = match lean(false, vals, ups) {
-            Ok(()) => Ok(()),
-            Err(k) => lean(true, &vals[k..], &ups[k..]).map_err(|j| k + j),
-        };
+        // Without wrapping first: four instructions a position fewer, a third of the loop's
+        // time (8M sorted i32 maxima on a 2-core Xeon).
+        let lean = plain_then_wrapping(|wrap, k| {
+            let (vals, ups) = (&vals[k..], &ups[k..]);
+            match (runny, wrap) {
+                (true, false) => flat_runs::<T, C, V, false>(dst, along, base, vals, ups),
+                (true, true) => flat_runs::<T, C, V, true>(dst, along, base, vals, ups),
+                (false, false) => flat_plain::<T, C, V, false>(dst, along, base, vals, ups),
+                (false, true) => flat_plain::<T, C, V, true>(dst, along, base, vals, ups),
+            }
+        });
         lean.map_err(|i| {
             let v: i64 = vals[i].into();
             if k.geometry.target(v) < along {
@@ -444,6 +441,21 @@ fn flat_runs<T: Elem, C: Combine<T>, V: NativeIndex, const WRAP: bool>(
     }
     dst[at] = acc;
     Ok(())
+}
+
+/// A block's loop without negative-value wrapping, which are rare (a loop that need not
+/// count them from the end is shorter by the instructions that do), then from the first
+/// place `k` it stopped at (a negative value, or one out of range) the wrapping loop:
+/// `pass(false, 0)`, then `pass(true, k)`, whose stop `j` is the block's `k + j`. Used by
+/// the lean loop and the partition's fill.
+#[inline(always)]
+pub(super) fn plain_then_wrapping(
+    mut pass: impl FnMut(bool, usize) -> Result<(), usize>,
+) -> Result<(), usize> {
+    match pass(false, 0) {
+        Ok(()) => Ok(()),
+        Err(k) => pass(true, k).map_err(|j| k + j),
+    }
 }
 
 /// Where index value `v` on an axis of `along` lands in a slice that holds targets

@@ -5,6 +5,7 @@ use std::ops::Range;
 
 use super::buckets::{BucketMap, PartLists, Put, MAX_BUCKETS};
 use super::geometry::{hit, Coords, Geometry};
+use super::lean::plain_then_wrapping;
 use super::plan::ElementsPlan;
 use super::split::SplitState;
 use crate::fill::FillFrom;
@@ -328,24 +329,29 @@ impl ElementsKernel<'_> {
         ups: &[T],
         next: &mut Coords,
     ) -> Result<(), usize> {
-        // Monomorphised on `flat`, so that the histogram loop carries no coordinates; first
-        // without negative values, which are rare (the loop is shorter by the instructions
-        // that count one from the end), then, from the first negative value or index out of
-        // range, with them. Both loops together put at most one pair per value of `vals`.
-        // SAFETY: the caller's contract.
-        unsafe {
-            let fast = match flat {
-                true => self.fill_with::<T, W, V, true, false>(lists, map, vals, ups, next),
-                false => self.fill_with::<T, W, V, false, false>(lists, map, vals, ups, next),
-            };
-            let Err(k) = fast else { return Ok(()) };
+        // Monomorphised on `flat`, so that the histogram loop carries no coordinates, and
+        // run without negative-value wrapping first (`plain_then_wrapping`). The two loops
+        // together put at most one pair per value of `vals`.
+        plain_then_wrapping(|wrap, k| {
             let (vals, ups) = (&vals[k..], &ups[k..]);
-            let rest = match flat {
-                true => self.fill_with::<T, W, V, true, true>(lists, map, vals, ups, next),
-                false => self.fill_with::<T, W, V, false, true>(lists, map, vals, ups, next),
-            };
-            rest.map_err(|j| k + j)
-        }
+            // SAFETY: the caller's contract, for `vals` or its tail.
+            unsafe {
+                match (flat, wrap) {
+                    (true, false) => {
+                        self.fill_with::<T, W, V, true, false>(lists, map, vals, ups, next)
+                    }
+                    (false, false) => {
+                        self.fill_with::<T, W, V, false, false>(lists, map, vals, ups, next)
+                    }
+                    (true, true) => {
+                        self.fill_with::<T, W, V, true, true>(lists, map, vals, ups, next)
+                    }
+                    (false, true) => {
+                        self.fill_with::<T, W, V, false, true>(lists, map, vals, ups, next)
+                    }
+                }
+            }
+        })
     }
 
     /// One loop of [`ElementsKernel::fill`]; without `WRAP`, a negative value stops it as
@@ -669,25 +675,22 @@ impl ReduceKernel for ElementsKernel<'_> {
         let g = &self.geometry;
         let flat = g.inner == 1 && g.data_inner == 1 && g.outer_map.is_none() && !self.track_counts;
         let bucketed = self.bucketed(out.len(), std::mem::size_of_val(out)) && self.plan.is_none();
-        if flat && !bucketed && self.plan.is_none() {
-            if self.chunkable(std::mem::size_of::<T>())
-                && self.run_local_chunks::<T, C>(out, updates)?
-            {
-                return Ok(());
-            }
-            if self.private_foldable::<T, C>(out.len())
-                && self.run_private_folds::<T, C>(out, updates)?
-            {
-                return Ok(());
-            }
-            return self.run_flat::<T, C>(out, updates);
+        let lean = flat && !bucketed && self.plan.is_none();
+        if lean
+            && self.chunkable(std::mem::size_of::<T>())
+            && self.run_local_chunks::<T, C>(out, updates)?
+        {
+            return Ok(());
         }
-        if bucketed
-            && self.plan.is_none()
+        // Whether it would run lean or bucketed (private folds are flat histograms).
+        if self.plan.is_none()
             && self.private_foldable::<T, C>(out.len())
             && self.run_private_folds::<T, C>(out, updates)?
         {
             return Ok(());
+        }
+        if lean {
+            return self.run_flat::<T, C>(out, updates);
         }
         if bucketed {
             if self.track_counts {
