@@ -50,44 +50,33 @@ mod tests {
     use super::*;
     use half::{bf16, f16};
 
-    /// Both directions agree with the per-value conversions on every f16 and bf16 bit
-    /// pattern (NaNs included), across several blocks and a partial one.
-    #[test]
-    fn slice_conversions_match_the_per_value_ones() {
-        let bits: Vec<u16> = (0..=u16::MAX).collect();
-        let halves: Vec<f16> = bits.iter().map(|&b| f16::from_bits(b)).collect();
+    /// Both directions agree with the per-value conversions `to_f32` and `from_f32` on
+    /// every 16-bit pattern (NaNs included), and on f32 probes between and beyond the
+    /// halves (rounding, overflow, subnormals, NaNs), across several blocks and a partial one.
+    fn matches_per_value<H>(from_bits: fn(u16) -> H, to_bits: fn(H) -> u16, from_f32: fn(f32) -> H)
+    where
+        H: Copy + Send + Sync + Into<f32>,
+        [H]: HalfFloatSliceExt,
+    {
+        let halves: Vec<H> = (0..=u16::MAX).map(from_bits).collect();
         let wide = widen(&halves).unwrap();
-        for (h, w) in halves.iter().zip(&wide) {
-            assert_eq!(h.to_f32().to_bits(), w.to_bits(), "{:#06x}", h.to_bits());
+        for (&h, w) in halves.iter().zip(&wide) {
+            let want: f32 = h.into();
+            assert_eq!(want.to_bits(), w.to_bits(), "{:#06x}", to_bits(h));
         }
-        let brains: Vec<bf16> = bits.iter().map(|&b| bf16::from_bits(b)).collect();
-        let wide_b = widen(&brains).unwrap();
-        for (h, w) in brains.iter().zip(&wide_b) {
-            assert_eq!(h.to_f32().to_bits(), w.to_bits(), "{:#06x}", h.to_bits());
-        }
-        // f32 values between and beyond the halves: rounding, overflow, subnormals, NaNs.
         let probes: Vec<f32> = (0..200_003u32)
             .map(|i| f32::from_bits(i.wrapping_mul(2_654_435_761)))
             .collect();
-        let mut out = vec![f16::ZERO; probes.len()];
+        let mut out = vec![from_bits(0); probes.len()];
         narrow_into(&mut out, &probes);
-        for (o, &p) in out.iter().zip(&probes) {
-            assert_eq!(
-                o.to_bits(),
-                f16::from_f32(p).to_bits(),
-                "{:#010x}",
-                p.to_bits()
-            );
+        for (&o, &p) in out.iter().zip(&probes) {
+            assert_eq!(to_bits(o), to_bits(from_f32(p)), "{:#010x}", p.to_bits());
         }
-        let mut out_b = vec![bf16::ZERO; probes.len()];
-        narrow_into(&mut out_b, &probes);
-        for (o, &p) in out_b.iter().zip(&probes) {
-            assert_eq!(
-                o.to_bits(),
-                bf16::from_f32(p).to_bits(),
-                "{:#010x}",
-                p.to_bits()
-            );
-        }
+    }
+
+    #[test]
+    fn slice_conversions_match_the_per_value_ones() {
+        matches_per_value(f16::from_bits, f16::to_bits, f16::from_f32);
+        matches_per_value(bf16::from_bits, bf16::to_bits, bf16::from_f32);
     }
 }

@@ -575,13 +575,7 @@ fn row_scatters_match_the_sequential_reference() {
     bad[at..at + cols].fill(900);
     for threads in [1, 2, 3] {
         let e = eval_with(&seu12(Reduction::Sum, true), inputs(&bad), threads).unwrap_err();
-        assert_eq!(e.code, codes::INDEX_OUT_OF_RANGE);
-        assert!(
-            e.message
-                .starts_with(&format!("index 900 at position [{},0]", lines * 3 / 4)),
-            "{}",
-            e.message
-        );
+        assert_out_of_range(&e, 900, format!("{},0", lines * 3 / 4), "");
     }
 }
 
@@ -614,6 +608,19 @@ pub(super) fn scatter_1d(
         ],
         threads,
     )
+}
+
+/// `e` is the out-of-range error for index `value` at `position` (as the op prints a
+/// position: `5`, or `3,0` for two dims); `context` names the case on failure.
+pub(super) fn assert_out_of_range(
+    e: &OpError,
+    value: impl std::fmt::Display,
+    position: impl std::fmt::Display,
+    context: &str,
+) {
+    assert_eq!(e.code, codes::INDEX_OUT_OF_RANGE, "{context}");
+    let want = format!("index {value} at position [{position}]");
+    assert!(e.message.starts_with(&want), "{context}: {}", e.message);
 }
 
 pub(super) fn same_bits(got: &Tensor, want: &[f32]) -> bool {
@@ -686,13 +693,7 @@ fn local_chunks_leave_a_bad_index_to_the_lean_pass() {
     let upd = vec![1.0f32; n];
     for threads in [1, 2, 3] {
         let e = scatter_1d(Reduction::Sum, &vec![0.0; along], &idx, &upd, threads).unwrap_err();
-        assert_eq!(e.code, codes::INDEX_OUT_OF_RANGE);
-        assert!(
-            e.message
-                .starts_with(&format!("index {along} at position [{bad}]")),
-            "{}",
-            e.message
-        );
+        assert_out_of_range(&e, along, bad, "");
     }
 }
 

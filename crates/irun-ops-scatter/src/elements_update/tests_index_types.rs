@@ -8,6 +8,7 @@ use std::sync::Arc;
 use irun_tensor::Tensor;
 
 use super::runtime::{BUCKETED_MIN_INDICES, ROUNDS_MAX_OUTPUT_BYTES};
+use super::tests_eval::assert_out_of_range;
 use super::*;
 use crate::testing::{i32s, i64s, on_threads};
 
@@ -177,13 +178,7 @@ fn local_i32_indices_run_lean_as_the_sequential_loop() {
     bad[n * 2 / 3] = targets as i32;
     for threads in [1, 2, 3] {
         let e = scatter(Reduction::Max, &data, &[n], &bad, &upd, false, threads).unwrap_err();
-        assert_eq!(e.code, codes::INDEX_OUT_OF_RANGE, "{threads} threads");
-        assert!(
-            e.message
-                .starts_with(&format!("index {targets} at position [{}]", n * 2 / 3)),
-            "{threads} threads: {}",
-            e.message
-        );
+        assert_out_of_range(&e, targets, n * 2 / 3, &format!("{threads} threads"));
     }
     assert_eq!(data.values::<i32>().unwrap(), &init[..], "data changed");
 }
@@ -234,12 +229,6 @@ fn negative_values_in_mid_block_count_from_the_end() {
     bad[at] = -(targets as i32) - 1;
     for threads in [1, 2] {
         let e = scatter(Reduction::Sum, &data, &[n], &bad, &upd, false, threads).unwrap_err();
-        assert_eq!(e.code, codes::INDEX_OUT_OF_RANGE, "{threads} threads");
-        assert!(
-            e.message
-                .starts_with(&format!("index {} at position [{at}]", bad[at])),
-            "{threads} threads: {}",
-            e.message
-        );
+        assert_out_of_range(&e, bad[at], at, &format!("{threads} threads"));
     }
 }

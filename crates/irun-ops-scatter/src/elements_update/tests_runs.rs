@@ -5,6 +5,7 @@
 use irun_tensor::Tensor;
 
 use super::runtime::BUCKETED_MIN_INDICES;
+use super::tests_eval::assert_out_of_range;
 use super::*;
 use crate::testing::{eval_with, i32s, i64s};
 
@@ -127,13 +128,7 @@ fn a_bad_index_inside_a_run_is_reported_at_its_position() {
                 threads,
             )
             .unwrap_err();
-            assert_eq!(e.code, codes::INDEX_OUT_OF_RANGE);
-            assert!(
-                e.message
-                    .starts_with(&format!("index -1001 at position [{bad}]")),
-                "{}",
-                e.message
-            );
+            assert_out_of_range(&e, -1001, bad, "");
         }
     }
 }

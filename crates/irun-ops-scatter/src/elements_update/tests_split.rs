@@ -3,9 +3,8 @@
 //! against the spec's loop, one update at a time.
 
 use super::runtime::ROUND_POSITIONS;
-use super::tests_eval::{same_bits, scatter_1d, sequential_with_init};
+use super::tests_eval::{assert_out_of_range, same_bits, scatter_1d, sequential_with_init};
 use super::*;
-use crate::op::codes;
 
 /// A flat histogram with enough positions for split rounds, on an output small enough for
 /// them: one task's lean share and the other tasks' lists, applied after it, give the
@@ -48,13 +47,7 @@ fn split_rounds_report_the_first_bad_index() {
     for threads in [2, 3] {
         for _ in 0..3 {
             let e = scatter_1d(Reduction::Sum, &data, &idx, &upd, threads).unwrap_err();
-            assert_eq!(e.code, codes::INDEX_OUT_OF_RANGE);
-            assert!(
-                e.message
-                    .starts_with(&format!("index {along} at position [{}]", bad[0])),
-                "{threads} threads: {}",
-                e.message
-            );
+            assert_out_of_range(&e, along, bad[0], &format!("{threads} threads"));
         }
     }
 }
