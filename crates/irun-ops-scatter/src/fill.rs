@@ -127,6 +127,15 @@ pub struct Window<'a, T> {
 }
 
 impl<T: Copy + Send + Sync> Window<'_, T> {
+    /// The piece's length, written or not.
+    pub fn len(&self) -> usize {
+        self.fill.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.fill.is_empty()
+    }
+
     /// Copies the data into every slot the spans did not reach.
     pub fn finish(mut self) {
         let len = self.fill.len();

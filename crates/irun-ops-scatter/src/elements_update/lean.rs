@@ -8,6 +8,7 @@
 use std::ops::Range;
 
 use super::runtime::ElementsKernel;
+use crate::fill::{FillFrom, Span, Window};
 use crate::kernel::{NativeBlocks, NativeIndex};
 use crate::op::{codes, OpError};
 use crate::par;
@@ -84,31 +85,47 @@ impl ElementsKernel<'_> {
         out: &mut [T],
         updates: &[T],
     ) -> Result<bool, OpError> {
-        let fold_runs = T::EXACT && C::ASSOCIATIVE;
-        let Some(bounds) = self.chunk_bounds(par::threads(), fold_runs) else {
+        let Some(plan) = self.local_plan::<T, C>(updates) else {
             return Ok(false);
         };
+        self.run_local_plan::<T, C>(plan, out, updates)?;
+        Ok(true)
+    }
+
+    /// [`ElementsKernel::run_local_chunks`]'s chunks, or `None` when they may not run in
+    /// parallel (their spans overlap, or an index is out of range).
+    pub(super) fn local_plan<T: Elem, C: Combine<T>>(&self, updates: &[T]) -> Option<LocalPlan<T>> {
+        let fold_runs = T::EXACT && C::ASSOCIATIVE;
+        let bounds = self.chunk_bounds(par::threads(), fold_runs)?;
         let mut chunks: Vec<Option<Chunk<T>>> = vec![None; bounds.len() - 1];
         par::for_each_mut(&mut chunks, &|i, chunk| {
             *chunk = self.local_chunk::<T, C>(bounds[i]..bounds[i + 1], fold_runs, updates);
         });
-        let Some(chunks) = chunks.into_iter().collect::<Option<Vec<_>>>() else {
-            return Ok(false);
-        };
+        let chunks = chunks.into_iter().collect::<Option<Vec<_>>>()?;
         if !disjoint(&chunks) {
-            return Ok(false);
+            return None;
         }
-        let leads: Vec<(usize, T)> = chunks.iter().filter_map(|c| c.lead).collect();
-        let mut by_span: Vec<Chunk<T>> =
-            chunks.into_iter().filter(|c| !c.span.is_empty()).collect();
-        by_span.sort_by_key(|c| c.span.start);
+        let leads = chunks.iter().filter_map(|c| c.lead).collect();
+        let mut lean: Vec<(Range<usize>, Range<usize>)> = chunks
+            .into_iter()
+            .filter(|c| !c.span.is_empty())
+            .map(|c| (c.positions, c.span))
+            .collect();
+        lean.sort_by_key(|(_, span)| span.start);
+        Some(LocalPlan { lean, leads })
+    }
+
+    /// Runs `plan` on `out`, the data.
+    pub(super) fn run_local_plan<T: Elem, C: Combine<T>>(
+        &self,
+        plan: LocalPlan<T>,
+        out: &mut [T],
+        updates: &[T],
+    ) -> Result<(), OpError> {
         // Cut the output into the chunks' disjoint spans: plain `&mut` slices, one per task.
-        let mut work = Vec::with_capacity(by_span.len());
+        let mut work = Vec::with_capacity(plan.lean.len());
         let (mut rest, mut at) = (&mut *out, 0);
-        for Chunk {
-            positions, span, ..
-        } in by_span
-        {
+        for (positions, span) in plan.lean {
             let (_, tail) = std::mem::take(&mut rest).split_at_mut(span.start - at);
             let (dst, tail) = tail.split_at_mut(span.len());
             (rest, at) = (tail, span.end);
@@ -119,10 +136,62 @@ impl ElementsKernel<'_> {
                 .map_err(|e| (positions.start, e))
         })?;
         // In position order: each run's fold after everything before it.
-        for (t, folded) in leads {
+        for (t, folded) in plan.leads {
             out[t] = C::apply(out[t], folded);
         }
-        Ok(true)
+        Ok(())
+    }
+
+    /// Runs `plan` (which folds no runs apart) on an output filled from the data as the
+    /// lean passes reach it: the output is cut into one piece per chunk (its span and the
+    /// untouched stretch up to the next span), and each chunk's task copies the data into
+    /// its piece block by block, just ahead of the block's updates
+    /// ([`crate::fill::Window`]), so that the updates find their elements in cache and the
+    /// output goes to memory once instead of being copied out, read back and written again.
+    pub(super) fn run_local_plan_into<T: Elem, C: Combine<T>>(
+        &self,
+        plan: LocalPlan<T>,
+        out: FillFrom<'_, T>,
+        updates: &[T],
+    ) -> Result<(), OpError> {
+        assert!(plan.leads.is_empty(), "a plan without folded runs");
+        let n = out.len();
+        if plan.lean.is_empty() {
+            // No positions (only possible with none at all).
+            out.copy_all();
+            return Ok(());
+        }
+        // Piece k runs from span k's start (0 for the first) to span k + 1's start (`n` for
+        // the last): the pieces tile the output and piece k holds span k.
+        let mut starts: Vec<usize> = plan.lean.iter().map(|(_, span)| span.start).collect();
+        starts[0] = 0;
+        starts.push(n);
+        let lengths = starts.windows(2).map(|w| w[1] - w[0]);
+        let mut work: Vec<_> = out
+            .split_lengths(lengths)
+            .into_iter()
+            .zip(plan.lean)
+            .zip(&starts)
+            .map(|((piece, (positions, _)), &base)| Some((piece, positions, base)))
+            .collect();
+        par::try_for_each_mut(&mut work, &|_, task| {
+            let Some((piece, positions, base)) = task.take() else {
+                return Ok(());
+            };
+            let mut blocks = WindowBlocks::<T, C> {
+                kernel: self,
+                window: piece.window(),
+                base,
+                updates,
+                combine: std::marker::PhantomData,
+            };
+            let start = positions.start;
+            self.indices
+                .for_each_native(positions, &mut blocks)
+                .map_err(|e| (start, e))?;
+            blocks.window.finish();
+            Ok(())
+        })
     }
 
     /// The chunk of `positions`: its leading run folded apart when `fold_runs` and it starts
@@ -292,49 +361,122 @@ impl<T: Elem, C: Combine<T>> NativeBlocks for LeanBlocks<'_, '_, '_, T, C> {
     type Error = OpError;
 
     fn block<V: NativeIndex>(&mut self, start: usize, vals: &[V]) -> Result<(), OpError> {
-        let k = self.kernel;
-        let along = k.geometry.data_along;
+        let (k, along) = (self.kernel, self.kernel.geometry.data_along);
         let ups = &self.updates[start..start + vals.len()];
-        let n = vals.len();
-        if n == 0 {
-            return Ok(());
-        }
-        // A block whose first, middle and last index are equal is likely one long run of
-        // one target (a hot target, sorted indices with many duplicates): it keeps the
-        // run's element in a register, one dependent apply per update instead of a store
-        // and a reload (16M updates to one element: 15 ms against 56). Others take the
-        // plain loop, which carrying a run would slow down by half, and so would counting
-        // runs first. Either way the same applies in the same order.
-        // So is a block whose three samples are in order and that spans a quarter as many
-        // targets as it has positions: sorted indices with runs of duplicates (16M sorted
-        // onto 1M targets: runs of 16).
-        let (first, mid, last): (i64, i64, i64) =
-            (vals[0].into(), vals[n / 2].into(), vals[n - 1].into());
-        let ordered = (first <= mid && mid <= last) || (first >= mid && mid >= last);
-        let dense = first.abs_diff(last).saturating_mul(4) <= n as u64;
-        let runny = n > 2 && ordered && dense;
-        let (dst, base) = (&mut *self.dst, self.base);
-        // Without wrapping first: four instructions a position fewer, a third of the loop's
-        // time (8M sorted i32 maxima on a 2-core Xeon).
-        let lean = plain_then_wrapping(|wrap, k| {
-            let (vals, ups) = (&vals[k..], &ups[k..]);
-            match (runny, wrap) {
-                (true, false) => flat_runs::<T, C, V, false>(dst, along, base, vals, ups),
-                (true, true) => flat_runs::<T, C, V, true>(dst, along, base, vals, ups),
-                (false, false) => flat_plain::<T, C, V, false>(dst, along, base, vals, ups),
-                (false, true) => flat_plain::<T, C, V, true>(dst, along, base, vals, ups),
-            }
-        });
-        lean.map_err(|i| {
-            let v: i64 = vals[i].into();
-            if k.geometry.target(v) < along {
-                // In range but outside `dst`: the chunks' spans were measured wrong.
-                OpError::new(codes::INTERNAL, "a scatter chunk left its output span")
-            } else {
-                k.out_of_range(start + i, v)
-            }
-        })
+        lean_block::<T, C, V>(self.dst, along, self.base, vals, ups)
+            .map_err(|i| k.lean_error(start + i, vals[i].into()))
     }
+}
+
+/// [`LeanBlocks`] on a [`Window`] of the output: each block first asks the window for the
+/// targets between its first and last index (all of them when sorted or reverse-sorted),
+/// which copies the data there if it is not yet; a block that reaches past them then asks
+/// for the whole piece from the first index outside. Either way every update is applied
+/// once, in position order.
+struct WindowBlocks<'k, 'a, 'w, T, C> {
+    kernel: &'k ElementsKernel<'a>,
+    window: Window<'w, T>,
+    /// The axis target of the piece's first element.
+    base: usize,
+    updates: &'k [T],
+    combine: std::marker::PhantomData<C>,
+}
+
+impl<T: Elem, C: Combine<T>> NativeBlocks for WindowBlocks<'_, '_, '_, T, C> {
+    type Error = OpError;
+
+    fn block<V: NativeIndex>(&mut self, start: usize, vals: &[V]) -> Result<(), OpError> {
+        let (k, along) = (self.kernel, self.kernel.geometry.data_along);
+        let (Some(&first), Some(&last)) = (vals.first(), vals.last()) else {
+            return Ok(());
+        };
+        let ups = &self.updates[start..start + vals.len()];
+        let len = self.window.len();
+        let (a, b) = (
+            k.geometry.target(first.into()),
+            k.geometry.target(last.into()),
+        );
+        let (lo, hi) = (a.min(b), a.max(b));
+        let whole = 0..len;
+        let guess = match lo >= self.base && hi < self.base + len && hi < along {
+            true => lo - self.base..hi + 1 - self.base,
+            false => whole.clone(),
+        };
+        let base = self.base + guess.start;
+        let done = lean_block::<T, C, V>(self.window.span(guess.clone()), along, base, vals, ups);
+        let done = match done {
+            Err(i) if guess != whole => {
+                let (vals, ups) = (&vals[i..], &ups[i..]);
+                let dst = self.window.span(whole);
+                lean_block::<T, C, V>(dst, along, self.base, vals, ups).map_err(|j| i + j)
+            }
+            done => done,
+        };
+        done.map_err(|i| k.lean_error(start + i, vals[i].into()))
+    }
+}
+
+/// The lean loop over one block of indices `vals` and their updates `ups` onto `dst`, which
+/// holds targets `base..` of an axis of `along`: each update applied to its target in
+/// order. On the first index out of range or outside `dst`, its place in the block, every
+/// update before it applied and none from it on.
+#[inline(always)]
+fn lean_block<T: Elem, C: Combine<T>, V: NativeIndex>(
+    dst: &mut [T],
+    along: usize,
+    base: usize,
+    vals: &[V],
+    ups: &[T],
+) -> Result<(), usize> {
+    let n = vals.len();
+    if n == 0 {
+        return Ok(());
+    }
+    // A block whose first, middle and last index are equal is likely one long run of one
+    // target (a hot target, sorted indices with many duplicates): it keeps the run's
+    // element in a register, one dependent apply per update instead of a store and a
+    // reload (16M updates to one element: 15 ms against 56). Others take the plain loop,
+    // which carrying a run would slow down by half, and so would counting runs first.
+    // Either way the same applies in the same order.
+    // So is a block whose three samples are in order and that spans a quarter as many
+    // targets as it has positions: sorted indices with runs of duplicates (16M sorted onto
+    // 1M targets: runs of 16).
+    let (first, mid, last): (i64, i64, i64) =
+        (vals[0].into(), vals[n / 2].into(), vals[n - 1].into());
+    let ordered = (first <= mid && mid <= last) || (first >= mid && mid >= last);
+    let dense = first.abs_diff(last).saturating_mul(4) <= n as u64;
+    let runny = n > 2 && ordered && dense;
+    // Without wrapping first: four instructions a position fewer, a third of the loop's
+    // time (8M sorted i32 maxima on a 2-core Xeon).
+    plain_then_wrapping(|wrap, k| {
+        let (vals, ups) = (&vals[k..], &ups[k..]);
+        match (runny, wrap) {
+            (true, false) => flat_runs::<T, C, V, false>(dst, along, base, vals, ups),
+            (true, true) => flat_runs::<T, C, V, true>(dst, along, base, vals, ups),
+            (false, false) => flat_plain::<T, C, V, false>(dst, along, base, vals, ups),
+            (false, true) => flat_plain::<T, C, V, true>(dst, along, base, vals, ups),
+        }
+    })
+}
+
+impl ElementsKernel<'_> {
+    /// The error for index value `v` at `pos`, where a lean loop stopped: out of range, or
+    /// (an internal error) in range but outside the stretch of output the loop was given.
+    fn lean_error(&self, pos: usize, v: i64) -> OpError {
+        if self.geometry.target(v) < self.geometry.data_along {
+            OpError::new(codes::INTERNAL, "a scatter chunk left its output span")
+        } else {
+            self.out_of_range(pos, v)
+        }
+    }
+}
+
+/// The chunks of [`ElementsKernel::run_local_chunks`] that may run in parallel: the
+/// positions and target span of each chunk with a lean pass, by span, and the runs folded
+/// apart (target and fold), in position order.
+pub(super) struct LocalPlan<T> {
+    lean: Vec<(Range<usize>, Range<usize>)>,
+    pub(super) leads: Vec<(usize, T)>,
 }
 
 /// One chunk of [`ElementsKernel::run_local_chunks`]: the positions its lean pass applies,

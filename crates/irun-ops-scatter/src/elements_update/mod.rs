@@ -29,6 +29,8 @@ mod tests_index_types;
 #[cfg(test)]
 mod tests_infer;
 #[cfg(test)]
+mod tests_local;
+#[cfg(test)]
 mod tests_prepared;
 #[cfg(test)]
 mod tests_private;

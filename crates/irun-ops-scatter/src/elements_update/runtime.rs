@@ -638,13 +638,48 @@ impl ReduceKernel for ElementsKernel<'_> {
         updates: &[T],
     ) -> Result<(), OpError> {
         let n = out.len();
-        if self.fills_by_bucket(n, n.saturating_mul(std::mem::size_of::<T>())) {
+        let bytes = n.saturating_mul(std::mem::size_of::<T>());
+        if self.fills_by_bucket(n, bytes) {
             return self.run_bucketed_into::<T, C>(out, updates);
+        }
+        let rows = self.line_indices
+            || self.indices.len() >= PAR_MIN_ELEMENTS && self.geometry.rows_apply(n);
+        if !rows && self.runs_lean(n, bytes) && self.chunkable(std::mem::size_of::<T>()) {
+            // Planned once here: a plan that does not hold runs the rest without another.
+            return match self.local_plan::<T, C>(updates) {
+                Some(plan) if plan.leads.is_empty() => {
+                    self.run_local_plan_into::<T, C>(plan, out, updates)
+                }
+                Some(plan) => self.run_local_plan::<T, C>(plan, out.copy_all(), updates),
+                None => self.run_with::<T, C>(out.copy_all(), updates, false),
+            };
         }
         self.run::<T, C>(out.copy_all(), updates)
     }
 
     fn run<T: Elem, C: Combine<T>>(&self, out: &mut [T], updates: &[T]) -> Result<(), OpError> {
+        self.run_with::<T, C>(out, updates, true)
+    }
+}
+
+impl ElementsKernel<'_> {
+    /// Whether a histogram onto an output of `n` elements (`bytes` bytes) runs the lean
+    /// pass ([`ElementsKernel::run_flat`], or in chunks) unless the row scatter takes it: a
+    /// flat one, without counts, planned at run time, not bucketed.
+    fn runs_lean(&self, n: usize, bytes: usize) -> bool {
+        let g = &self.geometry;
+        let flat = g.inner == 1 && g.data_inner == 1 && g.outer_map.is_none() && !self.track_counts;
+        flat && self.plan.is_none() && !self.bucketed(n, bytes)
+    }
+
+    /// [`ReduceKernel::run`], trying the lean pass in chunks ([`ElementsKernel::run_local_chunks`])
+    /// only if `try_local`.
+    fn run_with<T: Elem, C: Combine<T>>(
+        &self,
+        out: &mut [T],
+        updates: &[T],
+        try_local: bool,
+    ) -> Result<(), OpError> {
         if self.track_counts && self.indices.len() > u32::MAX as usize {
             return Err(OpError::new(
                 codes::MEMORY,
@@ -672,11 +707,11 @@ impl ReduceKernel for ElementsKernel<'_> {
         } else {
             Vec::new()
         };
-        let g = &self.geometry;
-        let flat = g.inner == 1 && g.data_inner == 1 && g.outer_map.is_none() && !self.track_counts;
-        let bucketed = self.bucketed(out.len(), std::mem::size_of_val(out)) && self.plan.is_none();
-        let lean = flat && !bucketed && self.plan.is_none();
+        let bytes = std::mem::size_of_val(out);
+        let bucketed = self.bucketed(out.len(), bytes) && self.plan.is_none();
+        let lean = self.runs_lean(out.len(), bytes);
         if lean
+            && try_local
             && self.chunkable(std::mem::size_of::<T>())
             && self.run_local_chunks::<T, C>(out, updates)?
         {

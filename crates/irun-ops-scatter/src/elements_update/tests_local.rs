@@ -1,0 +1,134 @@
+//! Local indices (sorted, reverse-sorted, shuffled within small groups) on data the caller
+//! keeps: each chunk's lean pass fills its piece of the new output from the data block by
+//! block, asking for the targets between a block's first and last index and, when the
+//! block reaches past them, for the whole piece ([`super::lean`]). Checked against the
+//! spec's loop, one update at a time, at 1-3 threads.
+
+use std::sync::Arc;
+
+use irun_tensor::Tensor;
+
+use super::runtime::BUCKETED_MIN_INDICES;
+use super::tests_eval::assert_out_of_range;
+use super::*;
+use crate::testing::{f32s, i32s, i64s, on_threads};
+
+/// Positions: a multiple of 64 (the groups below) and of 3 (so that the chunks of 1-3
+/// threads start on a group's edge and their spans do not overlap).
+const N: usize = (BUCKETED_MIN_INDICES / 192 + 10) * 192;
+const ALONG: usize = N + 777;
+
+/// The op on `data`, which the caller keeps (so the output is filled from it).
+fn scatter(
+    red: Reduction,
+    data: &Arc<Tensor>,
+    idx: &[i64],
+    upd: Tensor,
+    threads: usize,
+) -> Result<Tensor, OpError> {
+    let inputs = vec![
+        data.clone(),
+        Arc::new(i64s(&[idx.len()], idx)),
+        Arc::new(upd),
+        Arc::new(i64s(&[], &[0])),
+    ];
+    let out = on_threads(threads, || seu12(red, true).eval(inputs))?;
+    Ok(Arc::try_unwrap(out.into_iter().next().unwrap()).unwrap())
+}
+
+/// Index cases: sorted (every fifth written from the end, as a negative value), reverse
+/// sorted, and sorted groups of 64 positions whose targets are shuffled within the group
+/// (so a block's first and last index do not bound its targets).
+fn cases() -> Vec<(&'static str, Vec<i64>)> {
+    let sorted: Vec<i64> = (0..N)
+        .map(|i| {
+            let t = (i * ALONG / N) as i64;
+            if i % 5 == 0 {
+                t - ALONG as i64
+            } else {
+                t
+            }
+        })
+        .collect();
+    let shuffled = (0..N)
+        .map(|i| (i / 64 * 64 + (i * 37) % 64) as i64 + 100)
+        .collect();
+    vec![
+        ("reversed", sorted.iter().rev().copied().collect()),
+        ("sorted", sorted),
+        ("shuffled in groups", shuffled),
+    ]
+}
+
+#[test]
+fn local_indices_fill_a_shared_output_as_the_sequential_loop() {
+    let data_f: Vec<f32> = (0..ALONG).map(|i| (i % 101) as f32 * 0.37 - 9.0).collect();
+    let data_i: Vec<i32> = (0..ALONG).map(|i| (i % 17) as i32 - 8).collect();
+    let upd_f: Vec<f32> = (0..N).map(|i| ((i * 7919) % 2003) as f32 * 0.013).collect();
+    let upd_i: Vec<i32> = (0..N).map(|i| ((i * 7919) % 2003) as i32 - 1000).collect();
+    let shared_f = Arc::new(f32s(&[ALONG], &data_f));
+    let shared_i = Arc::new(i32s(&[ALONG], &data_i));
+    for (name, idx) in cases() {
+        let targets = idx.iter().map(|&v| v.rem_euclid(ALONG as i64) as usize);
+        // f32 sums: not associative, so no run is folded apart and the order must hold.
+        let mut sum = data_f.clone();
+        for (t, &u) in targets.clone().zip(&upd_f) {
+            sum[t] += u;
+        }
+        let (mut max, mut prod) = (data_i.clone(), data_i.clone());
+        for (t, &u) in targets.zip(&upd_i) {
+            max[t] = max[t].max(u);
+            prod[t] = prod[t].wrapping_mul(u);
+        }
+        for threads in [1, 2, 3] {
+            let out = scatter(Reduction::Sum, &shared_f, &idx, f32s(&[N], &upd_f), threads);
+            let bits = |xs: &[f32]| xs.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            assert_eq!(
+                bits(out.unwrap().values::<f32>().unwrap()),
+                bits(&sum),
+                "{name}: f32 sum at {threads} threads"
+            );
+            for (red, want) in [(Reduction::Max, &max), (Reduction::Prod, &prod)] {
+                let out = scatter(red, &shared_i, &idx, i32s(&[N], &upd_i), threads).unwrap();
+                assert!(
+                    out.values::<i32>().unwrap() == want.as_slice(),
+                    "{name}: {red:?} at {threads} threads"
+                );
+            }
+        }
+    }
+    assert_eq!(
+        shared_f.values::<f32>().unwrap(),
+        &data_f[..],
+        "data changed"
+    );
+    assert_eq!(
+        shared_i.values::<i32>().unwrap(),
+        &data_i[..],
+        "data changed"
+    );
+}
+
+/// Sorted indices with two out of range, in the last third (every chunk's) and at its end:
+/// the error names the first whatever the thread count, and the kept data is untouched.
+#[test]
+fn an_index_out_of_range_in_a_later_chunk_is_reported_at_its_position() {
+    let data: Vec<i32> = (0..ALONG as i32).collect();
+    let shared = Arc::new(i32s(&[ALONG], &data));
+    let mut idx: Vec<i64> = (0..N).map(|i| (i * ALONG / N) as i64).collect();
+    let bad = N * 5 / 6;
+    idx[bad] = ALONG as i64;
+    idx[N - 1] = -(ALONG as i64) - 1;
+    for threads in [1, 2, 3] {
+        let e = scatter(
+            Reduction::Max,
+            &shared,
+            &idx,
+            i32s(&[N], &vec![1; N]),
+            threads,
+        )
+        .unwrap_err();
+        assert_out_of_range(&e, ALONG as i64, bad, "");
+    }
+    assert_eq!(shared.values::<i32>().unwrap(), &data[..], "data changed");
+}
