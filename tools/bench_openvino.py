@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Times OpenVINO CPU and `irun bench` on the same IR files in the same run, and prints the
-README's table: medians, the ratio OpenVINO/irun, and the fraction of the machine's memory
-bandwidth irun reaches.
+README's table: medians, the ratio OpenVINO/irun, and the fraction of the machine's STREAM
+triad bandwidth irun reaches (the minimal bytes a kernel moves, per second of irun's median,
+over the triad's best rate, measured by `examples/stream_triad.rs` at the start of the run).
 
 OpenVINO: CPU plugin, INFERENCE_NUM_THREADS=2, PERFORMANCE_HINT=LATENCY,
 INFERENCE_PRECISION_HINT=f32; one synchronous infer() per iteration with the input tensor
@@ -63,6 +64,19 @@ def minimal_bytes(model_path):
                 size[2] = min(size[2], out)
             total += sum(size) + out
     return total
+
+
+def triad_bandwidth(binary, threads=2):
+    """STREAM triad bandwidth (bytes per second, STREAM's count: 24 bytes per element), the best
+    of its repetitions, from `examples/stream_triad.rs`, built here if `binary` is missing."""
+    root = Path(__file__).resolve().parent.parent
+    if not Path(binary).exists():
+        subprocess.run(["cargo", "build", "--release", "--example", "stream_triad"], cwd=root, check=True)
+        binary = root / "target" / "release" / "examples" / "stream_triad"
+    out = subprocess.run([str(binary), "--threads", str(threads)], capture_output=True, text=True,
+                         check=True).stdout
+    print(out.strip())
+    return float(re.search(r"best ([0-9.]+) GB/s", out).group(1)) * 1e9
 
 
 def memory_bandwidth(threads=2, mb=512, reps=5):
@@ -148,10 +162,12 @@ def main():
     ap.add_argument("--niter", type=int, default=20)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--only", nargs="*", default=[])
+    ap.add_argument("--triad", default="target/release/examples/stream_triad",
+                    help="the STREAM triad binary (cargo build --release --example stream_triad)")
     args = ap.parse_args()
     core = ov.Core()
-    bw = memory_bandwidth()
-    print(f"memory copy bandwidth (2 threads): {bw / 1e9:.1f} GB/s")
+    bw = triad_bandwidth(args.triad)
+    print(f"memory copy bandwidth (2 threads, numpy): {memory_bandwidth() / 1e9:.1f} GB/s")
     for threads in (1, 2):
         print(f"memory read bandwidth ({threads} thread(s)): {read_bandwidth(threads) / 1e9:.1f} GB/s")
     rows = []
@@ -173,7 +189,7 @@ def main():
         rows.append((w, o, r, frac))
         print(f"{w}: OpenVINO {ov_ms} irun {irun_ms}", flush=True)
     print()
-    print("| workload | OpenVINO CPU median | irun median | OpenVINO / irun | irun bandwidth fraction |")
+    print("| workload | OpenVINO CPU median | irun median | OpenVINO / irun | irun % of STREAM triad |")
     print("|---|---:|---:|---:|---:|")
     for w, o, r, frac in rows:
         ov_cell, ratio = ("n/a", "n/a") if o is None else (f"{o:.2f} ms", f"{o / r:.2f}x")
