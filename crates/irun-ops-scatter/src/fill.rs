@@ -82,6 +82,39 @@ impl<'a, T: Copy + Send + Sync> FillFrom<'a, T> {
         pieces
     }
 
+    /// The data this output is filled from.
+    pub fn src(&self) -> &'a [T] {
+        self.src
+    }
+
+    /// Runs `f` on pieces of the given lengths (in order; their sum must be the length) and
+    /// returns what it returns, with the whole output as values if the pieces wrote every
+    /// slot: for a kernel that may have to start again on the whole once its pieces are done.
+    pub fn in_pieces<R>(
+        self,
+        lengths: impl IntoIterator<Item = usize>,
+        f: impl for<'b> FnOnce(Vec<FillFrom<'b, T>>) -> R,
+    ) -> (R, Option<&'a mut [T]>) {
+        let n = self.len();
+        // The pieces count into their own counter, so that siblings of this piece writing
+        // into `self.written` at the same time cannot make it look whole.
+        let local = AtomicUsize::new(0);
+        let r = f(FillFrom::new(&mut *self.slots, self.src, &local).split_lengths(lengths));
+        let wrote = local.load(Ordering::Relaxed);
+        self.written.fetch_add(wrote, Ordering::Relaxed);
+        if wrote != n {
+            return (r, None);
+        }
+        // SAFETY: the pieces are disjoint and each counted a slot in `local` only the first
+        // time it wrote it, so a count of `n` means every slot was written; the pieces'
+        // borrows ended with `f`. `MaybeUninit<T>` has `T`'s layout, and the slots are
+        // borrowed for `'a` as `self.slots` was.
+        (
+            r,
+            Some(unsafe { &mut *(self.slots as *mut [MaybeUninit<T>] as *mut [T]) }),
+        )
+    }
+
     /// Everything copied, by all threads when large: the output as values.
     pub fn copy_all(self) -> &'a mut [T] {
         let src = self.src;
@@ -279,6 +312,43 @@ mod tests {
         }
         // The span and the copy ahead of it, not the rest.
         assert_eq!(written.load(Ordering::Relaxed), COPY_AHEAD);
+    }
+
+    #[test]
+    fn in_pieces_gives_the_whole_back_only_when_every_slot_was_written() {
+        let src: Vec<u16> = (0..3000).collect();
+        for finish_all in [true, false] {
+            let mut out: Vec<u16> = Vec::with_capacity(src.len());
+            let written = AtomicUsize::new(0);
+            let fill = FillFrom::new(&mut out.spare_capacity_mut()[..3000], &src, &written);
+            let (spans, whole) = fill.in_pieces([1000, 2000], |pieces| {
+                let mut spans = 0;
+                for (k, piece) in pieces.into_iter().enumerate() {
+                    let mut w = piece.window();
+                    w.span(10..20)[0] = 7;
+                    spans += 1;
+                    if finish_all || k == 0 {
+                        w.finish();
+                    }
+                }
+                spans
+            });
+            assert_eq!(spans, 2);
+            match whole {
+                Some(values) => {
+                    assert!(finish_all);
+                    let mut want = src.clone();
+                    (want[10], want[1010]) = (7, 7);
+                    assert_eq!(values, &want[..]);
+                    assert_eq!(written.load(Ordering::Relaxed), 3000);
+                }
+                None => {
+                    assert!(!finish_all);
+                    // The first piece whole, the second its window (a span and the copy ahead).
+                    assert_eq!(written.load(Ordering::Relaxed), 1000 + COPY_AHEAD);
+                }
+            }
+        }
     }
 
     #[test]

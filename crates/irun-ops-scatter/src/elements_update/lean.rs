@@ -6,6 +6,7 @@
 //! run of one target apart (all indices equal), so that such runs are shared out too.
 
 use std::ops::Range;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::runtime::ElementsKernel;
 use crate::fill::{FillFrom, Span, Window};
@@ -178,13 +179,7 @@ impl ElementsKernel<'_> {
             let Some((piece, positions, base)) = task.take() else {
                 return Ok(());
             };
-            let mut blocks = WindowBlocks::<T, C> {
-                kernel: self,
-                window: piece.window(),
-                base,
-                updates,
-                combine: std::marker::PhantomData,
-            };
+            let mut blocks = WindowBlocks::<T, C>::new(self, piece, base, updates);
             let start = positions.start;
             self.indices
                 .for_each_native(positions, &mut blocks)
@@ -192,6 +187,107 @@ impl ElementsKernel<'_> {
             blocks.window.finish();
             Ok(())
         })
+    }
+
+    /// Chunks of positions whose pieces of the output follow from the targets they start
+    /// at, without reading every index first: when each boundary lies at a change of
+    /// target and the chunks' first targets rise (or fall) from chunk to chunk, as they do
+    /// for sorted (reverse-sorted) indices, chunk `k`'s piece runs from its first target up
+    /// to the next chunk's (down to, reversed), the first and last pieces reaching the ends
+    /// of the output. `None` when the first targets are not strictly monotone, a boundary
+    /// finds no change of target, or a first index is out of range.
+    pub(super) fn monotone_chunks(&self) -> Option<MonotoneChunks> {
+        let g = &self.geometry;
+        let n = g.data_along;
+        let bounds = self.chunk_bounds(par::threads(), false)?;
+        let parts = bounds.len() - 1;
+        let mut firsts = Vec::with_capacity(parts);
+        for &b in &bounds[..parts] {
+            let mut v = [0i64];
+            self.indices.read(b..b + 1, &mut v);
+            let t = g.target(v[0]);
+            if t >= n {
+                return None;
+            }
+            firsts.push(t);
+        }
+        let rising = firsts.windows(2).all(|w| w[0] < w[1]);
+        if !rising && !firsts.windows(2).all(|w| w[0] > w[1]) {
+            return None;
+        }
+        let pieces = (0..parts)
+            .map(|k| {
+                let (first, next) = (firsts[k], firsts.get(k + 1).copied());
+                let (lo, hi) = match rising {
+                    true => (if k == 0 { 0 } else { first }, next.unwrap_or(n)),
+                    false => (
+                        next.map_or(0, |t| t + 1),
+                        if k == 0 { n } else { first + 1 },
+                    ),
+                };
+                lo..hi
+            })
+            .collect();
+        Some(MonotoneChunks {
+            positions: bounds.windows(2).map(|w| w[0]..w[1]).collect(),
+            pieces,
+        })
+    }
+
+    /// Runs monotone chunks on an output filled from the data as the lean passes reach it,
+    /// each chunk's task on its own piece ([`WindowBlocks`]). A chunk whose indices leave
+    /// its piece (they were not sorted after all) stops there; once every piece is whole
+    /// the output is copied from the data again and the scatter runs as if just copied,
+    /// which also reports the first index out of range in that case.
+    pub(super) fn run_monotone_into<T: Elem, C: Combine<T>>(
+        &self,
+        chunks: MonotoneChunks,
+        out: FillFrom<'_, T>,
+        updates: &[T],
+    ) -> Result<(), OpError> {
+        let mut order: Vec<usize> = (0..chunks.pieces.len()).collect();
+        order.sort_by_key(|&k| chunks.pieces[k].start);
+        let lengths: Vec<usize> = order.iter().map(|&k| chunks.pieces[k].len()).collect();
+        let src = out.src();
+        let strayed = AtomicBool::new(false);
+        let (done, whole) = out.in_pieces(lengths, |pieces| {
+            let mut work: Vec<_> = pieces
+                .into_iter()
+                .zip(&order)
+                .map(|(piece, &k)| {
+                    let base = chunks.pieces[k].start;
+                    Some((piece, chunks.positions[k].clone(), base))
+                })
+                .collect();
+            par::try_for_each_mut(&mut work, &|_, task| {
+                let Some((piece, positions, base)) = task.take() else {
+                    return Ok(());
+                };
+                let start = positions.start;
+                let mut blocks = WindowBlocks::<T, C>::new(self, piece, base, updates);
+                let done = self.indices.for_each_native(positions, &mut blocks);
+                // Whatever happened, so that the output is whole to start again on.
+                blocks.window.finish();
+                if blocks.strayed {
+                    strayed.store(true, Ordering::Relaxed);
+                    return Ok(());
+                }
+                done.map_err(|e| (start, e))
+            })
+        });
+        if !strayed.load(Ordering::Relaxed) {
+            return done;
+        }
+        let Some(values) = whole else {
+            return Err(OpError::new(
+                codes::INTERNAL,
+                "internal error: a scatter chunk left its piece unwritten",
+            ));
+        };
+        par::for_each_split_mut(values, crate::kernel::PAR_MIN_ELEMENTS, &|at, xs| {
+            xs.copy_from_slice(&src[at..at + xs.len()]);
+        });
+        self.run_with::<T, C>(values, updates, true)
     }
 
     /// The chunk of `positions`: its leading run folded apart when `fold_runs` and it starts
@@ -379,7 +475,27 @@ struct WindowBlocks<'k, 'a, 'w, T, C> {
     /// The axis target of the piece's first element.
     base: usize,
     updates: &'k [T],
+    /// Set when an index in range targets an element outside the piece.
+    strayed: bool,
     combine: std::marker::PhantomData<C>,
+}
+
+impl<'k, 'a, 'w, T: Elem, C: Combine<T>> WindowBlocks<'k, 'a, 'w, T, C> {
+    fn new(
+        kernel: &'k ElementsKernel<'a>,
+        piece: FillFrom<'w, T>,
+        base: usize,
+        updates: &'k [T],
+    ) -> Self {
+        WindowBlocks {
+            kernel,
+            window: piece.window(),
+            base,
+            updates,
+            strayed: false,
+            combine: std::marker::PhantomData,
+        }
+    }
 }
 
 impl<T: Elem, C: Combine<T>> NativeBlocks for WindowBlocks<'_, '_, '_, T, C> {
@@ -412,7 +528,11 @@ impl<T: Elem, C: Combine<T>> NativeBlocks for WindowBlocks<'_, '_, '_, T, C> {
             }
             done => done,
         };
-        done.map_err(|i| k.lean_error(start + i, vals[i].into()))
+        done.map_err(|i| {
+            let v: i64 = vals[i].into();
+            self.strayed |= k.geometry.target(v) < along;
+            k.lean_error(start + i, v)
+        })
     }
 }
 
@@ -469,6 +589,13 @@ impl ElementsKernel<'_> {
             self.out_of_range(pos, v)
         }
     }
+}
+
+/// [`ElementsKernel::monotone_chunks`]: chunk `k` applies `positions[k]` to `pieces[k]`,
+/// the pieces tiling the output (in chunk order when rising, reversed when falling).
+pub(super) struct MonotoneChunks {
+    positions: Vec<Range<usize>>,
+    pieces: Vec<Range<usize>>,
 }
 
 /// The chunks of [`ElementsKernel::run_local_chunks`] that may run in parallel: the

@@ -645,6 +645,12 @@ impl ReduceKernel for ElementsKernel<'_> {
         let rows = self.line_indices
             || self.indices.len() >= PAR_MIN_ELEMENTS && self.geometry.rows_apply(n);
         if !rows && self.runs_lean(n, bytes) && self.chunkable(std::mem::size_of::<T>()) {
+            // Sorted or reverse-sorted: each chunk's piece follows from where it starts, and
+            // a chunk that leaves it starts everything again (one pass over the indices
+            // fewer than planning, which reads them all to find each chunk's span).
+            if let Some(chunks) = self.monotone_chunks() {
+                return self.run_monotone_into::<T, C>(chunks, out, updates);
+            }
             // Planned once here: a plan that does not hold runs the rest without another.
             return match self.local_plan::<T, C>(updates) {
                 Some(plan) if plan.leads.is_empty() => {
@@ -674,7 +680,7 @@ impl ElementsKernel<'_> {
 
     /// [`ReduceKernel::run`], trying the lean pass in chunks ([`ElementsKernel::run_local_chunks`])
     /// only if `try_local`.
-    fn run_with<T: Elem, C: Combine<T>>(
+    pub(super) fn run_with<T: Elem, C: Combine<T>>(
         &self,
         out: &mut [T],
         updates: &[T],

@@ -1,8 +1,9 @@
-//! Local indices (sorted, reverse-sorted, shuffled within small groups) on data the caller
-//! keeps: each chunk's lean pass fills its piece of the new output from the data block by
-//! block, asking for the targets between a block's first and last index and, when the
-//! block reaches past them, for the whole piece ([`super::lean`]). Checked against the
-//! spec's loop, one update at a time, at 1-3 threads.
+//! Local indices (sorted, reverse-sorted, shuffled within small groups, sorted but for one
+//! stray) on data the caller keeps: each chunk's lean pass fills its piece of the new
+//! output from the data block by block, asking for the targets between a block's first
+//! and last index and, when the block reaches past them, for the whole piece; a chunk
+//! that leaves its piece makes the whole scatter start again ([`super::lean`]). Checked
+//! against the spec's loop, one update at a time, at 1-3 threads.
 
 use std::sync::Arc;
 
@@ -13,9 +14,9 @@ use super::tests_eval::assert_out_of_range;
 use super::*;
 use crate::testing::{f32s, i32s, i64s, on_threads};
 
-/// Positions: a multiple of 64 (the groups below) and of 3 (so that the chunks of 1-3
-/// threads start on a group's edge and their spans do not overlap).
-const N: usize = (BUCKETED_MIN_INDICES / 192 + 10) * 192;
+/// Positions: a multiple of 64 (the groups below) times 6, so that the chunks of 1-3
+/// threads start on a group's edge and their spans do not overlap.
+const N: usize = (BUCKETED_MIN_INDICES / 384 + 10) * 384;
 const ALONG: usize = N + 777;
 
 /// The op on `data`, which the caller keeps (so the output is filled from it).
@@ -53,10 +54,18 @@ fn cases() -> Vec<(&'static str, Vec<i64>)> {
     let shuffled = (0..N)
         .map(|i| (i / 64 * 64 + (i * 37) % 64) as i64 + 100)
         .collect();
+    // Sorted but for one index early on that targets the far end: the chunks' first
+    // targets still rise, so the first chunk leaves its piece and everything starts again.
+    let mut strays = sorted.clone();
+    strays[N / 10] = ALONG as i64 - 3;
+    let mut strays_reversed: Vec<i64> = sorted.iter().rev().copied().collect();
+    strays_reversed[N / 10] = 2;
     vec![
         ("reversed", sorted.iter().rev().copied().collect()),
         ("sorted", sorted),
         ("shuffled in groups", shuffled),
+        ("sorted, one stray", strays),
+        ("reversed, one stray", strays_reversed),
     ]
 }
 
@@ -109,8 +118,9 @@ fn local_indices_fill_a_shared_output_as_the_sequential_loop() {
     );
 }
 
-/// Sorted indices with two out of range, in the last third (every chunk's) and at its end:
-/// the error names the first whatever the thread count, and the kept data is untouched.
+/// Sorted indices with two out of range, in the last third (every chunk's) and at its end,
+/// with and without a stray in the first chunk (which starts everything again): the error
+/// names the first whatever the thread count, and the kept data is untouched.
 #[test]
 fn an_index_out_of_range_in_a_later_chunk_is_reported_at_its_position() {
     let data: Vec<i32> = (0..ALONG as i32).collect();
@@ -119,16 +129,15 @@ fn an_index_out_of_range_in_a_later_chunk_is_reported_at_its_position() {
     let bad = N * 5 / 6;
     idx[bad] = ALONG as i64;
     idx[N - 1] = -(ALONG as i64) - 1;
-    for threads in [1, 2, 3] {
-        let e = scatter(
-            Reduction::Max,
-            &shared,
-            &idx,
-            i32s(&[N], &vec![1; N]),
-            threads,
-        )
-        .unwrap_err();
-        assert_out_of_range(&e, ALONG as i64, bad, "");
+    for stray in [false, true] {
+        if stray {
+            idx[N / 10] = ALONG as i64 - 3;
+        }
+        for threads in [1, 2, 3] {
+            let upd = i32s(&[N], &vec![1; N]);
+            let e = scatter(Reduction::Max, &shared, &idx, upd, threads).unwrap_err();
+            assert_out_of_range(&e, ALONG as i64, bad, &format!("stray {stray}"));
+        }
     }
     assert_eq!(shared.values::<i32>().unwrap(), &data[..], "data changed");
 }
