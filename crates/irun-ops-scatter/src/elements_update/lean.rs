@@ -4,6 +4,9 @@
 //! are local (sorted, reverse-sorted) and the chunks' target ranges do not overlap, so that
 //! each thread owns its own stretch of the output. On integers a chunk may also fold a long
 //! run of one target apart (all indices equal), so that such runs are shared out too.
+//! [`ElementsKernel::run_monotone_into`] runs sorted and reverse-sorted indices on an output
+//! filled from data the op does not own, each chunk's piece of it known from where the
+//! chunks start, without the planning pass over every index.
 
 use std::ops::Range;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -141,52 +144,6 @@ impl ElementsKernel<'_> {
             out[t] = C::apply(out[t], folded);
         }
         Ok(())
-    }
-
-    /// Runs `plan` (which folds no runs apart) on an output filled from the data as the
-    /// lean passes reach it: the output is cut into one piece per chunk (its span and the
-    /// untouched stretch up to the next span), and each chunk's task copies the data into
-    /// its piece block by block, just ahead of the block's updates
-    /// ([`crate::fill::Window`]), so that the updates find their elements in cache and the
-    /// output goes to memory once instead of being copied out, read back and written again.
-    pub(super) fn run_local_plan_into<T: Elem, C: Combine<T>>(
-        &self,
-        plan: LocalPlan<T>,
-        out: FillFrom<'_, T>,
-        updates: &[T],
-    ) -> Result<(), OpError> {
-        assert!(plan.leads.is_empty(), "a plan without folded runs");
-        let n = out.len();
-        if plan.lean.is_empty() {
-            // No positions (only possible with none at all).
-            out.copy_all();
-            return Ok(());
-        }
-        // Piece k runs from span k's start (0 for the first) to span k + 1's start (`n` for
-        // the last): the pieces tile the output and piece k holds span k.
-        let mut starts: Vec<usize> = plan.lean.iter().map(|(_, span)| span.start).collect();
-        starts[0] = 0;
-        starts.push(n);
-        let lengths = starts.windows(2).map(|w| w[1] - w[0]);
-        let mut work: Vec<_> = out
-            .split_lengths(lengths)
-            .into_iter()
-            .zip(plan.lean)
-            .zip(&starts)
-            .map(|((piece, (positions, _)), &base)| Some((piece, positions, base)))
-            .collect();
-        par::try_for_each_mut(&mut work, &|_, task| {
-            let Some((piece, positions, base)) = task.take() else {
-                return Ok(());
-            };
-            let mut blocks = WindowBlocks::<T, C>::new(self, piece, base, updates);
-            let start = positions.start;
-            self.indices
-                .for_each_native(positions, &mut blocks)
-                .map_err(|e| (start, e))?;
-            blocks.window.finish();
-            Ok(())
-        })
     }
 
     /// Chunks of positions whose pieces of the output follow from the targets they start
@@ -603,7 +560,7 @@ pub(super) struct MonotoneChunks {
 /// apart (target and fold), in position order.
 pub(super) struct LocalPlan<T> {
     lean: Vec<(Range<usize>, Range<usize>)>,
-    pub(super) leads: Vec<(usize, T)>,
+    leads: Vec<(usize, T)>,
 }
 
 /// One chunk of [`ElementsKernel::run_local_chunks`]: the positions its lean pass applies,

@@ -652,10 +652,8 @@ impl ReduceKernel for ElementsKernel<'_> {
                 return self.run_monotone_into::<T, C>(chunks, out, updates);
             }
             // Planned once here: a plan that does not hold runs the rest without another.
+            // (Disjoint but not monotone chunks, or folded runs: all indices equal.)
             return match self.local_plan::<T, C>(updates) {
-                Some(plan) if plan.leads.is_empty() => {
-                    self.run_local_plan_into::<T, C>(plan, out, updates)
-                }
                 Some(plan) => self.run_local_plan::<T, C>(plan, out.copy_all(), updates),
                 None => self.run_with::<T, C>(out.copy_all(), updates, false),
             };
