@@ -12,7 +12,7 @@
 //! threads, 55 us on one). Here the tasks take equal runs of (channel tile, position block)
 //! units.
 //!
-//! Same bits as rten-gemm: it sums the inner dim in blocks of 256 ([`DEPTH`]), each a chain
+//! Same bits as rten-gemm: it sums the inner dim in blocks of 256 (`DEPTH`), each a chain
 //! of fused multiply-adds from 0 in order, and adds each block's chain to the output after
 //! the first. So does this kernel, so that prepared and run-time convolutions agree bit for
 //! bit (the tests compare them with the GEMM), whatever the thread count.

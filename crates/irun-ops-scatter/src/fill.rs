@@ -208,7 +208,7 @@ impl<T> Span<T> for &mut [T] {
 
 impl<T: Copy + Send + Sync> Span<T> for Window<'_, T> {
     /// The elements `r` of the piece, written: the window first grows over `r` (and at least
-    /// [`COPY_AHEAD`] past the edge it grows at), copying the data into the slots it adds.
+    /// `COPY_AHEAD` past the edge it grows at), copying the data into the slots it adds.
     /// Spans that move through the piece in order therefore copy it front to back (or back
     /// to front) just ahead of the updates; scattered spans copy the stretch between them.
     #[inline]

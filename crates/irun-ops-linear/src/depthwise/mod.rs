@@ -16,7 +16,7 @@
 //! - other wide planes go a row at a time: each tap adds a scaled run of an input row to an
 //!   output row, which vectorises along the row (strided rows split into phases first);
 //! - narrow planes (MobileNet's 7x7 and 14x14, where a row loop has nothing to vectorise and
-//!   ran at 2 GMAC/s) go in blocks of [`LANES`] channels transposed to channel-last, so each
+//!   ran at 2 GMAC/s) go in blocks of `LANES` channels transposed to channel-last, so each
 //!   tap is one multiply-add of `LANES` channels at once.
 //!
 //! Every walk has each output element add its in-bounds taps in tap order starting from 0,

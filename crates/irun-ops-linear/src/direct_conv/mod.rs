@@ -51,7 +51,7 @@ fn vectors_for(flat: usize) -> usize {
         .unwrap_or(1)
 }
 
-/// Filters `[co, ci, kh, kw]` for [`tile`], which reads the `MR` rows of a tile in place:
+/// Filters `[co, ci, kh, kw]` for `tile`, which reads the `MR` rows of a tile in place:
 /// the model's tensor is shared, not copied (no packing at load, and the weights are held
 /// once); only the last tile, when `co` is not a multiple of `MR`, is copied with zero rows
 /// after it.

@@ -127,7 +127,7 @@ impl Op for ScatterElementsUpdate {
     }
 
     /// With constant indices (and axis), the indices' offsets are computed and grouped by
-    /// output bucket once ([`ElementsPlan`]), at the first run that gets them; with constant
+    /// output bucket once (`ElementsPlan`), at the first run that gets them; with constant
     /// updates too, the updates are stored in that order. Only for static data and enough
     /// indices to be worth the memory.
     fn prepare(&self, inputs: &[Fact], constants: &[Option<Value>]) -> Option<Box<dyn Prepared>> {
