@@ -644,7 +644,10 @@ impl ReduceKernel for ElementsKernel<'_> {
         }
         let rows = self.line_indices
             || self.indices.len() >= PAR_MIN_ELEMENTS && self.geometry.rows_apply(n);
-        if !rows && self.runs_lean(n, bytes) && self.chunkable(std::mem::size_of::<T>()) {
+        if !rows
+            && self.runs_lean(self.bucketed(n, bytes))
+            && self.chunkable(std::mem::size_of::<T>())
+        {
             // Sorted or reverse-sorted: each chunk's piece follows from where it starts, and
             // a chunk that leaves it starts everything again (one pass over the indices
             // fewer than planning, which reads them all to find each chunk's span).
@@ -667,13 +670,14 @@ impl ReduceKernel for ElementsKernel<'_> {
 }
 
 impl ElementsKernel<'_> {
-    /// Whether a histogram onto an output of `n` elements (`bytes` bytes) runs the lean
-    /// pass ([`ElementsKernel::run_flat`], or in chunks) unless the row scatter takes it: a
-    /// flat one, without counts, planned at run time, not bucketed.
-    fn runs_lean(&self, n: usize, bytes: usize) -> bool {
+    /// Whether a histogram runs the lean pass ([`ElementsKernel::run_flat`], or in chunks)
+    /// unless the row scatter takes it: a flat one, without counts, planned at run time, not
+    /// `bucketed` ([`ElementsKernel::bucketed`]'s answer for its output, which the caller
+    /// has or needs too).
+    fn runs_lean(&self, bucketed: bool) -> bool {
         let g = &self.geometry;
         let flat = g.inner == 1 && g.data_inner == 1 && g.outer_map.is_none() && !self.track_counts;
-        flat && self.plan.is_none() && !self.bucketed(n, bytes)
+        flat && self.plan.is_none() && !bucketed
     }
 
     /// [`ReduceKernel::run`], trying the lean pass in chunks ([`ElementsKernel::run_local_chunks`])
@@ -711,9 +715,9 @@ impl ElementsKernel<'_> {
         } else {
             Vec::new()
         };
-        let bytes = std::mem::size_of_val(out);
-        let bucketed = self.bucketed(out.len(), bytes) && self.plan.is_none();
-        let lean = self.runs_lean(out.len(), bytes);
+        let bucketed = self.bucketed(out.len(), std::mem::size_of_val(out));
+        let lean = self.runs_lean(bucketed);
+        let bucketed = bucketed && self.plan.is_none();
         if lean
             && try_local
             && self.chunkable(std::mem::size_of::<T>())
