@@ -380,6 +380,13 @@ impl ElementsKernel<'_> {
         // loop: read through references, they would be reloaded after every store.
         let mut at = *next;
         let (map, along) = (map.lookup(), g.data_along);
+        // The writer too, moved out for the loop and back after it: through `lists`, which
+        // the compiler cannot tell apart from the list memory the loop stores to, the
+        // two-bucket writer's cursors were stored and loaded again for every pair, a chain
+        // through memory that bounded the loop (the 4 MB f32 sum's partition: 1.65 ns a
+        // position).
+        let mut writer = std::mem::take(lists);
+        let mut stop = None;
         for (k, (&v, &u)) in vals.iter().zip(ups).enumerate() {
             // Without `WRAP` a negative value becomes nearly 2^64, out of range.
             let v: i64 = v.into();
@@ -388,20 +395,21 @@ impl ElementsKernel<'_> {
                 false => v as usize,
             };
             if t >= along {
-                *next = at;
-                return Err(k);
+                stop = Some(k);
+                break;
             }
             // SAFETY: one pair per value of `vals`, for which the caller made room; the
             // map's buckets are less than its count, the lists' (the caller's contract).
             if FLAT {
-                unsafe { lists.put(map.bucket(t), t as u32, u) };
+                unsafe { writer.put(map.bucket(t), t as u32, u) };
                 continue;
             }
-            unsafe { lists.put(map.bucket(t), at.offset(g, t) as u32, u) };
+            unsafe { writer.put(map.bucket(t), at.offset(g, t) as u32, u) };
             at.advance(g);
         }
+        *lists = writer;
         *next = at;
-        Ok(())
+        stop.map_or(Ok(()), Err)
     }
 
     pub(super) fn run_task<T: Elem, C: Combine<T>>(
