@@ -101,6 +101,20 @@ pub fn prefetch_read<T>(s: &[T]) {
     let _ = s;
 }
 
+/// A hint that the cache line of `p` is about to be read. `p` need not point into an
+/// allocation: a prefetch never faults.
+#[inline(always)]
+pub fn prefetch_read_ptr<T>(p: *const T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: `_mm_prefetch` needs SSE, which every x86_64 CPU has; a prefetch never faults
+    // and changes nothing the program can observe, whatever the address.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p.cast::<i8>())
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
+
 /// A hint that the cache line of `p` is about to be written: fetched for ownership
 /// (`prefetchw`) ahead of the stores, which then do not wait on memory in the store buffer.
 /// `p` need not point into an allocation: a prefetch never faults.
