@@ -9,13 +9,26 @@ use crate::reduce::Elem;
 /// The most target buckets of [`ElementsKernel::run_bucketed`].
 pub(super) const MAX_BUCKETS: usize = 64;
 
+/// One listed update: its output offset and the update. Aligned to 4 bytes, not the
+/// update's 8, so that an f64 or i64 update's pair takes 12 bytes instead of 16: the lists'
+/// writes and reads are most of the partition's and the apply's memory traffic.
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[repr(C, packed(4))]
+pub(super) struct Pair<T> {
+    pub(super) off: u32,
+    pub(super) val: T,
+}
+
+const _: () =
+    assert!(std::mem::size_of::<Pair<f64>>() == 12 && std::mem::size_of::<Pair<f32>>() == 8);
+
 /// The work lists one part of a round of [`ElementsKernel::run_bucketed`] fills: per bucket,
 /// the `(output offset, update)` pairs of the part's positions that target the bucket, in
 /// row-major order. Each list's length is this round's pairs; its capacity is kept from round
 /// to round, and the writers ([`TwoLists`], [`ManyLists`]) fill the spare capacity, so a
 /// round costs no allocation and no initialisation once the lists are large enough.
 pub(super) struct PartLists<T> {
-    lists: Vec<Vec<(u32, T)>>,
+    lists: Vec<Vec<Pair<T>>>,
 }
 
 impl<T: Elem> PartLists<T> {
@@ -25,7 +38,7 @@ impl<T: Elem> PartLists<T> {
         }
     }
 
-    pub(super) fn bucket(&self, b: usize) -> &[(u32, T)] {
+    pub(super) fn bucket(&self, b: usize) -> &[Pair<T>] {
         &self.lists[b]
     }
 
@@ -83,7 +96,7 @@ impl<T: Elem> PartLists<T> {
     /// Runs `f` with the writer for any number of buckets on the lists' spare room, then
     /// makes what it put part of the lists.
     pub(super) fn with_many<R>(&mut self, f: impl FnOnce(&mut ManyLists<'_, T>) -> R) -> R {
-        let mut lists: [&mut [MaybeUninit<(u32, T)>]; MAX_BUCKETS] =
+        let mut lists: [&mut [MaybeUninit<Pair<T>>]; MAX_BUCKETS] =
             std::array::from_fn(|_| &mut [][..]);
         for (slot, list) in lists.iter_mut().zip(&mut self.lists) {
             *slot = list.spare_capacity_mut();
@@ -129,8 +142,8 @@ pub(super) trait Put<T>: Default {
 /// are private: [`PartLists::with_two`]'s proof rests on `put` alone moving the cursors (an
 /// empty `Default` writer swapped in and out moves none).
 pub(super) struct TwoLists<'a, T> {
-    low: &'a mut [MaybeUninit<(u32, T)>],
-    high: &'a mut [MaybeUninit<(u32, T)>],
+    low: &'a mut [MaybeUninit<Pair<T>>],
+    high: &'a mut [MaybeUninit<Pair<T>>],
     cursors: (usize, usize),
 }
 
@@ -153,8 +166,8 @@ impl<T: Copy> Put<T> for TwoLists<'_, T> {
         // pairs put before this one, fewer than `n` (the caller's contract); `make_room(n)`
         // left `n + 1` slots in each list.
         unsafe {
-            *self.low.get_unchecked_mut(l) = MaybeUninit::new((off, u));
-            *self.high.get_unchecked_mut(h) = MaybeUninit::new((off, u));
+            *self.low.get_unchecked_mut(l) = MaybeUninit::new(Pair { off, val: u });
+            *self.high.get_unchecked_mut(h) = MaybeUninit::new(Pair { off, val: u });
         }
         self.cursors = (l + 1 - bucket, h + bucket);
     }
@@ -166,7 +179,7 @@ const LIST_AHEAD: usize = 64;
 /// The writer for any number of buckets, with the cursors in a local array (private, as for
 /// [`TwoLists`]).
 pub(super) struct ManyLists<'a, T> {
-    lists: [&'a mut [MaybeUninit<(u32, T)>]; MAX_BUCKETS],
+    lists: [&'a mut [MaybeUninit<Pair<T>>]; MAX_BUCKETS],
     used: [usize; MAX_BUCKETS],
 }
 
@@ -193,7 +206,7 @@ impl<T: Copy> Put<T> for ManyLists<'_, T> {
         debug_assert!(at < list.len());
         // SAFETY: `at` counts the pairs put in this list, at most the pairs put before this
         // one, fewer than `n` (the caller's contract); `make_room(n)` left `n + 1` slots.
-        unsafe { *list.get_unchecked_mut(at) = MaybeUninit::new((off, u)) };
+        unsafe { *list.get_unchecked_mut(at) = MaybeUninit::new(Pair { off, val: u }) };
         unsafe { *self.used.get_unchecked_mut(bucket) = at + 1 };
     }
 }
@@ -562,10 +575,13 @@ mod tests {
                     }
                 }
                 for b in 0..buckets {
-                    let want: Vec<(u32, f32)> = targets
+                    let want: Vec<Pair<f32>> = targets
                         .iter()
                         .filter(|&&t| t as usize % buckets == b)
-                        .map(|&t| (t, t as f32 + round as f32))
+                        .map(|&t| Pair {
+                            off: t,
+                            val: t as f32 + round as f32,
+                        })
                         .collect();
                     assert_eq!(lists.bucket(b), &want[..], "bucket {b} of {buckets}");
                 }

@@ -3,7 +3,7 @@
 
 use std::ops::Range;
 
-use super::buckets::{BucketMap, PartLists, Put, MAX_BUCKETS};
+use super::buckets::{BucketMap, Pair, PartLists, Put, MAX_BUCKETS};
 use super::geometry::{hit, Coords, Geometry};
 use super::lean::plain_then_wrapping;
 use super::plan::ElementsPlan;
@@ -570,15 +570,15 @@ pub(super) unsafe fn apply_lists<T: Elem, C: Combine<T>, const TRACK: bool>(
 /// As [`apply_lists`]: the pairs are bucket `b`'s (or some of them) and this is task `b`.
 #[inline(always)]
 pub(super) unsafe fn apply_pairs<T: Elem, C: Combine<T>, const TRACK: bool>(
-    pairs: &[(u32, T)],
+    pairs: &[Pair<T>],
     base: usize,
     out: &Part<T>,
     counts: &Part<u32>,
     init: bool,
 ) {
-    for &(off, u) in pairs {
+    for &Pair { off, val } in pairs {
         // SAFETY: the caller's contract.
-        unsafe { hit::<T, C, TRACK>(out, counts, init, off as usize - base, u) };
+        unsafe { hit::<T, C, TRACK>(out, counts, init, off as usize - base, val) };
     }
 }
 
