@@ -143,6 +143,12 @@ mod tests {
             prefetch_read(&v[a..b]);
         }
         prefetch_read::<f64>(&[]);
+        // Addresses past the end, far away or null: hints that must not fault.
+        for ahead in [0, 999, 1000, 1128, usize::MAX / 4] {
+            prefetch_read_ptr(v.as_ptr().wrapping_add(ahead));
+            prefetch_write_ptr(v.as_ptr().wrapping_add(ahead));
+        }
+        prefetch_read_ptr(std::ptr::null::<u8>());
         assert!(v.iter().enumerate().all(|(i, &x)| usize::from(x) == i));
     }
 
