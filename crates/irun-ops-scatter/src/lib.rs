@@ -13,6 +13,7 @@ pub mod fill;
 pub mod nd_update;
 pub mod reduce;
 pub mod update;
+pub mod updates;
 
 use irun_tensor::{fmt_shape, Dim, ElementType, PartialShape, Tensor};
 

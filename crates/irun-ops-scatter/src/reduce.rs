@@ -15,6 +15,7 @@ use super::Reduction;
 use crate::fill::FillFrom;
 use crate::kernel::{take_or_copy, try_with_capacity};
 use crate::op::{codes, OpError, Value};
+use crate::updates::{Half, Updates, Widening};
 
 /// An element type the reductions compute in.
 pub trait Elem: Scalar + PartialOrd {
@@ -34,6 +35,9 @@ pub trait Elem: Scalar + PartialOrd {
     /// The mean of an accumulated sum over `n` (> 0) values: division for floats, floor for
     /// integers (computed exactly, not through f64).
     fn div_count(self, n: u64) -> Self;
+    /// `v` as this type, for updates stored narrower than the computation
+    /// ([`crate::updates::Widening`]: f16 and bf16 for f32, where it is the identity).
+    fn from_f32(v: f32) -> Self;
 }
 
 macro_rules! float_elem {
@@ -48,6 +52,7 @@ macro_rules! float_elem {
             #[inline] fn sub(self, b: Self) -> Self { self - b }
             #[inline] fn mul(self, b: Self) -> Self { self * b }
             #[inline] fn div_count(self, n: u64) -> Self { self / n as $t }
+            #[inline] fn from_f32(v: f32) -> Self { v as $t }
         }
     )*};
 }
@@ -68,6 +73,7 @@ macro_rules! int_elem {
                 // Floor division; |result| <= |self|, so the cast back is exact.
                 (self as i128).div_euclid(n as i128) as $t
             }
+            #[inline] fn from_f32(v: f32) -> Self { v as $t }
         }
     )*};
 }
@@ -95,6 +101,10 @@ impl Elem for bool {
     /// Unreachable: validation rejects mean on boolean data. The identity keeps it total.
     fn div_count(self, _n: u64) -> Self {
         self
+    }
+    #[inline]
+    fn from_f32(v: f32) -> Self {
+        v != 0.0
     }
 }
 
@@ -232,6 +242,26 @@ pub trait ReduceKernel {
     ) -> Result<(), OpError> {
         self.run::<T, C>(out.copy_all(), updates)
     }
+
+    /// Whether [`ReduceKernel::run_from`] serves this run, an output of `len` elements of
+    /// `elem_bytes` bytes: then it reads the updates block by block, and f16 or bf16 updates
+    /// are widened by each block rather than whole first ([`Widening`]).
+    fn reads_updates_by_block(&self, _len: usize, _elem_bytes: usize) -> bool {
+        false
+    }
+
+    /// As [`ReduceKernel::run`], the updates read through [`Updates`]; called only when
+    /// [`ReduceKernel::reads_updates_by_block`] says so.
+    fn run_from<T: Elem, C: Combine<T>, U: Updates<T> + ?Sized>(
+        &self,
+        _out: &mut [T],
+        _updates: &U,
+    ) -> Result<(), OpError> {
+        Err(OpError::new(
+            codes::INTERNAL,
+            "internal error: this scatter reads its updates whole",
+        ))
+    }
 }
 
 /// Runs `kernel` on `out` (the data, reused as output) and `updates` (same element type) with
@@ -247,8 +277,16 @@ pub fn dispatch<K: ReduceKernel>(
     check_reducible(ty, reduction)?;
     if matches!(out.storage(), Storage::F16(_) | Storage::Bf16(_)) && reduction != Reduction::None {
         let mut wide = widen(out)?;
-        let wide_updates = widen(updates)?;
-        dispatch(kernel, &mut wide, &wide_updates, reduction, rule)?;
+        if kernel.reads_updates_by_block(wide.len(), std::mem::size_of::<f32>()) {
+            match updates.storage() {
+                Storage::F16(v) => dispatch_widening(kernel, &mut wide, v, reduction, rule)?,
+                Storage::Bf16(v) => dispatch_widening(kernel, &mut wide, v, reduction, rule)?,
+                _ => return Err(mismatch(updates)),
+            }
+        } else {
+            let wide_updates = widen(updates)?;
+            dispatch(kernel, &mut wide, &wide_updates, reduction, rule)?;
+        }
         narrow(out, &wide);
         return Ok(());
     }
@@ -274,6 +312,38 @@ pub fn dispatch<K: ReduceKernel>(
         updates,
     };
     for_type(ty, reduction, rule, job)
+}
+
+/// [`dispatch`] of an f16 or bf16 reduction whose kernel reads its updates block by block:
+/// `out` is the data widened to f32, and each block of `updates` is widened as it is read.
+fn dispatch_widening<K: ReduceKernel, H: Half>(
+    kernel: &K,
+    out: &mut Tensor,
+    updates: &[H],
+    reduction: Reduction,
+    rule: MinMaxRule,
+) -> Result<(), OpError> {
+    struct Widened<'a, K, H> {
+        kernel: &'a K,
+        out: &'a mut Tensor,
+        updates: Widening<'a, H>,
+    }
+    impl<K: ReduceKernel, H: Half> Job for Widened<'_, K, H> {
+        type Out = ();
+        fn run<T: Elem, C: Combine<T>>(self) -> Result<(), OpError> {
+            let o = self
+                .out
+                .values_mut::<T>()
+                .expect("out storage matches its type");
+            self.kernel.run_from::<T, C, _>(o, &self.updates)
+        }
+    }
+    let job = Widened {
+        kernel,
+        out,
+        updates: Widening(updates),
+    };
+    for_type(ElementType::F32, reduction, rule, job)
 }
 
 /// As [`dispatch`], with the data as the op received it, returning the output: the data
@@ -453,6 +523,7 @@ macro_rules! half_elem {
             fn sub(self, b: Self) -> Self { <$t>::from_f32(self.to_f32() - b.to_f32()) }
             fn mul(self, b: Self) -> Self { <$t>::from_f32(self.to_f32() * b.to_f32()) }
             fn div_count(self, n: u64) -> Self { <$t>::from_f32(self.to_f32() / n as f32) }
+            fn from_f32(v: f32) -> Self { <$t>::from_f32(v) }
         }
     )*};
 }

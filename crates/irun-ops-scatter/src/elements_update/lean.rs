@@ -17,6 +17,7 @@ use crate::kernel::{NativeBlocks, NativeIndex};
 use crate::op::{codes, OpError};
 use crate::par;
 use crate::reduce::{Combine, Elem};
+use crate::updates::Updates;
 
 /// How far [`ElementsKernel::chunk_bounds`] moves a chunk boundary to find a change of
 /// target: past a run of equal targets this long (all indices equal, say) there is no split,
@@ -36,25 +37,26 @@ impl ElementsKernel<'_> {
         for o in 0..g.outer {
             let dst = &mut out[o * g.data_along..(o + 1) * g.data_along];
             let row = o * g.along;
-            self.lean_range::<T, C>(dst, 0, row..row + g.along, updates)?;
+            self.lean_range::<T, C, _>(dst, 0, row..row + g.along, updates)?;
         }
         Ok(())
     }
 
     /// The lean loop over `positions` of one flat row onto `dst`, which holds the row's
     /// targets `base..base + dst.len()`. Reports the first index out of range.
-    pub(super) fn lean_range<T: Elem, C: Combine<T>>(
+    pub(super) fn lean_range<T: Elem, C: Combine<T>, U: Updates<T> + ?Sized>(
         &self,
         dst: &mut [T],
         base: usize,
         positions: Range<usize>,
-        updates: &[T],
+        updates: &U,
     ) -> Result<(), OpError> {
-        let mut blocks = LeanBlocks::<T, C> {
+        let mut blocks = LeanBlocks::<T, C, U> {
             kernel: self,
             dst,
             base,
             updates,
+            widened: Vec::new(),
             combine: std::marker::PhantomData,
         };
         self.indices.for_each_native(positions, &mut blocks)
@@ -136,7 +138,7 @@ impl ElementsKernel<'_> {
             work.push((positions, span.start, dst));
         }
         par::try_for_each_mut(&mut work, &|_, (positions, base, dst)| {
-            self.lean_range::<T, C>(dst, *base, positions.clone(), updates)
+            self.lean_range::<T, C, _>(dst, *base, positions.clone(), updates)
                 .map_err(|e| (positions.start, e))
         })?;
         // In position order: each run's fold after everything before it.
@@ -402,20 +404,24 @@ impl ElementsKernel<'_> {
 /// 4096 (a 2-core Xeon, medians of 6 alternating runs: 8M sorted and reverse-sorted i32
 /// maxima 5% and 9% faster, 16M such i64 sums 10% and 16%; the widening was 13% of the
 /// maxima's time).
-struct LeanBlocks<'k, 'a, 'd, T, C> {
+struct LeanBlocks<'k, 'a, 'd, T, C, U: ?Sized> {
     kernel: &'k ElementsKernel<'a>,
     dst: &'d mut [T],
     base: usize,
-    updates: &'k [T],
+    updates: &'k U,
+    /// A block's updates when they are stored narrower than `T` ([`Updates::block`]).
+    widened: Vec<T>,
     combine: std::marker::PhantomData<C>,
 }
 
-impl<T: Elem, C: Combine<T>> NativeBlocks for LeanBlocks<'_, '_, '_, T, C> {
+impl<T: Elem, C: Combine<T>, U: Updates<T> + ?Sized> NativeBlocks
+    for LeanBlocks<'_, '_, '_, T, C, U>
+{
     type Error = OpError;
 
     fn block<V: NativeIndex>(&mut self, start: usize, vals: &[V]) -> Result<(), OpError> {
         let (k, along) = (self.kernel, self.kernel.geometry.data_along);
-        let ups = &self.updates[start..start + vals.len()];
+        let ups = self.updates.block(start, vals.len(), &mut self.widened);
         lean_block::<T, C, V>(self.dst, along, self.base, vals, ups)
             .map_err(|i| k.lean_error(start + i, vals[i].into()))
     }

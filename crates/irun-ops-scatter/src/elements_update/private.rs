@@ -89,7 +89,7 @@ impl ElementsKernel<'_> {
                     copy
                 }
             };
-            self.lean_range::<T, C>(dst, 0, positions.clone(), updates)
+            self.lean_range::<T, C, _>(dst, 0, positions.clone(), updates)
                 .map_err(|e| (positions.start, e))
         })?;
         drop(work);

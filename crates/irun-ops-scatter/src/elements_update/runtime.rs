@@ -17,6 +17,7 @@ use crate::kernel::{
 use crate::op::{codes, OpError};
 use crate::par;
 use crate::reduce::{Combine, Elem, ReduceKernel};
+use crate::updates::Updates;
 
 /// The part of the work one task does: outer and inner positions of the indices, and the axis
 /// (each task owns the output elements of its rows and columns).
@@ -117,11 +118,16 @@ impl ElementsKernel<'_> {
     /// one task applies a share of each round straight into the output while the others
     /// partition the rest. Rounds run in order either way and each applies its updates in
     /// position order, so the result is the same bit for bit.
-    pub(super) fn run_bucketed<T: Elem, C: Combine<T>, const TRACK: bool>(
+    pub(super) fn run_bucketed<
+        T: Elem,
+        C: Combine<T>,
+        const TRACK: bool,
+        U: Updates<T> + ?Sized,
+    >(
         &self,
         out: &mut [T],
         counts: &mut [u32],
-        updates: &[T],
+        updates: &U,
     ) -> Result<(), OpError> {
         let g = &self.geometry;
         let threads = par::threads();
@@ -162,7 +168,7 @@ impl ElementsKernel<'_> {
             if split_rounds {
                 let (positions, after) = (round..round + len, round + len);
                 let next = (after < n).then(|| after..after + round_len.min(n - after));
-                next_sample = self.split_round::<T, C>(
+                next_sample = self.split_round::<T, C, _>(
                     out, positions, next, map, &sampled, &mut parts, &mut split, updates,
                 )?;
                 continue;
@@ -260,13 +266,13 @@ impl ElementsKernel<'_> {
 
     /// Pass 1 of [`ElementsKernel::run_bucketed`] over the positions `round`, one contiguous
     /// part of them per list: see [`ElementsKernel::partition`].
-    pub(super) fn partition_round<T: Elem>(
+    pub(super) fn partition_round<T: Elem, U: Updates<T> + ?Sized>(
         &self,
         round: Range<usize>,
         map: &BucketMap,
         sampled: &[u32],
         parts: &mut [PartLists<T>],
-        updates: &[T],
+        updates: &U,
     ) -> Result<(), OpError> {
         let (at, len) = (round.start, round.len());
         let ranges = split_range(len, parts.len());
@@ -285,12 +291,12 @@ impl ElementsKernel<'_> {
     /// Pass 1 of [`ElementsKernel::run_bucketed`] over positions `part`: validates each
     /// index and appends to `lists` the `(offset, update)` of each position, in the bucket
     /// `map` gives its axis target, in row-major order.
-    pub(super) fn partition<T: Elem>(
+    pub(super) fn partition<T: Elem, U: Updates<T> + ?Sized>(
         &self,
         part: Range<usize>,
         map: &BucketMap,
         lists: &mut PartLists<T>,
-        updates: &[T],
+        updates: &U,
     ) -> Result<(), (usize, OpError)> {
         let g = &self.geometry;
         // The map and the lists stay the same for every block: checked once, here.
@@ -303,6 +309,7 @@ impl ElementsKernel<'_> {
             map,
             lists,
             updates,
+            widened: Vec::new(),
             next: Coords::at(g, part.start),
             // When the output offset is the axis target (histograms), the loop skips the
             // coordinate bookkeeping.
@@ -503,17 +510,19 @@ impl ElementsKernel<'_> {
 
 /// [`ElementsKernel::partition`]'s state from one block of indices to the next. Made only
 /// there, after checking that `map` has as many buckets as `lists` has lists.
-struct Filler<'k, 'a, 'l, T> {
+struct Filler<'k, 'a, 'l, T, U: ?Sized> {
     kernel: &'k ElementsKernel<'a>,
     map: &'k BucketMap,
     lists: &'l mut PartLists<T>,
-    updates: &'k [T],
+    updates: &'k U,
+    /// A block's updates when they are stored narrower than `T` ([`Updates::block`]).
+    widened: Vec<T>,
     /// The coordinates of the next block's first position.
     next: Coords,
     flat: bool,
 }
 
-impl<T: Elem> NativeBlocks for Filler<'_, '_, '_, T> {
+impl<T: Elem, U: Updates<T> + ?Sized> NativeBlocks for Filler<'_, '_, '_, T, U> {
     type Error = (usize, OpError);
 
     fn block<I: NativeIndex>(&mut self, start: usize, vals: &[I]) -> Result<(), Self::Error> {
@@ -524,7 +533,7 @@ impl<T: Elem> NativeBlocks for Filler<'_, '_, '_, T> {
             flat,
             ..
         } = *self;
-        let ups = &updates[start..start + vals.len()];
+        let ups = updates.block(start, vals.len(), &mut self.widened);
         let next = &mut self.next;
         self.lists.make_room(vals.len()).map_err(|e| (start, e))?;
         // SAFETY: room for `vals.len()` pairs was just made in every list, which `fill` puts
@@ -675,6 +684,33 @@ impl ReduceKernel for ElementsKernel<'_> {
     fn run<T: Elem, C: Combine<T>>(&self, out: &mut [T], updates: &[T]) -> Result<(), OpError> {
         self.run_with::<T, C>(out, updates, true)
     }
+
+    /// The runs that [`ElementsKernel::run_with`] sends to [`ElementsKernel::run_bucketed`]
+    /// without counts (scattered 1-D histograms: split or bucketed rounds), which read the
+    /// updates block by block in the partition and lean loops. Floats only: an integer
+    /// output may take the private folds first (not reached by f16 or bf16 anyway).
+    fn reads_updates_by_block(&self, len: usize, elem_bytes: usize) -> bool {
+        let rows = self.line_indices
+            || self.indices.len() >= PAR_MIN_ELEMENTS && self.geometry.rows_apply(len);
+        !rows
+            && !self.track_counts
+            && self.plan.is_none()
+            && self.bucketed(len, len.saturating_mul(elem_bytes))
+    }
+
+    fn run_from<T: Elem, C: Combine<T>, U: Updates<T> + ?Sized>(
+        &self,
+        out: &mut [T],
+        updates: &U,
+    ) -> Result<(), OpError> {
+        if T::EXACT || !self.reads_updates_by_block(out.len(), std::mem::size_of::<T>()) {
+            return Err(OpError::new(
+                codes::INTERNAL,
+                "internal error: a scatter read by blocks that does not run bucketed",
+            ));
+        }
+        self.run_bucketed::<T, C, false, U>(out, &mut [], updates)
+    }
 }
 
 impl ElementsKernel<'_> {
@@ -745,9 +781,9 @@ impl ElementsKernel<'_> {
         }
         if bucketed {
             if self.track_counts {
-                self.run_bucketed::<T, C, true>(out, &mut counts, updates)?;
+                self.run_bucketed::<T, C, true, _>(out, &mut counts, updates)?;
             } else {
-                self.run_bucketed::<T, C, false>(out, &mut counts, updates)?;
+                self.run_bucketed::<T, C, false, _>(out, &mut counts, updates)?;
             }
         } else {
             let o = DisjointSlice::new(out);

@@ -16,6 +16,7 @@ use crate::kernel::DisjointSlice;
 use crate::op::OpError;
 use crate::par;
 use crate::reduce::{Combine, Elem};
+use crate::updates::Updates;
 
 /// Positions per block of a split round: the unit the tasks claim. A lean block takes
 /// about 15 us on a 4 MB output, so the tasks finish within that of each other.
@@ -58,7 +59,7 @@ impl ElementsKernel<'_> {
     /// The `map` comes from [`BucketShares`]: the apply tasks' timings set how many of the
     /// next round's pairs each bucket gets.
     #[allow(clippy::too_many_arguments)]
-    pub(super) fn split_round<T: Elem, C: Combine<T>>(
+    pub(super) fn split_round<T: Elem, C: Combine<T>, U: Updates<T> + ?Sized>(
         &self,
         out: &mut [T],
         round: Range<usize>,
@@ -67,7 +68,7 @@ impl ElementsKernel<'_> {
         sampled: &[u32],
         parts: &mut [PartLists<T>],
         state: &mut SplitState,
-        updates: &[T],
+        updates: &U,
     ) -> Result<Option<Vec<u32>>, OpError> {
         let len = round.len();
         if len > u32::MAX as usize {
@@ -95,7 +96,7 @@ impl ElementsKernel<'_> {
                         let positions = block(claimed);
                         // Its blocks come before every other task's, so its first error
                         // is the round's first: reported at the block's first position.
-                        self.lean_range::<T, C>(out, 0, positions.clone(), updates)
+                        self.lean_range::<T, C, _>(out, 0, positions.clone(), updates)
                             .map_err(|e| (positions.start, e))?;
                     }
                 }
