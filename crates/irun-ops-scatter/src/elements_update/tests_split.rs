@@ -137,3 +137,24 @@ fn half_updates_widened_by_block_match_the_f32_reference() {
         }
     }
 }
+
+/// Rounds hold 2^20 pairs of 8 bytes, 2^19 of 12 (f64, i64 updates), never fewer than a
+/// quarter of 2^20.
+#[test]
+fn rounds_shorten_for_wide_pairs() {
+    use super::buckets::Pair;
+    use super::runtime::round_positions;
+    assert_eq!(
+        round_positions(std::mem::size_of::<Pair<f32>>()),
+        ROUND_POSITIONS
+    );
+    assert_eq!(
+        round_positions(std::mem::size_of::<Pair<i8>>()),
+        ROUND_POSITIONS
+    );
+    assert_eq!(
+        round_positions(std::mem::size_of::<Pair<f64>>()),
+        ROUND_POSITIONS / 2
+    );
+    assert_eq!(round_positions(1 << 20), ROUND_POSITIONS / 4);
+}
