@@ -83,22 +83,10 @@ unsafe fn avx2<R>(f: impl FnOnce() -> R) -> R {
 /// rather than one trip each.
 #[inline]
 pub fn prefetch_read<T>(s: &[T]) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        let bytes = s.as_ptr().cast::<i8>();
-        for line in (0..std::mem::size_of_val(s)).step_by(64) {
-            // SAFETY: `_mm_prefetch` needs SSE, which every x86_64 CPU has; a prefetch never
-            // faults and changes nothing the program can observe, and the address lies
-            // inside `s` (`line < size_of_val(s)`).
-            unsafe {
-                std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
-                    bytes.add(line),
-                )
-            };
-        }
+    let bytes = s.as_ptr().cast::<u8>();
+    for line in (0..std::mem::size_of_val(s)).step_by(64) {
+        prefetch_read_ptr(bytes.wrapping_add(line));
     }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = s;
 }
 
 /// A hint that the cache line of `p` is about to be read. `p` need not point into an
@@ -106,11 +94,7 @@ pub fn prefetch_read<T>(s: &[T]) {
 #[inline(always)]
 pub fn prefetch_read_ptr<T>(p: *const T) {
     #[cfg(target_arch = "x86_64")]
-    // SAFETY: `_mm_prefetch` needs SSE, which every x86_64 CPU has; a prefetch never faults
-    // and changes nothing the program can observe, whatever the address.
-    unsafe {
-        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p.cast::<i8>())
-    };
+    prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p.cast());
     #[cfg(not(target_arch = "x86_64"))]
     let _ = p;
 }
@@ -121,14 +105,19 @@ pub fn prefetch_read_ptr<T>(p: *const T) {
 #[inline(always)]
 pub fn prefetch_write_ptr<T>(p: *const T) {
     #[cfg(target_arch = "x86_64")]
-    // SAFETY: `_mm_prefetch` needs SSE, which every x86_64 CPU has (a CPU without PREFETCHW
-    // runs it as a NOP); a prefetch never faults and changes nothing the program can observe,
-    // whatever the address.
-    unsafe {
-        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_ET0 }>(p.cast::<i8>())
-    };
+    prefetch::<{ std::arch::x86_64::_MM_HINT_ET0 }>(p.cast());
     #[cfg(not(target_arch = "x86_64"))]
     let _ = p;
+}
+
+/// `_mm_prefetch` with `HINT` of the line of `p`.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn prefetch<const HINT: i32>(p: *const i8) {
+    // SAFETY: `_mm_prefetch` needs SSE, which every x86_64 CPU has (a CPU without PREFETCHW
+    // runs the write hint as a NOP); a prefetch never faults and changes nothing the program
+    // can observe, whatever the address.
+    unsafe { std::arch::x86_64::_mm_prefetch::<HINT>(p) };
 }
 
 #[cfg(test)]
