@@ -15,7 +15,8 @@ use super::Reduction;
 use crate::fill::FillFrom;
 use crate::kernel::{take_or_copy, try_with_capacity};
 use crate::op::{codes, OpError, Value};
-use crate::updates::{Half, Updates, Widening};
+use crate::updates::{Updates, Widening};
+use irun_opkit::halves::Half;
 
 /// An element type the reductions compute in.
 pub trait Elem: Scalar + PartialOrd {
@@ -243,24 +244,16 @@ pub trait ReduceKernel {
         self.run::<T, C>(out.copy_all(), updates)
     }
 
-    /// Whether [`ReduceKernel::run_from`] serves this run, an output of `len` elements of
-    /// `elem_bytes` bytes: then it reads the updates block by block, and f16 or bf16 updates
-    /// are widened by each block rather than whole first ([`Widening`]).
-    fn reads_updates_by_block(&self, _len: usize, _elem_bytes: usize) -> bool {
-        false
-    }
-
-    /// As [`ReduceKernel::run`], the updates read through [`Updates`]; called only when
-    /// [`ReduceKernel::reads_updates_by_block`] says so.
+    /// As [`ReduceKernel::run`], the updates read through [`Updates`] a block at a time, so
+    /// that f16 or bf16 updates are widened by each block rather than whole first
+    /// ([`Widening`]); `None`, with nothing written, where this run reads them whole (the
+    /// caller then widens them and calls [`ReduceKernel::run`]).
     fn run_from<T: Elem, C: Combine<T>, U: Updates<T> + ?Sized>(
         &self,
         _out: &mut [T],
         _updates: &U,
-    ) -> Result<(), OpError> {
-        Err(OpError::new(
-            codes::INTERNAL,
-            "internal error: this scatter reads its updates whole",
-        ))
+    ) -> Option<Result<(), OpError>> {
+        None
     }
 }
 
@@ -277,13 +270,12 @@ pub fn dispatch<K: ReduceKernel>(
     check_reducible(ty, reduction)?;
     if matches!(out.storage(), Storage::F16(_) | Storage::Bf16(_)) && reduction != Reduction::None {
         let mut wide = widen(out)?;
-        if kernel.reads_updates_by_block(wide.len(), std::mem::size_of::<f32>()) {
-            match updates.storage() {
-                Storage::F16(v) => dispatch_widening(kernel, &mut wide, v, reduction, rule)?,
-                Storage::Bf16(v) => dispatch_widening(kernel, &mut wide, v, reduction, rule)?,
-                _ => return Err(mismatch(updates)),
-            }
-        } else {
+        let by_block = match updates.storage() {
+            Storage::F16(v) => dispatch_widening(kernel, &mut wide, v, reduction, rule)?,
+            Storage::Bf16(v) => dispatch_widening(kernel, &mut wide, v, reduction, rule)?,
+            _ => return Err(mismatch(updates)),
+        };
+        if !by_block {
             let wide_updates = widen(updates)?;
             dispatch(kernel, &mut wide, &wide_updates, reduction, rule)?;
         }
@@ -314,28 +306,32 @@ pub fn dispatch<K: ReduceKernel>(
     for_type(ty, reduction, rule, job)
 }
 
-/// [`dispatch`] of an f16 or bf16 reduction whose kernel reads its updates block by block:
-/// `out` is the data widened to f32, and each block of `updates` is widened as it is read.
+/// [`dispatch`] of an f16 or bf16 reduction through [`ReduceKernel::run_from`]: `out` is
+/// the data widened to f32, and each block of `updates` is widened as it is read. `false`,
+/// with `out` untouched, where the kernel reads the updates whole.
 fn dispatch_widening<K: ReduceKernel, H: Half>(
     kernel: &K,
     out: &mut Tensor,
     updates: &[H],
     reduction: Reduction,
     rule: MinMaxRule,
-) -> Result<(), OpError> {
+) -> Result<bool, OpError> {
     struct Widened<'a, K, H> {
         kernel: &'a K,
         out: &'a mut Tensor,
         updates: Widening<'a, H>,
     }
     impl<K: ReduceKernel, H: Half> Job for Widened<'_, K, H> {
-        type Out = ();
-        fn run<T: Elem, C: Combine<T>>(self) -> Result<(), OpError> {
+        type Out = bool;
+        fn run<T: Elem, C: Combine<T>>(self) -> Result<bool, OpError> {
             let o = self
                 .out
                 .values_mut::<T>()
                 .expect("out storage matches its type");
-            self.kernel.run_from::<T, C, _>(o, &self.updates)
+            match self.kernel.run_from::<T, C, _>(o, &self.updates) {
+                Some(done) => done.map(|()| true),
+                None => Ok(false),
+            }
         }
     }
     let job = Widened {
@@ -553,6 +549,87 @@ fn narrow(out: &mut Tensor, wide: &Tensor) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Adds each update to element 0, recording which entry it came through; `by_block`
+    /// says whether it serves [`ReduceKernel::run_from`].
+    struct AddAll {
+        by_block: bool,
+        path: std::sync::Mutex<&'static str>,
+    }
+
+    impl ReduceKernel for AddAll {
+        fn run<T: Elem, C: Combine<T>>(&self, out: &mut [T], updates: &[T]) -> Result<(), OpError> {
+            *self.path.lock().unwrap() = "run";
+            for &u in updates {
+                out[0] = C::apply(out[0], u);
+            }
+            Ok(())
+        }
+
+        fn run_from<T: Elem, C: Combine<T>, U: Updates<T> + ?Sized>(
+            &self,
+            out: &mut [T],
+            updates: &U,
+        ) -> Option<Result<(), OpError>> {
+            if !self.by_block {
+                return None;
+            }
+            *self.path.lock().unwrap() = "run_from";
+            let mut buf = Vec::new();
+            for &u in updates.block(0, 3, &mut buf) {
+                out[0] = C::apply(out[0], u);
+            }
+            Some(Ok(()))
+        }
+    }
+
+    /// f16 and bf16 reductions go through `run_from` with the updates widened by block when
+    /// the kernel serves it, and through `run` with them widened whole when it does not:
+    /// either way in f32, rounded once (2048 + 1 + 1 + 6 = 2056, exact in f16; step by step
+    /// in f16, 2048 + 1 would stay 2048).
+    #[test]
+    fn halves_reach_run_from_when_the_kernel_reads_by_block() {
+        for by_block in [true, false] {
+            let kernel = AddAll {
+                by_block,
+                path: std::sync::Mutex::new(""),
+            };
+            let ups = [1.0, 1.0, 6.0];
+            let cases = [
+                (
+                    Tensor::from_f16(vec![2], vec![f16::from_f32(2048.0), f16::ZERO]).unwrap(),
+                    Tensor::from_f16(vec![3], ups.map(f16::from_f32).to_vec()).unwrap(),
+                ),
+                (
+                    Tensor::from_bf16(vec![2], vec![bf16::from_f32(256.0), bf16::ZERO]).unwrap(),
+                    Tensor::from_bf16(vec![3], ups.map(bf16::from_f32).to_vec()).unwrap(),
+                ),
+            ];
+            for (mut out, updates) in cases {
+                dispatch(
+                    &kernel,
+                    &mut out,
+                    &updates,
+                    Reduction::Sum,
+                    MinMaxRule::Elements,
+                )
+                .unwrap();
+                let want = if by_block { "run_from" } else { "run" };
+                assert_eq!(*kernel.path.lock().unwrap(), want);
+                let first = match out.storage() {
+                    Storage::F16(v) => v[0].to_f32(),
+                    Storage::Bf16(v) => v[0].to_f32(),
+                    _ => unreachable!("a half tensor"),
+                };
+                let base = if matches!(out.storage(), Storage::F16(_)) {
+                    2048.0
+                } else {
+                    256.0
+                };
+                assert_eq!(first, base + 8.0, "{want}");
+            }
+        }
+    }
 
     #[test]
     fn integer_mean_floors_and_is_exact_for_i64() {

@@ -6,8 +6,7 @@
 //! written to memory and read back, a sixth of a 16M f16 sum's thread time; widened by the
 //! block that reads them, they stay in L1.
 
-use half::slice::HalfFloatSliceExt;
-use half::{bf16, f16};
+use irun_opkit::halves::Half;
 
 use crate::reduce::Elem;
 
@@ -22,65 +21,6 @@ impl<T: Elem> Updates<T> for [T] {
     #[inline(always)]
     fn block<'s>(&'s self, start: usize, n: usize, _buf: &'s mut Vec<T>) -> &'s [T] {
         &self[start..start + n]
-    }
-}
-
-/// A 16-bit float that widens to f32 exactly, a slice at a time.
-pub trait Half: Copy + Sync + Into<f32> {
-    fn widen(src: &[Self], dst: &mut [f32]);
-}
-
-impl Half for f16 {
-    #[inline]
-    fn widen(src: &[Self], dst: &mut [f32]) {
-        #[cfg(target_arch = "x86_64")]
-        if std::arch::is_x86_feature_detected!("f16c") && std::arch::is_x86_feature_detected!("avx")
-        {
-            // SAFETY: the CPU has F16C and AVX, just checked.
-            unsafe { widen_f16c(src, dst) };
-            return;
-        }
-        src.convert_to_f32_slice(dst);
-    }
-}
-
-/// f16 to f32 eight at a time, in a loop the compiler keeps whole: the `half` crate's slice
-/// conversion calls a function per eight values, and took a tenth of a 16M f16 sum's
-/// thread time widening by blocks. The same instruction, so the same bits (NaNs quieted as
-/// the hardware does).
-///
-/// # Safety
-/// The CPU has F16C and AVX.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx,f16c")]
-unsafe fn widen_f16c(src: &[f16], dst: &mut [f32]) {
-    use std::arch::x86_64::{__m128i, _mm256_cvtph_ps, _mm256_storeu_ps, _mm_loadu_si128};
-    assert_eq!(src.len(), dst.len(), "widening keeps the length");
-    let (mut s, mut d) = (src.chunks_exact(8), dst.chunks_exact_mut(8));
-    for (s8, d8) in (&mut s).zip(&mut d) {
-        // SAFETY: `s8` is 8 f16 (16 bytes) and `d8` 8 f32 (32 bytes); both accesses are
-        // unaligned ones; the caller's contract gives the features.
-        unsafe {
-            let h = _mm_loadu_si128(s8.as_ptr().cast::<__m128i>());
-            _mm256_storeu_ps(d8.as_mut_ptr(), _mm256_cvtph_ps(h));
-        }
-    }
-    for (x, y) in s.remainder().iter().zip(d.into_remainder()) {
-        *y = x.to_f32();
-    }
-}
-
-impl Half for bf16 {
-    /// A bf16 is the top half of its f32: a shift, which the compiler vectorises, and a
-    /// signalling NaN quieted, as the `half` crate's conversion does.
-    #[inline]
-    fn widen(src: &[Self], dst: &mut [f32]) {
-        assert_eq!(src.len(), dst.len(), "widening keeps the length");
-        for (x, y) in src.iter().zip(dst) {
-            let bits = u32::from(x.to_bits()) << 16;
-            let nan = (bits & 0x7fff_ffff) > 0x7f80_0000;
-            *y = f32::from_bits(bits | (u32::from(nan) << 22));
-        }
     }
 }
 
@@ -99,7 +39,7 @@ impl<T: Elem, H: Half> Updates<T> for Widening<'_, H> {
             let wide = &mut wide[..src.len()];
             // One vector conversion per chunk: per value, the conversions were 29% of an
             // f16 sum's samples. For f32 the map below is a copy within L1.
-            H::widen(src, wide);
+            H::widen_into(src, wide);
             buf.extend(wide.iter().map(|&v| T::from_f32(v)));
         }
         buf
@@ -109,6 +49,7 @@ impl<T: Elem, H: Half> Updates<T> for Widening<'_, H> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use half::{bf16, f16};
 
     /// Blocks of any length and start come back as the per-value conversion, for both
     /// half types, as f32 and through f32 as another type.

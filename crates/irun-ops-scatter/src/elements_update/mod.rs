@@ -15,6 +15,7 @@ mod buckets;
 mod fused;
 mod geometry;
 mod lean;
+mod partition;
 mod plan;
 mod private;
 mod rows;

@@ -6,6 +6,14 @@ use super::runtime::ROUND_POSITIONS;
 use super::tests_eval::{assert_out_of_range, same_bits, scatter_1d, sequential_with_init};
 use super::*;
 
+/// `n` indices spread over `0..along` by a multiplicative hash: no two nearby positions on
+/// nearby targets, so the runs go bucketed or in split rounds, not lean.
+fn scattered(n: usize, along: usize) -> Vec<i64> {
+    (0..n as i64)
+        .map(|i| (i * 2_654_435_761) % along as i64)
+        .collect()
+}
+
 /// A flat histogram with enough positions for split rounds, on an output small enough for
 /// them: one task's lean share and the other tasks' lists, applied after it, give the
 /// sequential sums bit for bit, at 2 and 3 threads, with a last round that is partial.
@@ -13,9 +21,7 @@ use super::*;
 fn split_rounds_match_the_sequential_reference() {
     let n = super::runtime::SPLIT_MIN_POSITIONS + ROUND_POSITIONS / 3;
     let along = 100_000usize;
-    let idx: Vec<i64> = (0..n as i64)
-        .map(|i| (i * 2_654_435_761) % along as i64)
-        .collect();
+    let idx = scattered(n, along);
     let upd: Vec<f32> = (0..n)
         .map(|i| ((i * 37) % 101) as f32 * 0.013 - 0.6)
         .collect();
@@ -59,14 +65,13 @@ fn split_rounds_report_the_first_bad_index() {
 /// bit, at 2 and 3 threads, with a bad index reported as before.
 #[test]
 fn half_updates_widened_by_block_match_the_f32_reference() {
+    use crate::reduce::ReduceKernel;
     use half::{bf16, f16};
     use irun_tensor::Tensor;
     let split_n = super::runtime::SPLIT_MIN_POSITIONS + ROUND_POSITIONS / 3;
     let bucketed_n = super::runtime::BUCKETED_MIN_INDICES + 4321;
     for (along, n) in [(100_000usize, split_n), (2_500_000, bucketed_n)] {
-        let idx: Vec<i64> = (0..n as i64)
-            .map(|i| (i * 2_654_435_761) % along as i64)
-            .collect();
+        let idx = scattered(n, along);
         let upd: Vec<f32> = (0..n)
             .map(|i| ((i * 37) % 101) as f32 * 0.25 - 12.0)
             .collect();
@@ -100,6 +105,39 @@ fn half_updates_widened_by_block_match_the_f32_reference() {
                     }
                     .unwrap()
                 };
+                // The kernel itself takes these runs by block on two threads (`run_from`
+                // answers), with the same bits.
+                let indices = crate::testing::i64s(&[n], &idx);
+                let kernel = super::runtime::ElementsKernel {
+                    indices: crate::runtime_indices(&indices).unwrap(),
+                    indices_shape: &[n],
+                    geometry: super::geometry::Geometry::new(&[along], &[n], &[n], 0).unwrap(),
+                    mean: false,
+                    use_init_val: true,
+                    track_counts: false,
+                    plan: None,
+                    line_indices: false,
+                };
+                let mut direct = data.clone();
+                let halves: Vec<f16> = upd.iter().map(|&v| f16::from_f32(v)).collect();
+                let source = crate::updates::Widening(&halves[..]);
+                let ran = crate::testing::on_threads(2, || match red {
+                    Reduction::Sum => {
+                        kernel.run_from::<f32, crate::reduce::Sum, _>(&mut direct, &source)
+                    }
+                    _ => {
+                        kernel.run_from::<f32, crate::reduce::MaxElements, _>(&mut direct, &source)
+                    }
+                });
+                assert!(
+                    matches!(ran, Some(Ok(()))),
+                    "{name} {red:?} onto {along}: by block"
+                );
+                let direct: Vec<f32> = direct.into_iter().map(round).collect();
+                if name == "f16" {
+                    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                    assert!(bits(&direct) == bits(&want), "{red:?} onto {along}, direct");
+                }
                 let mut bad = idx.clone();
                 bad[n - 7] = along as i64;
                 for threads in [2, 3] {
