@@ -16,6 +16,7 @@ pub mod kernel;
 pub mod op;
 pub mod par;
 pub mod simd;
+pub mod stream;
 pub mod strided;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
