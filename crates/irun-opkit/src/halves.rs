@@ -39,6 +39,14 @@ impl Half for f16 {
 /// when a scatter widened its updates block by block. The same instruction as `half`'s, so
 /// the same bits.
 ///
+/// How many values ahead [`widen_f16c`] asks for its source. A scatter widens its f16
+/// updates a block at a time between stretches of random read-modify-writes, which leave
+/// the hardware's stream prefetch behind: 16M f16 updates summed onto 1M elements with
+/// half of them on 8 hot targets, 2 threads (Zen 4), 17.87 to 16.67 ms; uniform targets
+/// 20.68 to 19.61 (medians of 4 alternating runs; 256, 1024 and 2048 no better).
+#[cfg(target_arch = "x86_64")]
+const WIDEN_AHEAD: usize = 512;
+
 /// # Safety
 /// The CPU has F16C and AVX.
 #[cfg(target_arch = "x86_64")]
@@ -47,6 +55,7 @@ unsafe fn widen_f16c(src: &[f16], dst: &mut [f32]) {
     use std::arch::x86_64::{__m128i, _mm256_cvtph_ps, _mm256_storeu_ps, _mm_loadu_si128};
     let (mut s, mut d) = (src.chunks_exact(8), dst.chunks_exact_mut(8));
     for (s8, d8) in (&mut s).zip(&mut d) {
+        crate::simd::prefetch_read_ptr(s8.as_ptr().wrapping_add(WIDEN_AHEAD));
         // SAFETY: `s8` is 8 f16 (16 bytes) and `d8` 8 f32 (32 bytes); both accesses are
         // unaligned ones; the caller's contract gives the features.
         unsafe {
