@@ -28,10 +28,10 @@ const SPLIT_SCAN: usize = 4096;
 impl ElementsKernel<'_> {
     /// One task, one element per index along the axis (`inner == 1`), no counts: the
     /// plainest loop, on a plain slice. Index-bound checks double as the validation.
-    pub(super) fn run_flat<T: Elem, C: Combine<T>>(
+    pub(super) fn run_flat<T: Elem, C: Combine<T>, U: Updates<T> + ?Sized>(
         &self,
         out: &mut [T],
-        updates: &[T],
+        updates: &U,
     ) -> Result<(), OpError> {
         let g = &self.geometry;
         for o in 0..g.outer {
@@ -86,26 +86,29 @@ impl ElementsKernel<'_> {
     ///
     /// `Ok(false)`, with nothing written, when the ranges overlap or an index is out of
     /// range (the lean pass then reports the first).
-    pub(super) fn run_local_chunks<T: Elem, C: Combine<T>>(
+    pub(super) fn run_local_chunks<T: Elem, C: Combine<T>, U: Updates<T> + ?Sized>(
         &self,
         out: &mut [T],
-        updates: &[T],
+        updates: &U,
     ) -> Result<bool, OpError> {
-        let Some(plan) = self.local_plan::<T, C>(updates) else {
+        let Some(plan) = self.local_plan::<T, C, U>(updates) else {
             return Ok(false);
         };
-        self.run_local_plan::<T, C>(plan, out, updates)?;
+        self.run_local_plan::<T, C, U>(plan, out, updates)?;
         Ok(true)
     }
 
     /// [`ElementsKernel::run_local_chunks`]'s chunks, or `None` when they may not run in
     /// parallel (their spans overlap, or an index is out of range).
-    pub(super) fn local_plan<T: Elem, C: Combine<T>>(&self, updates: &[T]) -> Option<LocalPlan<T>> {
+    pub(super) fn local_plan<T: Elem, C: Combine<T>, U: Updates<T> + ?Sized>(
+        &self,
+        updates: &U,
+    ) -> Option<LocalPlan<T>> {
         let fold_runs = T::EXACT && C::ASSOCIATIVE;
         let bounds = self.chunk_bounds(par::threads(), fold_runs)?;
         let mut chunks: Vec<Option<Chunk<T>>> = vec![None; bounds.len() - 1];
         par::for_each_mut(&mut chunks, &|i, chunk| {
-            *chunk = self.local_chunk::<T, C>(bounds[i]..bounds[i + 1], fold_runs, updates);
+            *chunk = self.local_chunk::<T, C, U>(bounds[i]..bounds[i + 1], fold_runs, updates);
         });
         let chunks = chunks.into_iter().collect::<Option<Vec<_>>>()?;
         if !disjoint(&chunks) {
@@ -122,11 +125,11 @@ impl ElementsKernel<'_> {
     }
 
     /// Runs `plan` on `out`, the data.
-    pub(super) fn run_local_plan<T: Elem, C: Combine<T>>(
+    pub(super) fn run_local_plan<T: Elem, C: Combine<T>, U: Updates<T> + ?Sized>(
         &self,
         plan: LocalPlan<T>,
         out: &mut [T],
-        updates: &[T],
+        updates: &U,
     ) -> Result<(), OpError> {
         // Cut the output into the chunks' disjoint spans: plain `&mut` slices, one per task.
         let mut work = Vec::with_capacity(plan.lean.len());
@@ -254,11 +257,11 @@ impl ElementsKernel<'_> {
     /// [`SPLIT_SCAN`]: all indices equal would otherwise leave the first chunk's whole lean
     /// pass to one thread), and the span of targets the rest reaches; `None` if an index is
     /// out of range.
-    fn local_chunk<T: Elem, C: Combine<T>>(
+    fn local_chunk<T: Elem, C: Combine<T>, U: Updates<T> + ?Sized>(
         &self,
         positions: Range<usize>,
         fold_runs: bool,
-        updates: &[T],
+        updates: &U,
     ) -> Option<Chunk<T>> {
         let g = &self.geometry;
         let start = positions.start;
@@ -282,7 +285,7 @@ impl ElementsKernel<'_> {
             return None;
         }
         let inside_run = start > 0 && g.target(pair[0]) == t;
-        let (run_end, folded) = self.fold_run::<T, C>(positions.clone(), t, updates);
+        let (run_end, folded) = self.fold_run::<T, C, U>(positions.clone(), t, updates);
         if !inside_run && run_end - start < SPLIT_SCAN {
             return whole(positions);
         }
@@ -300,14 +303,15 @@ impl ElementsKernel<'_> {
 
     /// The end of the run of positions from `positions.start` on whose target is `t`, and
     /// the fold of their updates from the first one on.
-    fn fold_run<T: Elem, C: Combine<T>>(
+    fn fold_run<T: Elem, C: Combine<T>, U: Updates<T> + ?Sized>(
         &self,
         positions: Range<usize>,
         t: usize,
-        updates: &[T],
+        updates: &U,
     ) -> (usize, T) {
         let along = self.geometry.data_along;
-        let mut acc = updates[positions.start];
+        let mut widened = Vec::new();
+        let mut acc = updates.block(positions.start, 1, &mut widened)[0];
         let mut end = positions.end;
         let fold = |acc: T, ups: &[T]| {
             irun_opkit::simd::widest(
@@ -318,7 +322,7 @@ impl ElementsKernel<'_> {
         let _ = self
             .indices
             .for_each_block(positions.start + 1..positions.end, |s, vals| {
-                let ups = &updates[s..s + vals.len()];
+                let ups = updates.block(s, vals.len(), &mut widened);
                 // No short cut in the test, so that it vectorises.
                 let same = irun_opkit::simd::widest(
                     #[inline(always)]

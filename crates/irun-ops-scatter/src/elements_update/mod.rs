@@ -26,6 +26,8 @@ mod tests_broadcast;
 #[cfg(test)]
 mod tests_eval;
 #[cfg(test)]
+mod tests_halves;
+#[cfg(test)]
 mod tests_index_types;
 #[cfg(test)]
 mod tests_infer;

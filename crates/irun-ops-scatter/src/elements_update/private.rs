@@ -24,6 +24,7 @@ use super::runtime::{ElementsKernel, BUCKETED_MIN_INDICES};
 use crate::op::OpError;
 use crate::par;
 use crate::reduce::{Combine, Elem};
+use crate::updates::Updates;
 
 /// The largest output (and so private copy) the folds run on.
 const PRIVATE_MAX_OUTPUT_BYTES: usize = 1 << 20;
@@ -58,10 +59,10 @@ impl ElementsKernel<'_> {
     /// Runs the folds; `Ok(false)`, with nothing written, when the private copies cannot be
     /// allocated (the caller then runs another path). An index out of range is reported
     /// as the lean pass reports it, the first position's across chunks.
-    pub(super) fn run_private_folds<T: Elem, C: Combine<T>>(
+    pub(super) fn run_private_folds<T: Elem, C: Combine<T>, U: Updates<T> + ?Sized>(
         &self,
         out: &mut [T],
-        updates: &[T],
+        updates: &U,
     ) -> Result<bool, OpError> {
         let n = self.indices.len();
         let chunks = par::threads().min(n).max(1);

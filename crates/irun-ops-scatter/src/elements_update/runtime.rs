@@ -490,8 +490,8 @@ impl ReduceKernel for ElementsKernel<'_> {
             }
             // Planned once here: a plan that does not hold runs the rest without another.
             // (Disjoint but not monotone chunks, or folded runs: all indices equal.)
-            return match self.local_plan::<T, C>(updates) {
-                Some(plan) => self.run_local_plan::<T, C>(plan, out.copy_all(), updates),
+            return match self.local_plan::<T, C, _>(updates) {
+                Some(plan) => self.run_local_plan::<T, C, _>(plan, out.copy_all(), updates),
                 None => self.run_with::<T, C>(out.copy_all(), updates, false),
             };
         }
@@ -502,10 +502,12 @@ impl ReduceKernel for ElementsKernel<'_> {
         self.run_with::<T, C>(out, updates, true)
     }
 
-    /// The runs that [`ElementsKernel::run_with`] sends to [`ElementsKernel::run_bucketed`]
-    /// without counts (scattered 1-D histograms: split or bucketed rounds), which read the
-    /// updates block by block in the partition and lean loops. Floats only: an integer
-    /// output may take the private folds first (not reached by f16 or bf16 anyway).
+    /// The runs of [`ElementsKernel::run_with`] on flat 1-D histograms of floats without
+    /// counts, whose loops read the updates block by block: split or bucketed rounds
+    /// ([`ElementsKernel::run_bucketed`]) for scattered indices, the lean pass in chunks for
+    /// local ones ([`ElementsKernel::run_local_chunks`]), else the lean pass on one task.
+    /// Integers are left to `run` (they may take the private folds; f16 and bf16, the
+    /// only updates read by block, compute in f32 anyway).
     fn run_from<T: Elem, C: Combine<T>, U: Updates<T> + ?Sized>(
         &self,
         out: &mut [T],
@@ -514,12 +516,21 @@ impl ReduceKernel for ElementsKernel<'_> {
         let (len, bytes) = (out.len(), std::mem::size_of_val(out));
         let rows = self.line_indices
             || self.indices.len() >= PAR_MIN_ELEMENTS && self.geometry.rows_apply(len);
-        let bucketed = !T::EXACT
-            && !rows
-            && !self.track_counts
-            && self.plan.is_none()
-            && self.bucketed(len, bytes);
-        bucketed.then(|| self.run_bucketed::<T, C, false, U>(out, &mut [], updates))
+        if T::EXACT || rows || self.track_counts || self.plan.is_some() {
+            return None;
+        }
+        let bucketed = self.bucketed(len, bytes);
+        if bucketed {
+            return Some(self.run_bucketed::<T, C, false, U>(out, &mut [], updates));
+        }
+        if !self.runs_lean(bucketed) {
+            return None;
+        }
+        // With `lean`, one of the lean paths always serves.
+        Some(
+            self.run_lean_paths::<T, C, U>(out, updates, true, true)
+                .map(|_| ()),
+        )
     }
 }
 
@@ -532,6 +543,37 @@ impl ElementsKernel<'_> {
         let g = &self.geometry;
         let flat = g.inner == 1 && g.data_inner == 1 && g.outer_map.is_none() && !self.track_counts;
         flat && self.plan.is_none() && !bucketed
+    }
+
+    /// The paths of a flat histogram without lists: with `lean`, the lean pass in chunks
+    /// when the indices are local ([`ElementsKernel::run_local_chunks`], if `try_local`);
+    /// lean or not, the private folds of an integer histogram; with `lean`, the lean pass
+    /// on one task. `Ok(true)` once one of them ran, `Ok(false)` when none serves.
+    fn run_lean_paths<T: Elem, C: Combine<T>, U: Updates<T> + ?Sized>(
+        &self,
+        out: &mut [T],
+        updates: &U,
+        lean: bool,
+        try_local: bool,
+    ) -> Result<bool, OpError> {
+        if lean
+            && try_local
+            && self.chunkable(std::mem::size_of::<T>())
+            && self.run_local_chunks::<T, C, U>(out, updates)?
+        {
+            return Ok(true);
+        }
+        // Whether it would run lean or bucketed (private folds are flat histograms).
+        if self.plan.is_none()
+            && self.private_foldable::<T, C>(out.len())
+            && self.run_private_folds::<T, C, U>(out, updates)?
+        {
+            return Ok(true);
+        }
+        if lean {
+            self.run_flat::<T, C, U>(out, updates)?;
+        }
+        Ok(lean)
     }
 
     /// [`ReduceKernel::run`], trying the lean pass in chunks ([`ElementsKernel::run_local_chunks`])
@@ -572,22 +614,8 @@ impl ElementsKernel<'_> {
         let bucketed = self.bucketed(out.len(), std::mem::size_of_val(out));
         let lean = self.runs_lean(bucketed);
         let bucketed = bucketed && self.plan.is_none();
-        if lean
-            && try_local
-            && self.chunkable(std::mem::size_of::<T>())
-            && self.run_local_chunks::<T, C>(out, updates)?
-        {
+        if self.run_lean_paths::<T, C, _>(out, updates, lean, try_local)? {
             return Ok(());
-        }
-        // Whether it would run lean or bucketed (private folds are flat histograms).
-        if self.plan.is_none()
-            && self.private_foldable::<T, C>(out.len())
-            && self.run_private_folds::<T, C>(out, updates)?
-        {
-            return Ok(());
-        }
-        if lean {
-            return self.run_flat::<T, C>(out, updates);
         }
         if bucketed {
             if self.track_counts {

@@ -1,0 +1,195 @@
+//! f16 and bf16 reductions compute in f32, their updates widened a block at a time
+//! (`crate::updates::Widening`) on every path of a flat histogram that reads them in blocks:
+//! split and bucketed rounds for scattered indices, the lean pass in chunks for local ones,
+//! the lean pass on one task otherwise. Each case equals the spec's loop run in f32 on the
+//! widened values and rounded once per element, bit for bit, through the kernel's
+//! `run_from` (which must take it, not hand it back to be widened whole) and through the op
+//! at several thread counts, which also reports a bad index as before.
+
+use half::{bf16, f16};
+use irun_tensor::Tensor;
+
+use super::runtime::{ElementsKernel, BUCKETED_MIN_INDICES, ROUND_POSITIONS, SPLIT_MIN_POSITIONS};
+use super::tests_eval::{assert_out_of_range, sequential_with_init};
+use super::tests_split::scattered;
+use super::*;
+use crate::reduce::{MaxElements, ReduceKernel, Sum};
+use crate::updates::Widening;
+
+#[derive(Clone, Copy, Debug)]
+enum Narrow {
+    F16,
+    Bf16,
+}
+
+impl Narrow {
+    /// `v` rounded to this type and widened back.
+    fn round(self, v: f32) -> f32 {
+        match self {
+            Narrow::F16 => f16::from_f32(v).to_f32(),
+            Narrow::Bf16 => bf16::from_f32(v).to_f32(),
+        }
+    }
+
+    fn tensor(self, v: &[f32]) -> Tensor {
+        let shape = vec![v.len()];
+        match self {
+            Narrow::F16 => Tensor::from_f16(shape, v.iter().map(|&x| f16::from_f32(x)).collect()),
+            Narrow::Bf16 => {
+                Tensor::from_bf16(shape, v.iter().map(|&x| bf16::from_f32(x)).collect())
+            }
+        }
+        .unwrap()
+    }
+
+    fn values(self, t: &Tensor) -> Vec<f32> {
+        match self {
+            Narrow::F16 => t
+                .values::<f16>()
+                .unwrap()
+                .iter()
+                .map(|h| h.to_f32())
+                .collect(),
+            Narrow::Bf16 => t
+                .values::<bf16>()
+                .unwrap()
+                .iter()
+                .map(|h| h.to_f32())
+                .collect(),
+        }
+    }
+
+    /// The kernel's `run_from` on `threads` threads with `upd` stored as this type: `None`
+    /// if it handed the run back.
+    fn run_from(
+        self,
+        kernel: &ElementsKernel<'_>,
+        red: Reduction,
+        out: &mut [f32],
+        upd: &[f32],
+        threads: usize,
+    ) -> Option<Result<(), OpError>> {
+        fn go<H: irun_opkit::halves::Half>(
+            kernel: &ElementsKernel<'_>,
+            red: Reduction,
+            out: &mut [f32],
+            upd: &[H],
+            threads: usize,
+        ) -> Option<Result<(), OpError>> {
+            let source = Widening(upd);
+            crate::testing::on_threads(threads, || match red {
+                Reduction::Sum => kernel.run_from::<f32, Sum, _>(out, &source),
+                _ => kernel.run_from::<f32, MaxElements, _>(out, &source),
+            })
+        }
+        match self {
+            Narrow::F16 => {
+                let h: Vec<f16> = upd.iter().map(|&v| f16::from_f32(v)).collect();
+                go(kernel, red, out, &h, threads)
+            }
+            Narrow::Bf16 => {
+                let h: Vec<bf16> = upd.iter().map(|&v| bf16::from_f32(v)).collect();
+                go(kernel, red, out, &h, threads)
+            }
+        }
+    }
+}
+
+fn bits(v: &[f32]) -> Vec<u32> {
+    v.iter().map(|x| x.to_bits()).collect()
+}
+
+/// One case: `idx` onto `along` elements, sums and maxima, both half types; `run_from`
+/// directly at each of `direct` thread counts, the op at each of `threads`.
+fn check(case: &str, along: usize, idx: &[i64], direct: &[usize], threads: &[usize]) {
+    let n = idx.len();
+    let upd: Vec<f32> = (0..n)
+        .map(|i| ((i * 37) % 101) as f32 * 0.25 - 12.0)
+        .collect();
+    let data: Vec<f32> = (0..along).map(|i| (i % 7) as f32 - 3.0).collect();
+    let indices = crate::testing::i64s(&[n], idx);
+    let kernel = ElementsKernel {
+        indices: crate::runtime_indices(&indices).unwrap(),
+        indices_shape: &[n],
+        geometry: super::geometry::Geometry::new(&[along], &[n], &[n], 0).unwrap(),
+        mean: false,
+        use_init_val: true,
+        track_counts: false,
+        plan: None,
+        line_indices: false,
+    };
+    let mut bad = idx.to_vec();
+    bad[n - 7] = along as i64;
+    for red in [Reduction::Sum, Reduction::Max] {
+        for ty in [Narrow::F16, Narrow::Bf16] {
+            let data: Vec<f32> = data.iter().map(|&v| ty.round(v)).collect();
+            let upd: Vec<f32> = upd.iter().map(|&v| ty.round(v)).collect();
+            let want: Vec<f32> = sequential_with_init(red, &data, idx, &upd)
+                .into_iter()
+                .map(|v| ty.round(v))
+                .collect();
+            let what = format!("{case}: {ty:?} {red:?}");
+            for &t in direct {
+                let mut out = data.clone();
+                let ran = ty.run_from(&kernel, red, &mut out, &upd, t);
+                assert!(matches!(ran, Some(Ok(()))), "{what}, run_from on {t}");
+                let out: Vec<f32> = out.into_iter().map(|v| ty.round(v)).collect();
+                assert!(bits(&out) == bits(&want), "{what}, run_from on {t}");
+            }
+            let inputs = |idx: &[i64]| {
+                vec![
+                    ty.tensor(&data),
+                    crate::testing::i64s(&[n], idx),
+                    ty.tensor(&upd),
+                    crate::testing::i64s(&[], &[0]),
+                ]
+            };
+            let op = super::seu12(red, true);
+            for &t in threads {
+                let out = crate::testing::eval_with(&op, inputs(idx), t).unwrap();
+                assert!(bits(&ty.values(&out)) == bits(&want), "{what} on {t}");
+                let e = crate::testing::eval_with(&op, inputs(&bad), t).unwrap_err();
+                assert_out_of_range(&e, along, n - 7, &format!("{what} on {t}"));
+            }
+        }
+    }
+}
+
+/// Scattered indices: split rounds on a small output, bucketed rounds on one past the split
+/// limit (10 MB as f32).
+#[test]
+fn half_updates_in_rounds_match_the_f32_reference() {
+    let n = SPLIT_MIN_POSITIONS + ROUND_POSITIONS / 3;
+    check("split", 100_000, &scattered(n, 100_000), &[2], &[2, 3]);
+    let n = BUCKETED_MIN_INDICES + 4321;
+    check(
+        "bucketed",
+        2_500_000,
+        &scattered(n, 2_500_000),
+        &[2],
+        &[2, 3],
+    );
+}
+
+/// Local indices (the lean pass in chunks: sorted, and reverse-sorted through negative
+/// values), all indices on one element and too few positions to share (the lean pass on
+/// one task), and any indices on one thread.
+#[test]
+fn half_updates_on_lean_passes_match_the_f32_reference() {
+    let n = BUCKETED_MIN_INDICES + 999;
+    let along = 200_000;
+    let sorted: Vec<i64> = (0..n).map(|i| (i * along / n) as i64).collect();
+    check("sorted", along, &sorted, &[1, 2, 3], &[1, 2, 3]);
+    let from_end: Vec<i64> = sorted.iter().map(|&t| -1 - t).collect();
+    check("reverse-sorted, negative", along, &from_end, &[2], &[2, 3]);
+    check(
+        "all equal",
+        along,
+        &vec![777; BUCKETED_MIN_INDICES + 5],
+        &[2],
+        &[1, 2],
+    );
+    check("few", 3000, &scattered(5000, 3000), &[1, 2], &[1, 2]);
+    let n = SPLIT_MIN_POSITIONS + 17;
+    check("one thread", 100_000, &scattered(n, 100_000), &[1], &[1]);
+}
