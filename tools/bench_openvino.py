@@ -43,8 +43,10 @@ for _d in ["uniform", "skewed", "equal", "sorted", "reversed", "hot"]:
     DESCRIPTIONS[f"mean_{_d}"] = f"SEU-12 mean no-init [4096,512] <- [65536,512], {_d} rows"
     DESCRIPTIONS[f"ndsum_{_d}"] = f"SND-15 sum f32 [1M,16] <- 1M rows, {_d}"
 # The same sums and maxima with other element types (gen_bench_models.py: typed_workloads).
+for _d in ["uniform", "skewed", "equal", "sorted", "reversed", "hot"]:
+    DESCRIPTIONS[f"sum_{_d}_f16"] = f"SEU-12 sum f16 [1M] <- 16M i64 idx, {_d}"
 for _d in ["uniform", "skewed"]:
-    for _t in ["f16", "f64", "i64"]:
+    for _t in ["f64", "i64"]:
         DESCRIPTIONS[f"sum_{_d}_{_t}"] = f"SEU-12 sum {_t} [1M] <- 16M i64 idx, {_d}"
     DESCRIPTIONS[f"max_{_d}_f32"] = f"SEU-12 max f32 [8M] <- 8M i32 idx, {_d}"
     DESCRIPTIONS[f"sum_{_d}_i32_250k"] = f"SEU-12 sum i32 [250K] <- 16M i64 idx, {_d}"
