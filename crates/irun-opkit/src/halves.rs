@@ -96,6 +96,25 @@ pub fn widen<H: Half>(v: &[H]) -> Result<Vec<f32>, OpError> {
     })
 }
 
+/// `wide` rounded to `H` to nearest-even (as [`narrow_into`]), in a new vector: for an
+/// output that need not start as a copy of anything.
+pub fn narrow<H>(wide: &[f32]) -> Result<Vec<H>, OpError>
+where
+    H: Copy + Send + Default,
+    [H]: HalfFloatSliceExt,
+{
+    par::build(wide.len(), 1 << 14, &|start, fill| {
+        let mut block = [H::default(); BLOCK];
+        let mut at = start;
+        while fill.remaining() > 0 {
+            let n = fill.remaining().min(BLOCK);
+            block[..n].convert_from_f32_slice(&wide[at..at + n]);
+            fill.extend_from_slice(&block[..n]);
+            at += n;
+        }
+    })
+}
+
 /// `out[i]` = `wide[i]` rounded to nearest-even (the same as the per-value `from_f32`),
 /// `out` and `wide` of one length.
 pub fn narrow_into<H>(out: &mut [H], wide: &[f32])
@@ -119,10 +138,11 @@ mod tests {
 
     /// Both directions agree with the per-value conversions `to_f32` and `from_f32` on
     /// every 16-bit pattern (NaNs included), and on f32 probes between and beyond the
-    /// halves (rounding, overflow, subnormals, NaNs), across several blocks and a partial one.
+    /// halves (rounding, overflow, subnormals, NaNs), across several blocks and a partial one;
+    /// `narrow` into a new vector as `narrow_into` does.
     fn matches_per_value<H>(from_bits: fn(u16) -> H, to_bits: fn(H) -> u16, from_f32: fn(f32) -> H)
     where
-        H: Half,
+        H: Half + Default,
         [H]: HalfFloatSliceExt,
     {
         let halves: Vec<H> = (0..=u16::MAX).map(from_bits).collect();
@@ -139,6 +159,12 @@ mod tests {
         for (&o, &p) in out.iter().zip(&probes) {
             assert_eq!(to_bits(o), to_bits(from_f32(p)), "{:#010x}", p.to_bits());
         }
+        let new: Vec<H> = narrow(&probes).unwrap();
+        assert!(new
+            .iter()
+            .zip(&out)
+            .all(|(&a, &b)| to_bits(a) == to_bits(b)));
+        assert_eq!(new.len(), probes.len());
     }
 
     #[test]

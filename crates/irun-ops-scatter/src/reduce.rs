@@ -269,16 +269,7 @@ pub fn dispatch<K: ReduceKernel>(
     let ty = out.element_type();
     check_reducible(ty, reduction)?;
     if matches!(out.storage(), Storage::F16(_) | Storage::Bf16(_)) && reduction != Reduction::None {
-        let mut wide = widen(out)?;
-        let by_block = match updates.storage() {
-            Storage::F16(v) => dispatch_widening(kernel, &mut wide, v, reduction, rule)?,
-            Storage::Bf16(v) => dispatch_widening(kernel, &mut wide, v, reduction, rule)?,
-            _ => return Err(mismatch(updates)),
-        };
-        if !by_block {
-            let wide_updates = widen(updates)?;
-            dispatch(kernel, &mut wide, &wide_updates, reduction, rule)?;
-        }
+        let wide = reduce_widened(kernel, out, updates, reduction, rule)?;
         narrow(out, &wide);
         return Ok(());
     }
@@ -304,6 +295,29 @@ pub fn dispatch<K: ReduceKernel>(
         updates,
     };
     for_type(ty, reduction, rule, job)
+}
+
+/// An f16 or bf16 reduction computed in f32: `data` widened, the updates widened a block
+/// at a time where the kernel reads them so ([`dispatch_widening`]), else whole; the result
+/// is left in f32 for the caller to round once per element.
+fn reduce_widened<K: ReduceKernel>(
+    kernel: &K,
+    data: &Tensor,
+    updates: &Tensor,
+    reduction: Reduction,
+    rule: MinMaxRule,
+) -> Result<Tensor, OpError> {
+    let mut wide = widen(data)?;
+    let by_block = match updates.storage() {
+        Storage::F16(v) => dispatch_widening(kernel, &mut wide, v, reduction, rule)?,
+        Storage::Bf16(v) => dispatch_widening(kernel, &mut wide, v, reduction, rule)?,
+        _ => return Err(mismatch(updates)),
+    };
+    if !by_block {
+        let wide_updates = widen(updates)?;
+        dispatch(kernel, &mut wide, &wide_updates, reduction, rule)?;
+    }
+    Ok(wide)
 }
 
 /// [`dispatch`] of an f16 or bf16 reduction through [`ReduceKernel::run_from`]: `out` is
@@ -365,7 +379,13 @@ pub fn dispatch_from<K: ReduceKernel>(
         Ok(t) => Arc::new(t),
         Err(shared) => shared,
     };
-    if widened || data.words().is_none() {
+    if widened {
+        // Widened from the shared data and rounded into a new tensor: a copy of the data
+        // made first would only be overwritten by the rounding.
+        let wide = reduce_widened(kernel, &data, updates, reduction, rule)?;
+        return narrowed(&data, &wide);
+    }
+    if data.words().is_none() {
         let mut out = take_or_copy(data);
         dispatch(kernel, &mut out, updates, reduction, rule)?;
         return Ok(out);
@@ -533,6 +553,19 @@ fn widen(t: &Tensor) -> Result<Tensor, OpError> {
         _ => return Err(mismatch(t)),
     };
     Ok(Tensor::from_f32(t.shape().to_vec(), v).expect("same length"))
+}
+
+/// A new tensor of `like`'s type (f16 or bf16) and shape holding `wide` rounded once per
+/// element to nearest-even.
+fn narrowed(like: &Tensor, wide: &Tensor) -> Result<Tensor, OpError> {
+    let w = wide.values::<f32>().expect("widened tensor is f32");
+    let shape = like.shape().to_vec();
+    let t = match like.storage() {
+        Storage::F16(_) => Tensor::from_f16(shape, irun_opkit::halves::narrow(w)?),
+        Storage::Bf16(_) => Tensor::from_bf16(shape, irun_opkit::halves::narrow(w)?),
+        _ => return Err(mismatch(like)),
+    };
+    t.map_err(|e| OpError::new(codes::INTERNAL, e.to_string()))
 }
 
 /// Writes f32 values back into an f16/bf16 tensor, rounding each once to nearest-even.

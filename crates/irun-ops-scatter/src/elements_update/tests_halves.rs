@@ -193,3 +193,46 @@ fn half_updates_on_lean_passes_match_the_f32_reference() {
     let n = SPLIT_MIN_POSITIONS + 17;
     check("one thread", 100_000, &scattered(n, 100_000), &[1], &[1]);
 }
+
+/// Data the caller still holds is widened from where it lies and the result rounded into a
+/// new tensor of its type and shape: the same bits as the reference, and the caller's data
+/// unchanged, at 1 and 2 threads.
+#[test]
+fn held_half_data_is_left_unchanged() {
+    let along = 5000;
+    let mut idx = scattered(20_000, along);
+    idx[3] = -1;
+    let upd: Vec<f32> = (0..idx.len())
+        .map(|i| (i % 13) as f32 * 0.5 - 3.0)
+        .collect();
+    let data: Vec<f32> = (0..along).map(|i| (i % 11) as f32 * 0.25).collect();
+    for ty in [Narrow::F16, Narrow::Bf16] {
+        let (data, upd): (Vec<f32>, Vec<f32>) = (
+            data.iter().map(|&v| ty.round(v)).collect(),
+            upd.iter().map(|&v| ty.round(v)).collect(),
+        );
+        let want: Vec<f32> = sequential_with_init(Reduction::Sum, &data, &idx, &upd)
+            .into_iter()
+            .map(|v| ty.round(v))
+            .collect();
+        let held = std::sync::Arc::new(ty.tensor(&data));
+        for threads in [1, 2] {
+            let inputs = vec![
+                held.clone(),
+                std::sync::Arc::new(crate::testing::i64s(&[idx.len()], &idx)),
+                std::sync::Arc::new(ty.tensor(&upd)),
+                std::sync::Arc::new(crate::testing::i64s(&[], &[0])),
+            ];
+            let op = super::seu12(Reduction::Sum, true);
+            let out = crate::testing::on_threads(threads, || op.eval(inputs)).unwrap();
+            let out = &out[0];
+            assert_eq!(out.element_type(), held.element_type(), "{ty:?}");
+            assert_eq!(out.shape(), held.shape(), "{ty:?}");
+            assert!(bits(&ty.values(out)) == bits(&want), "{ty:?} on {threads}");
+            assert!(
+                bits(&ty.values(&held)) == bits(&data),
+                "{ty:?}: held data changed"
+            );
+        }
+    }
+}
