@@ -117,7 +117,8 @@ def typed_workloads():
     """Issue 12's "the same for integer, f16/bf16 and f64 data": sum_<d>_f16 on every
     distribution; on the uniform and skewed indices sum_<d>_<t>, the 1-D sum with f64 or
     i64 data and updates;
-    max_<d>_f32, the 1-D max with f32 data (sizes as sum_<d> and max_<d>); and
+    max_<d>_f32, the 1-D max with f32 data, and ndsum_<d>_f16, the ScatterNDUpdate sum with
+    f16 data (sizes as sum_<d>, max_<d> and ndsum_<d>); and
     sum_<d>_i32_250k, an integer histogram on a small output (i32 [250K] <- 16M i64). (bf16 has no
     numpy type for the reference; OpenVINO CPU does not run f64 scatters.)"""
     c = ops3.constant
@@ -149,6 +150,15 @@ def typed_workloads():
                 data_type=ov.Type.i32)
         if d not in ["uniform", "skewed"]:
             continue
+
+        def ndsum_(d=d):
+            rng = np.random.default_rng(28)
+            return model_with_inputs(f"ndsum_{d}_f16", [1_000_000, 16], {
+                "indices": distribution(d, 1_000_000, 1_000_000, rng).reshape(-1, 1),
+                "updates": rng.random((1_000_000, 16)).astype(np.float16)},
+                lambda x, i, u: ops15.scatter_nd_update(x, i, u, "sum"),
+                data_type=ov.Type.f16)
+        out[f"ndsum_{d}_f16"] = ndsum_
         out[f"sum_{d}_i32_250k"] = small_
 
         def max_(d=d):
