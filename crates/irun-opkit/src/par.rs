@@ -199,6 +199,14 @@ impl<T: Copy> Filler<'_, T> {
         self.len = end;
     }
 
+    /// Appends a copy of `values` with streaming stores ([`crate::stream`]).
+    #[inline]
+    pub fn stream_from_slice(&mut self, values: &[T]) {
+        let end = self.len + values.len();
+        crate::stream::copy_streaming(&mut self.slots[self.len..end], values);
+        self.len = end;
+    }
+
     /// Appends `count` copies of `v` and hands them back to be written over: a kernel that
     /// writes its chunk out of order (a tile of several channel planes at a time) writes
     /// straight into the output rather than into a staging buffer copied after.
