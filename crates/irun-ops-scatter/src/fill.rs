@@ -13,6 +13,7 @@ use std::ops::Range;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::kernel::PAR_MIN_ELEMENTS;
+use crate::op::OpError;
 use crate::par;
 
 /// Elements a [`Window`] copies past the edge it grows at, at least: updates that walk the
@@ -165,6 +166,35 @@ impl<'a, T: Copy + Send + Sync> FillFrom<'a, T> {
             hi: 0,
         }
     }
+}
+
+/// A new vector filled from `src` by `kernel`, which gets the whole of it as one
+/// [`FillFrom`]: the vector once every slot was written, an error if the kernel failed or
+/// left a slot unwritten.
+pub fn filled<T: Copy + Send + Sync, E: From<OpError>>(
+    src: &[T],
+    kernel: impl FnOnce(FillFrom<'_, T>) -> Result<(), E>,
+) -> Result<Vec<T>, E> {
+    let n = src.len();
+    let mut out: Vec<T> = crate::kernel::try_with_capacity(n)?;
+    let written = AtomicUsize::new(0);
+    kernel(FillFrom::new(
+        &mut out.spare_capacity_mut()[..n],
+        src,
+        &written,
+    ))?;
+    if written.load(Ordering::Relaxed) != n {
+        return Err(OpError::new(
+            crate::op::codes::INTERNAL,
+            "internal error: a scatter kernel left part of its output unwritten",
+        )
+        .into());
+    }
+    // SAFETY: the pieces of a `FillFrom` are disjoint and each counts a slot in `written`
+    // only the first time it writes it, so a count of `n` means every one of the first `n`
+    // slots of the capacity was written. `T: Copy`, no drops.
+    unsafe { out.set_len(n) };
+    Ok(out)
 }
 
 /// The written part of a [`FillFrom`]: one stretch `lo..hi` that only grows, each growth

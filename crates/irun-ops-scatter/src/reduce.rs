@@ -5,15 +5,14 @@
 //! widened to f32, reduced there and rounded once per element at the end (as OpenVINO's
 //! reference does). Integer arithmetic wraps in the element type, as in OpenVINO.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use half::{bf16, f16};
 use irun_tensor::{storage_kind, ElementType, Scalar, Storage, Tensor};
 
 use super::Reduction;
-use crate::fill::FillFrom;
-use crate::kernel::{take_or_copy, try_with_capacity};
+use crate::fill::{filled, FillFrom};
+use crate::kernel::take_or_copy;
 use crate::op::{codes, OpError, Value};
 use crate::updates::{Updates, Widening};
 use irun_opkit::halves::Half;
@@ -403,21 +402,7 @@ pub fn dispatch_from<K: ReduceKernel>(
                 .values::<T>()
                 .expect("data storage matches its type");
             let u = updates_as::<T>(self.updates)?;
-            let n = src.len();
-            let mut out: Vec<T> = try_with_capacity(n)?;
-            let written = AtomicUsize::new(0);
-            let fill = FillFrom::new(&mut out.spare_capacity_mut()[..n], src, &written);
-            self.kernel.run_into::<T, C>(fill, u)?;
-            if written.load(Ordering::Relaxed) != n {
-                return Err(OpError::new(
-                    codes::INTERNAL,
-                    "internal error: a scatter kernel left part of its output unwritten",
-                ));
-            }
-            // SAFETY: the pieces of a `FillFrom` are disjoint and each counts a slot in
-            // `written` only the first time it writes it, so a count of `n` means every one
-            // of the first `n` slots of the capacity was written. `T: Copy`, no drops.
-            unsafe { out.set_len(n) };
+            let out = filled(src, |fill| self.kernel.run_into::<T, C>(fill, u))?;
             Tensor::new(
                 self.data.element_type(),
                 self.data.shape().to_vec(),

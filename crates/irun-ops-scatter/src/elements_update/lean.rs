@@ -199,14 +199,15 @@ impl ElementsKernel<'_> {
     /// Runs monotone chunks on an output filled from the data as the lean passes reach it,
     /// each chunk's task on its own piece ([`WindowBlocks`]). A chunk whose indices leave
     /// its piece (they were not sorted after all) stops there; once every piece is whole
-    /// the output is copied from the data again and the scatter runs as if just copied,
-    /// which also reports the first index out of range in that case.
-    pub(super) fn run_monotone_into<T: Elem, C: Combine<T>>(
+    /// the output is copied from the data again and handed back, `Some`, for the caller to
+    /// run the scatter on as if just copied (which also reports the first index out of
+    /// range in that case).
+    pub(super) fn run_monotone_into<'o, T: Elem, C: Combine<T>, U: Updates<T> + ?Sized>(
         &self,
         chunks: MonotoneChunks,
-        out: FillFrom<'_, T>,
-        updates: &[T],
-    ) -> Result<(), OpError> {
+        out: FillFrom<'o, T>,
+        updates: &U,
+    ) -> Result<Option<&'o mut [T]>, OpError> {
         let mut order: Vec<usize> = (0..chunks.pieces.len()).collect();
         order.sort_by_key(|&k| chunks.pieces[k].start);
         let lengths: Vec<usize> = order.iter().map(|&k| chunks.pieces[k].len()).collect();
@@ -226,7 +227,7 @@ impl ElementsKernel<'_> {
                     return Ok(());
                 };
                 let start = positions.start;
-                let mut blocks = WindowBlocks::<T, C>::new(self, piece, base, updates);
+                let mut blocks = WindowBlocks::<T, C, U>::new(self, piece, base, updates);
                 let done = self.indices.for_each_native(positions, &mut blocks);
                 // Whatever happened, so that the output is whole to start again on.
                 blocks.window.finish();
@@ -238,7 +239,7 @@ impl ElementsKernel<'_> {
             })
         });
         if !strayed.load(Ordering::Relaxed) {
-            return done;
+            return done.map(|()| None);
         }
         let Some(values) = whole else {
             return Err(OpError::new(
@@ -249,7 +250,7 @@ impl ElementsKernel<'_> {
         par::for_each_split_mut(values, crate::kernel::PAR_MIN_ELEMENTS, &|at, xs| {
             xs.copy_from_slice(&src[at..at + xs.len()]);
         });
-        self.run_with::<T, C>(values, updates, true)
+        Ok(Some(values))
     }
 
     /// The chunk of `positions`: its leading run folded apart when `fold_runs` and it starts
@@ -436,36 +437,41 @@ impl<T: Elem, C: Combine<T>, U: Updates<T> + ?Sized> NativeBlocks
 /// which copies the data there if it is not yet; a block that reaches past them then asks
 /// for the whole piece from the first index outside. Either way every update is applied
 /// once, in position order.
-struct WindowBlocks<'k, 'a, 'w, T, C> {
+struct WindowBlocks<'k, 'a, 'w, T, C, U: ?Sized> {
     kernel: &'k ElementsKernel<'a>,
     window: Window<'w, T>,
     /// The axis target of the piece's first element.
     base: usize,
-    updates: &'k [T],
+    updates: &'k U,
+    /// A block's updates when they are stored narrower than `T` ([`Updates::block`]).
+    widened: Vec<T>,
     /// Set when an index in range targets an element outside the piece.
     strayed: bool,
     combine: std::marker::PhantomData<C>,
 }
 
-impl<'k, 'a, 'w, T: Elem, C: Combine<T>> WindowBlocks<'k, 'a, 'w, T, C> {
+impl<'k, 'a, 'w, T: Elem, C: Combine<T>, U: Updates<T> + ?Sized> WindowBlocks<'k, 'a, 'w, T, C, U> {
     fn new(
         kernel: &'k ElementsKernel<'a>,
         piece: FillFrom<'w, T>,
         base: usize,
-        updates: &'k [T],
+        updates: &'k U,
     ) -> Self {
         WindowBlocks {
             kernel,
             window: piece.window(),
             base,
             updates,
+            widened: Vec::new(),
             strayed: false,
             combine: std::marker::PhantomData,
         }
     }
 }
 
-impl<T: Elem, C: Combine<T>> NativeBlocks for WindowBlocks<'_, '_, '_, T, C> {
+impl<T: Elem, C: Combine<T>, U: Updates<T> + ?Sized> NativeBlocks
+    for WindowBlocks<'_, '_, '_, T, C, U>
+{
     type Error = OpError;
 
     fn block<V: NativeIndex>(&mut self, start: usize, vals: &[V]) -> Result<(), OpError> {
@@ -473,7 +479,7 @@ impl<T: Elem, C: Combine<T>> NativeBlocks for WindowBlocks<'_, '_, '_, T, C> {
         let (Some(&first), Some(&last)) = (vals.first(), vals.last()) else {
             return Ok(());
         };
-        let ups = &self.updates[start..start + vals.len()];
+        let ups = self.updates.block(start, vals.len(), &mut self.widened);
         let len = self.window.len();
         let (a, b) = (
             k.geometry.target(first.into()),

@@ -7,7 +7,7 @@ use super::buckets::{BucketMap, Pair, PartLists, MAX_BUCKETS};
 use super::geometry::{hit, Geometry};
 use super::plan::ElementsPlan;
 use super::split::SplitState;
-use crate::fill::FillFrom;
+use crate::fill::{filled, FillFrom};
 use crate::index_out_of_range;
 use crate::kernel::{
     pieces, split_range, try_zeroed, DisjointSlice, IndexValues, Part, PAR_MIN_ELEMENTS,
@@ -486,7 +486,10 @@ impl ReduceKernel for ElementsKernel<'_> {
             // a chunk that leaves it starts everything again (one pass over the indices
             // fewer than planning, which reads them all to find each chunk's span).
             if let Some(chunks) = self.monotone_chunks() {
-                return self.run_monotone_into::<T, C>(chunks, out, updates);
+                return match self.run_monotone_into::<T, C, _>(chunks, out, updates)? {
+                    None => Ok(()),
+                    Some(again) => self.run_with::<T, C>(again, updates, true),
+                };
             }
             // Planned once here: a plan that does not hold runs the rest without another.
             // (Disjoint but not monotone chunks, or folded runs: all indices equal.)
@@ -526,11 +529,7 @@ impl ReduceKernel for ElementsKernel<'_> {
         if !self.runs_lean(bucketed) {
             return None;
         }
-        // With `lean`, one of the lean paths always serves.
-        Some(
-            self.run_lean_paths::<T, C, U>(out, updates, true, true)
-                .map(|_| ()),
-        )
+        Some(self.run_lean_from::<T, C, U>(out, updates))
     }
 }
 
@@ -543,6 +542,41 @@ impl ElementsKernel<'_> {
         let g = &self.geometry;
         let flat = g.inner == 1 && g.data_inner == 1 && g.outer_map.is_none() && !self.track_counts;
         flat && self.plan.is_none() && !bucketed
+    }
+
+    /// [`ReduceKernel::run_from`]'s lean paths. Sorted or reverse-sorted indices run as
+    /// monotone chunks, without the planning pass over every index, into a new buffer
+    /// filled from `out` and copied back after, as [`ReduceKernel::run_into`] runs them
+    /// into a new output: a chunk that leaves its piece stops them all, and `out`, which
+    /// still holds the data, runs the other lean paths (16M f16 sums onto 1M, 2 threads,
+    /// medians of 4 alternating runs: sorted 14.88 to 11.20 ms, reversed 15.16 to 11.52;
+    /// the planning pass read 128 MB of indices).
+    fn run_lean_from<T: Elem, C: Combine<T>, U: Updates<T> + ?Sized>(
+        &self,
+        out: &mut [T],
+        updates: &U,
+    ) -> Result<(), OpError> {
+        let chunks = match self.chunkable(std::mem::size_of::<T>()) {
+            true => self.monotone_chunks(),
+            false => None,
+        };
+        if let Some(chunks) = chunks {
+            let mut strayed = false;
+            let fresh = filled(out, |fill| {
+                let again = self.run_monotone_into::<T, C, U>(chunks, fill, updates)?;
+                strayed = again.is_some();
+                Ok::<(), OpError>(())
+            })?;
+            if !strayed {
+                par::for_each_split_mut(out, PAR_MIN_ELEMENTS, &|at, xs| {
+                    xs.copy_from_slice(&fresh[at..at + xs.len()]);
+                });
+                return Ok(());
+            }
+        }
+        // With `lean`, one of the lean paths always serves.
+        self.run_lean_paths::<T, C, U>(out, updates, true, true)
+            .map(|_| ())
     }
 
     /// The paths of a flat histogram without lists: with `lean`, the lean pass in chunks

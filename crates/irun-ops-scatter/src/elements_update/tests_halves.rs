@@ -171,8 +171,8 @@ fn half_updates_in_rounds_match_the_f32_reference() {
     );
 }
 
-/// Local indices (the lean pass in chunks: sorted, and reverse-sorted through negative
-/// values), all indices on one element and too few positions to share (the lean pass on
+/// Local indices (monotone chunks: sorted, reverse-sorted through negative values, and
+/// sorted but for one index, which makes them start again), all indices on one element and too few positions to share (the lean pass on
 /// one task), and any indices on one thread.
 #[test]
 fn half_updates_on_lean_passes_match_the_f32_reference() {
@@ -182,6 +182,11 @@ fn half_updates_on_lean_passes_match_the_f32_reference() {
     check("sorted", along, &sorted, &[1, 2, 3], &[1, 2, 3]);
     let from_end: Vec<i64> = sorted.iter().map(|&t| -1 - t).collect();
     check("reverse-sorted, negative", along, &from_end, &[2], &[2, 3]);
+    // Sorted but for one index, late in the last chunk, back in the first chunk's piece:
+    // the monotone chunks stop and the run starts again from the data.
+    let mut stray = sorted.clone();
+    stray[n * 7 / 8] = 5;
+    check("sorted with a stray", along, &stray, &[2, 3], &[2, 3]);
     check(
         "all equal",
         along,
