@@ -141,7 +141,7 @@ macro_rules! on_stored {
 /// The index types models store, read as they are: a loop that widens each value as it goes
 /// saves [`IndexValues::for_each_block`]'s pass that widens a block into `i64` first (8M i32
 /// indices partitioned into a 32 MB max's buckets: 11.2 to 9.4 ms).
-pub trait NativeIndex: Copy + Into<i64> {}
+pub trait NativeIndex: Copy + PartialEq + Into<i64> + TryFrom<i64> {}
 impl NativeIndex for i32 {}
 impl NativeIndex for i64 {}
 

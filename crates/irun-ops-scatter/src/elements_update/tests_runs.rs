@@ -28,13 +28,26 @@ fn sequential(red: Reduction, data: &[i32], idx: &[i64], upd: &[i32]) -> Vec<i32
     out
 }
 
-fn scatter(red: Reduction, data: &[i32], idx: &[i64], upd: &[i32], threads: usize) -> Tensor {
+/// The scatter with `idx` stored as i64, or as i32 when `narrow` (the loops read both as
+/// stored).
+fn scatter_as(
+    red: Reduction,
+    data: &[i32],
+    idx: &[i64],
+    upd: &[i32],
+    threads: usize,
+    narrow: bool,
+) -> Tensor {
     let n = idx.len();
+    let indices = match narrow {
+        true => i32s(&[n], &idx.iter().map(|&v| v as i32).collect::<Vec<_>>()),
+        false => i64s(&[n], idx),
+    };
     eval_with(
         &seu12(red, true),
         vec![
             i32s(&[data.len()], data),
-            i64s(&[n], idx),
+            indices,
             i32s(&[n], upd),
             i64s(&[], &[0]),
         ],
@@ -48,7 +61,8 @@ fn scatter(red: Reduction, data: &[i32], idx: &[i64], upd: &[i32], threads: usiz
 /// reverse-sorted runs of about 10,000 (longer than a boundary's search for a change, so
 /// splits stay inside runs); a long run of one target then sorted targets (the first
 /// chunk folds it apart too); and that run's target met again later, which must not run
-/// in chunks. Products wrap, so a fold applied out of order would show.
+/// in chunks. Products wrap, so a fold applied out of order would show. Indices stored as
+/// i64 and as i32.
 #[test]
 fn runs_folded_apart_match_the_sequential_loop() {
     let n = BUCKETED_MIN_INDICES + 4321;
@@ -95,11 +109,11 @@ fn runs_folded_apart_match_the_sequential_loop() {
             Reduction::Min,
         ] {
             let want = sequential(red, &data, idx, &upd);
-            for threads in [1, 2, 3] {
-                let out = scatter(red, &data, idx, &upd, threads);
+            for (threads, narrow) in [(1, false), (2, false), (3, false), (2, true), (3, true)] {
+                let out = scatter_as(red, &data, idx, &upd, threads, narrow);
                 assert!(
                     out.values::<i32>().unwrap() == want.as_slice(),
-                    "{name} {red:?} at {threads} threads"
+                    "{name} {red:?} at {threads} threads, i32 indices {narrow}"
                 );
             }
         }
