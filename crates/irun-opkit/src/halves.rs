@@ -8,6 +8,7 @@ use half::{bf16, f16};
 
 use crate::op::OpError;
 use crate::par;
+use crate::stream::STREAM_MIN_BYTES;
 
 /// Values per block: the f32 side stays in L1 between the conversion and the copy.
 const BLOCK: usize = 1024;
@@ -82,15 +83,11 @@ impl Half for bf16 {
     }
 }
 
-/// Widened outputs from this size (in f32 bytes) on are written with streaming stores
-/// ([`crate::stream`]): a 64 MB widening of f16 data for a ScatterNDUpdate sum onto
-/// [1M,16] leaves the cache before the scatter reads it (2 threads, Zen 4: 24.35 to 22.60
-/// ms, medians of 5 alternating runs).
-const STREAM_MIN_BYTES: usize = 16 << 20;
-
-/// `v` widened to f32 (exact).
+/// `v` widened to f32 (exact). Outputs of [`STREAM_MIN_BYTES`] or more are written with
+/// streaming stores: a 64 MB widening of f16 data for a ScatterNDUpdate sum onto [1M,16]
+/// leaves the cache before the scatter reads it (2 threads, Zen 4: 24.35 to 22.60 ms,
+/// medians of 5 alternating runs).
 pub fn widen<H: Half>(v: &[H]) -> Result<Vec<f32>, OpError> {
-    // Written around the cache when too large to stay there for the kernel that reads it.
     let stream = std::mem::size_of_val(v) * 2 >= STREAM_MIN_BYTES;
     par::build(v.len(), 1 << 14, &|start, fill| {
         let mut block = [0f32; BLOCK];

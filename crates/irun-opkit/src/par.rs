@@ -147,6 +147,14 @@ pub fn for_each_split_mut<T: Send>(
     for_each_chunk_mut(out, chunk, f);
 }
 
+/// `dst` = `src` (of one length), by all threads for large slices.
+pub fn copy<T: Copy + Send + Sync>(dst: &mut [T], src: &[T]) {
+    assert_eq!(dst.len(), src.len(), "a copy between equal lengths");
+    for_each_split_mut(dst, crate::kernel::PAR_MIN_ELEMENTS, &|at, xs| {
+        xs.copy_from_slice(&src[at..at + xs.len()]);
+    });
+}
+
 /// `f` applied to every element of `src`, in parallel chunks for large inputs.
 ///
 /// The output is written straight into the new vector's capacity, not zero-filled first: a

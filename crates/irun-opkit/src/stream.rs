@@ -9,6 +9,12 @@
 
 use std::mem::MaybeUninit;
 
+/// Outputs from this size on are written with streaming stores (the scatters' whole copies
+/// of their data, `FillFrom::copy_all` in irun-ops-scatter, and [`crate::halves::widen`]):
+/// half of a 32 MB L3 or more, they leave the cache before their reader reaches most of
+/// them, so the read for ownership of each line a plain store costs buys nothing.
+pub const STREAM_MIN_BYTES: usize = 16 << 20;
+
 /// Copies `src` into `dst` (of the same length) with streaming stores where the machine has
 /// them (x86-64), else with plain ones. On return every element of `dst` is written, and the
 /// stores are ordered before any later store of this thread (a fence follows them), so a

@@ -15,19 +15,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use crate::kernel::PAR_MIN_ELEMENTS;
 use crate::op::OpError;
 use crate::par;
+use irun_opkit::stream::STREAM_MIN_BYTES;
 
 /// Elements a [`Window`] copies past the edge it grows at, at least: updates that walk the
 /// output in order then find the next few lines copied, and the copies are whole runs of
 /// lines, not one slice at a time.
 const COPY_AHEAD: usize = 1024;
-
-/// Outputs from this size on are copied whole ([`FillFrom::copy_all`]) with streaming stores
-/// ([`irun_opkit::stream`]): half of a 32 MB L3 or more, they would leave the cache before
-/// the updates reach most of them, so the read for ownership of each line a plain store
-/// costs would buy nothing. Measured on a 2-core Zen 4, 2 threads, medians of 12 and 5
-/// alternating runs: 8M i32 maxima onto one element of a 32 MB output (the copy is most of
-/// the run) 4.36 to 3.59 ms; a ScatterNDUpdate sum onto a 64 MB output 16.3 to 15.1 ms.
-const STREAM_MIN_BYTES: usize = 16 << 20;
 
 /// Slots of a new output (a contiguous piece of it) with the data values that belong there.
 /// Every slot written through it is counted in `written`, once; the owner of the whole
@@ -125,10 +118,12 @@ impl<'a, T: Copy + Send + Sync> FillFrom<'a, T> {
     }
 
     /// Everything copied, by all threads when large: the output as values. From
-    /// [`STREAM_MIN_BYTES`] on with streaming stores.
+    /// [`STREAM_MIN_BYTES`] on with streaming stores (measured on a 2-core Zen 4, 2 threads,
+    /// medians of 12 and 5 alternating runs: 8M i32 maxima onto one element of a 32 MB
+    /// output, the copy most of the run, 4.36 to 3.59 ms; a ScatterNDUpdate sum onto a 64
+    /// MB output 16.3 to 15.1 ms).
     pub fn copy_all(self) -> &'a mut [T] {
         let src = self.src;
-        // Too large to stay in cache for whatever reads it next, the copy goes around it.
         let stream = std::mem::size_of_val(src) >= STREAM_MIN_BYTES;
         par::for_each_split_mut(self.slots, PAR_MIN_ELEMENTS, &|start, chunk| {
             let from = &src[start..start + chunk.len()];
@@ -171,10 +166,10 @@ impl<'a, T: Copy + Send + Sync> FillFrom<'a, T> {
 /// A new vector filled from `src` by `kernel`, which gets the whole of it as one
 /// [`FillFrom`]: the vector once every slot was written, an error if the kernel failed or
 /// left a slot unwritten.
-pub fn filled<T: Copy + Send + Sync, E: From<OpError>>(
+pub fn filled<T: Copy + Send + Sync>(
     src: &[T],
-    kernel: impl FnOnce(FillFrom<'_, T>) -> Result<(), E>,
-) -> Result<Vec<T>, E> {
+    kernel: impl FnOnce(FillFrom<'_, T>) -> Result<(), OpError>,
+) -> Result<Vec<T>, OpError> {
     let n = src.len();
     let mut out: Vec<T> = crate::kernel::try_with_capacity(n)?;
     let written = AtomicUsize::new(0);
@@ -187,8 +182,7 @@ pub fn filled<T: Copy + Send + Sync, E: From<OpError>>(
         return Err(OpError::new(
             crate::op::codes::INTERNAL,
             "internal error: a scatter kernel left part of its output unwritten",
-        )
-        .into());
+        ));
     }
     // SAFETY: the pieces of a `FillFrom` are disjoint and each counts a slot in `written`
     // only the first time it writes it, so a count of `n` means every one of the first `n`

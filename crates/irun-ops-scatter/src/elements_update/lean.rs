@@ -247,9 +247,7 @@ impl ElementsKernel<'_> {
                 "internal error: a scatter chunk left its piece unwritten",
             ));
         };
-        par::for_each_split_mut(values, crate::kernel::PAR_MIN_ELEMENTS, &|at, xs| {
-            xs.copy_from_slice(&src[at..at + xs.len()]);
-        });
+        par::copy(values, src);
         Ok(Some(values))
     }
 
@@ -444,12 +442,6 @@ impl<T: Elem, C: Combine<T>, U: Updates<T> + ?Sized> NativeBlocks for RunFold<'_
             }
         };
         let ups = self.updates.block(start, vals.len(), &mut self.widened);
-        let fold = |acc: T, ups: &[T]| {
-            irun_opkit::simd::widest(
-                #[inline(always)]
-                || ups.iter().fold(acc, |a, &u| C::apply(a, u)),
-            )
-        };
         let names = |v: V| (v == a) | (v == b);
         // No short cut in the test, so that it vectorises.
         let same = irun_opkit::simd::widest(
@@ -457,11 +449,11 @@ impl<T: Elem, C: Combine<T>, U: Updates<T> + ?Sized> NativeBlocks for RunFold<'_
             || vals.iter().fold(true, |same, &v| same & names(v)),
         );
         if same {
-            self.acc = fold(self.acc, ups);
+            self.acc = fold_all::<T, C>(self.acc, ups);
             return Ok(());
         }
         let k = vals.iter().position(|&v| !names(v)).unwrap_or(vals.len());
-        self.acc = fold(self.acc, &ups[..k]);
+        self.acc = fold_all::<T, C>(self.acc, &ups[..k]);
         self.end = start + k;
         Err(())
     }
@@ -716,11 +708,7 @@ fn flat_runs<T: Elem, C: Combine<T>, V: NativeIndex, const WRAP: bool>(
         let Some(d) = dst.get_mut(place::<WRAP>(first, along, base)) else {
             return Err(0);
         };
-        let start = *d;
-        *d = irun_opkit::simd::widest(
-            #[inline(always)]
-            || ups.iter().fold(start, |acc, &u| C::apply(acc, u)),
-        );
+        *d = fold_all::<T, C>(*d, ups);
         return Ok(());
     }
     let mut at = place::<WRAP>(first, along, base);
@@ -743,6 +731,17 @@ fn flat_runs<T: Elem, C: Combine<T>, V: NativeIndex, const WRAP: bool>(
     }
     dst[at] = acc;
     Ok(())
+}
+
+/// `acc` with `ups` applied in order, compiled for the widest vector unit: on integers
+/// (associative combines) the fold becomes a vector reduction; on floats it stays the
+/// chain of applies it is written as.
+#[inline(always)]
+fn fold_all<T: Elem, C: Combine<T>>(acc: T, ups: &[T]) -> T {
+    irun_opkit::simd::widest(
+        #[inline(always)]
+        || ups.iter().fold(acc, |a, &u| C::apply(a, u)),
+    )
 }
 
 /// A block's loop without negative-value wrapping, which are rare (a loop that need not

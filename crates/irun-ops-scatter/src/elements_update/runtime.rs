@@ -556,11 +556,8 @@ impl ElementsKernel<'_> {
         out: &mut [T],
         updates: &U,
     ) -> Result<(), OpError> {
-        let chunks = match self.chunkable(std::mem::size_of::<T>()) {
-            true => self.monotone_chunks(),
-            false => None,
-        };
-        if let Some(chunks) = chunks {
+        let chunkable = self.chunkable(std::mem::size_of::<T>());
+        if let Some(chunks) = chunkable.then(|| self.monotone_chunks()).flatten() {
             let mut strayed = false;
             let fresh = filled(out, |fill| {
                 let again = self.run_monotone_into::<T, C, U>(chunks, fill, updates)?;
@@ -568,33 +565,28 @@ impl ElementsKernel<'_> {
                 Ok::<(), OpError>(())
             })?;
             if !strayed {
-                par::for_each_split_mut(out, PAR_MIN_ELEMENTS, &|at, xs| {
-                    xs.copy_from_slice(&fresh[at..at + xs.len()]);
-                });
+                par::copy(out, &fresh);
                 return Ok(());
             }
         }
         // With `lean`, one of the lean paths always serves.
-        self.run_lean_paths::<T, C, U>(out, updates, true, true)
+        self.run_lean_paths::<T, C, U>(out, updates, true, chunkable)
             .map(|_| ())
     }
 
     /// The paths of a flat histogram without lists: with `lean`, the lean pass in chunks
-    /// when the indices are local ([`ElementsKernel::run_local_chunks`], if `try_local`);
-    /// lean or not, the private folds of an integer histogram; with `lean`, the lean pass
-    /// on one task. `Ok(true)` once one of them ran, `Ok(false)` when none serves.
+    /// when `chunkable` (the caller's answer of [`ElementsKernel::chunkable`], or `false`
+    /// not to try them: [`ElementsKernel::run_local_chunks`]); lean or not, the private
+    /// folds of an integer histogram; with `lean`, the lean pass on one task. `Ok(true)`
+    /// once one of them ran, `Ok(false)` when none serves.
     fn run_lean_paths<T: Elem, C: Combine<T>, U: Updates<T> + ?Sized>(
         &self,
         out: &mut [T],
         updates: &U,
         lean: bool,
-        try_local: bool,
+        chunkable: bool,
     ) -> Result<bool, OpError> {
-        if lean
-            && try_local
-            && self.chunkable(std::mem::size_of::<T>())
-            && self.run_local_chunks::<T, C, U>(out, updates)?
-        {
+        if lean && chunkable && self.run_local_chunks::<T, C, U>(out, updates)? {
             return Ok(true);
         }
         // Whether it would run lean or bucketed (private folds are flat histograms).
@@ -648,7 +640,8 @@ impl ElementsKernel<'_> {
         let bucketed = self.bucketed(out.len(), std::mem::size_of_val(out));
         let lean = self.runs_lean(bucketed);
         let bucketed = bucketed && self.plan.is_none();
-        if self.run_lean_paths::<T, C, _>(out, updates, lean, try_local)? {
+        let chunkable = lean && try_local && self.chunkable(std::mem::size_of::<T>());
+        if self.run_lean_paths::<T, C, _>(out, updates, lean, chunkable)? {
             return Ok(());
         }
         if bucketed {
