@@ -50,6 +50,8 @@ for _d in ["uniform", "skewed"]:
         DESCRIPTIONS[f"sum_{_d}_{_t}"] = f"SEU-12 sum {_t} [1M] <- 16M i64 idx, {_d}"
     DESCRIPTIONS[f"max_{_d}_f32"] = f"SEU-12 max f32 [8M] <- 8M i32 idx, {_d}"
     DESCRIPTIONS[f"ndsum_{_d}_f16"] = f"SND-15 sum f16 [1M,16] <- 1M rows, {_d}"
+    for _t in ["i32", "i64", "f64"]:
+        DESCRIPTIONS[f"ndsum_{_d}_{_t}"] = f"SND-15 sum {_t} [1M,16] <- 1M rows, {_d}"
     DESCRIPTIONS[f"sum_{_d}_i32_250k"] = f"SEU-12 sum i32 [250K] <- 16M i64 idx, {_d}"
 
 

@@ -110,15 +110,16 @@ def reduction_workloads():
 
 # Element types of the typed reductions: name suffix -> (numpy type, OpenVINO type).
 TYPES = {"f16": (np.float16, ov.Type.f16), "f64": (np.float64, ov.Type.f64),
-         "i64": (np.int64, ov.Type.i64), "f32": (np.float32, ov.Type.f32)}
+         "i64": (np.int64, ov.Type.i64), "f32": (np.float32, ov.Type.f32),
+         "i32": (np.int32, ov.Type.i32)}
 
 
 def typed_workloads():
     """Issue 12's "the same for integer, f16/bf16 and f64 data": sum_<d>_f16 on every
     distribution; on the uniform and skewed indices sum_<d>_<t>, the 1-D sum with f64 or
     i64 data and updates;
-    max_<d>_f32, the 1-D max with f32 data, and ndsum_<d>_f16, the ScatterNDUpdate sum with
-    f16 data (sizes as sum_<d>, max_<d> and ndsum_<d>); and
+    max_<d>_f32, the 1-D max with f32 data, and ndsum_<d>_<f16|i32|i64|f64>, the
+    ScatterNDUpdate sum with those data (sizes as sum_<d>, max_<d> and ndsum_<d>); and
     sum_<d>_i32_250k, an integer histogram on a small output (i32 [250K] <- 16M i64). (bf16 has no
     numpy type for the reference; OpenVINO CPU does not run f64 scatters.)"""
     c = ops3.constant
@@ -159,6 +160,16 @@ def typed_workloads():
                 lambda x, i, u: ops15.scatter_nd_update(x, i, u, "sum"),
                 data_type=ov.Type.f16)
         out[f"ndsum_{d}_f16"] = ndsum_
+        for t in ["i32", "i64", "f64"]:
+            def ndsum_typed(d=d, t=t):
+                rng = np.random.default_rng(29)
+                ty, ovt = TYPES[t]
+                return model_with_inputs(f"ndsum_{d}_{t}", [1_000_000, 16], {
+                    "indices": distribution(d, 1_000_000, 1_000_000, rng).reshape(-1, 1),
+                    "updates": values(rng, 16_000_000, ty).reshape(1_000_000, 16)},
+                    lambda x, i, u: ops15.scatter_nd_update(x, i, u, "sum"),
+                    data_type=ovt)
+            out[f"ndsum_{d}_{t}"] = ndsum_typed
         out[f"sum_{d}_i32_250k"] = small_
 
         def max_(d=d):
