@@ -83,9 +83,39 @@ unsafe fn avx2<R>(f: impl FnOnce() -> R) -> R {
 /// rather than one trip each.
 #[inline]
 pub fn prefetch_read<T>(s: &[T]) {
-    let bytes = s.as_ptr().cast::<u8>();
-    for line in (0..std::mem::size_of_val(s)).step_by(64) {
-        prefetch_read_ptr(bytes.wrapping_add(line));
+    each_line(
+        s.as_ptr().cast(),
+        std::mem::size_of_val(s),
+        prefetch_read_ptr,
+    );
+}
+
+/// A hint that the `n` elements from `p` are about to be written: every cache line they touch
+/// is fetched for ownership ([`prefetch_write_ptr`]). `p` need not point into an allocation.
+#[inline]
+pub fn prefetch_write<T>(p: *const T, n: usize) {
+    each_line(p.cast(), n * std::mem::size_of::<T>(), prefetch_write_ptr);
+}
+
+/// Calls `hint` with a pointer to each 64-byte cache line that the `len` bytes from `p`
+/// touch, counted from the line of the first byte to the line of the last (16 f64 from the
+/// middle of a line touch three). A slice within one line costs one hint and a compare:
+/// these hints run once per tuple in loops that wait on memory, where every instruction
+/// more means fewer tuples in flight (a 64 MB ScatterNDUpdate sum of rows of 16 f32, one
+/// line each, went from 15.1 to 17.8 ms with an iterator here).
+#[inline(always)]
+fn each_line(p: *const u8, len: usize, mut hint: impl FnMut(*const u8)) {
+    if len == 0 {
+        return;
+    }
+    let skew = p as usize % 64;
+    let first = p.wrapping_sub(skew);
+    let span = skew + len - 1;
+    hint(first);
+    let mut line = 64;
+    while line <= span {
+        hint(first.wrapping_add(line));
+        line += 64;
     }
 }
 
@@ -138,7 +168,31 @@ mod tests {
             prefetch_write_ptr(v.as_ptr().wrapping_add(ahead));
         }
         prefetch_read_ptr(std::ptr::null::<u8>());
+        prefetch_write(v.as_ptr().wrapping_add(990), 300);
+        prefetch_write(std::ptr::null::<f64>(), 40);
         assert!(v.iter().enumerate().all(|(i, &x)| usize::from(x) == i));
+    }
+
+    /// The lines hinted are exactly the lines the bytes touch, each once, in order, from any
+    /// place in a line and for any length (none for none).
+    #[test]
+    fn each_line_hints_every_touched_line_once() {
+        let buf = vec![0u8; 1024];
+        let base = buf.as_ptr().wrapping_add(64 - buf.as_ptr() as usize % 64);
+        for skew in 0..64 {
+            for len in 0..300 {
+                let p = base.wrapping_add(skew);
+                let mut got = Vec::new();
+                each_line(p, len, |line| got.push(line as usize));
+                let want: Vec<usize> = match len {
+                    0 => Vec::new(),
+                    _ => (p as usize / 64..=(p as usize + len - 1) / 64)
+                        .map(|l| l * 64)
+                        .collect(),
+                };
+                assert_eq!(got, want, "skew {skew} len {len}");
+            }
+        }
     }
 
     /// Every unit this CPU has gives the baseline's bits on an order-sensitive float loop.
