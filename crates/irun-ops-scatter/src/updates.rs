@@ -36,7 +36,9 @@ const WIDEN_BLOCK: usize = 1024;
 impl<T: Elem, H: Half> Updates<T> for Widening<'_, H> {
     fn block<'s>(&'s self, start: usize, n: usize, buf: &'s mut Vec<T>) -> &'s [T] {
         let src = &self.0[start..start + n];
-        buf.clear();
+        // Every value of the block is written below: a buffer kept from the last block of
+        // the same length is not cleared first (zeroing 16 KB a block of 4096 was 2% of an
+        // f16 sum's time).
         buf.resize(n, T::ZERO);
         // Straight into the block when it is f32, the case that matters: through a buffer
         // on the stack and a copy, the copy's stores were a third of the widening's time.
