@@ -252,8 +252,30 @@ impl<T: Copy + Send + Sync> Span<T> for Window<'_, T> {
     /// `COPY_AHEAD` past the edge it grows at), copying the data into the slots it adds.
     /// Spans that move through the piece in order therefore copy it front to back (or back
     /// to front) just ahead of the updates; scattered spans copy the stretch between them.
-    #[inline]
+    #[inline(always)]
     fn span(&mut self, r: Range<usize>) -> &mut [T] {
+        // Most spans (a ScatterNDUpdate asks for one per tuple) lie inside what is written.
+        if self.lo <= r.start && r.start <= r.end && r.end <= self.hi {
+            let written = &mut self.fill.slots[r];
+            // SAFETY: every slot of `lo..hi`, so of `r`, was written when the window grew
+            // over it (see `grow`); `MaybeUninit<T>` has `T`'s layout, and the `&mut self`
+            // borrow keeps the slots from being reached another way while the slice lives.
+            return unsafe { &mut *(written as *mut [MaybeUninit<T>] as *mut [T]) };
+        }
+        self.grow(r)
+    }
+
+    /// Where the piece starts in memory, for prefetch hints (never read through).
+    fn base_ptr(&self) -> *const T {
+        self.fill.slots.as_ptr().cast()
+    }
+}
+
+impl<T: Copy + Send + Sync> Window<'_, T> {
+    /// [`Span::span`] when the window must grow over `r` first (or `r` is outside the piece,
+    /// a bug in the caller: panics).
+    #[inline(never)]
+    fn grow(&mut self, r: Range<usize>) -> &mut [T] {
         let len = self.fill.len();
         assert!(r.start <= r.end && r.end <= len, "a span inside the piece");
         if self.lo == self.hi {
@@ -278,11 +300,6 @@ impl<T: Copy + Send + Sync> Span<T> for Window<'_, T> {
         // reached another way while the slice lives.
         let values = unsafe { &mut *(written as *mut [MaybeUninit<T>] as *mut [T]) };
         &mut values[r.start - self.lo..r.end - self.lo]
-    }
-
-    /// Where the piece starts in memory, for prefetch hints (never read through).
-    fn base_ptr(&self) -> *const T {
-        self.fill.slots.as_ptr().cast()
     }
 }
 
@@ -321,8 +338,19 @@ mod tests {
 
     #[test]
     fn every_slot_is_copied_once_whatever_the_order_of_spans() {
-        let orders: [&[(usize, Range<usize>)]; 4] = [
+        let orders: [&[(usize, Range<usize>)]; 5] = [
             &[(0, 10..20), (0, 20..40), (1, 2400..2500)],
+            // Spans inside what is written (the fast path), again and empty, then growth.
+            &[
+                (0, 100..200),
+                (0, 150..160),
+                (0, 150..150),
+                (0, 120..130),
+                (0, 1499..1500),
+                (0, 1400..1450),
+                (2, 500..500),
+                (2, 400..401),
+            ],
             &[(1, 2000..2010), (1, 5..8), (2, 999..1000), (2, 0..1)],
             &[(0, 1400..1500), (0, 1300..1400), (0, 0..3)],
             &[],
