@@ -335,11 +335,17 @@ fn tuple_offsets(
     let first_bad: Mutex<Option<(usize, OpError)>> = Mutex::new(None);
     let offsets = par::build(tuples, BLOCK, &|start, filler| {
         let mut buf = vec![0i64; BLOCK * k];
+        let mut flat = Vec::new();
         let mut at = start;
         while filler.remaining() > 0 {
             let len = filler.remaining().min(BLOCK);
             let buf = &mut buf[..len * k];
             indices.read(at * k..(at + len) * k, buf);
+            if k == 1 && flat_offsets(buf, dims[0], strides[0], &mut flat) {
+                filler.extend_from_slice(&flat);
+                at += len;
+                continue;
+            }
             for (t, tuple) in buf.chunks_exact(k).enumerate() {
                 let mut o = 0usize;
                 for (j, &v) in tuple.iter().enumerate() {
@@ -373,6 +379,35 @@ fn tuple_offsets(
         Some((_, e)) => Err(e),
         None => Ok(offsets),
     }
+}
+
+/// The offsets of a block of one-coordinate tuples (rows of a matrix; torch's `index_put`
+/// with one index), `values` on a dim of `dim` with elements `stride` apart, into `out`, in
+/// one vectorised pass when every coordinate is in range; `false`, `out` unspecified, when
+/// one is not, for the tuple-by-tuple loop to find and report the first. Tuple by tuple,
+/// through the loop over coordinates, these were 9% of a 1M-row sorted ScatterNDUpdate sum.
+fn flat_offsets(values: &[i64], dim: usize, stride: usize, out: &mut Vec<usize>) -> bool {
+    let d = dim as i64;
+    // Negative values count from the end, as in the loop: `v + dim` when `v < 0`.
+    let coordinate = |v: i64| v + ((v >> 63) & d);
+    let in_range = irun_opkit::simd::widest(
+        #[inline(always)]
+        || {
+            values.iter().fold(true, |ok, &v| {
+                let c = coordinate(v);
+                ok & (c >= 0) & (c < d)
+            })
+        },
+    );
+    if !in_range {
+        return false;
+    }
+    out.clear();
+    irun_opkit::simd::widest(
+        #[inline(always)]
+        || out.extend(values.iter().map(|&v| coordinate(v) as usize * stride)),
+    );
+    true
 }
 
 /// Applies the update slice of each tuple to `[offset, offset + slice)`, tuples in row-major

@@ -231,6 +231,44 @@ mod eval {
         );
     }
 
+    /// Many one-coordinate tuples (several blocks of offsets, some negative): the sum
+    /// matches a sequential reference, and one coordinate out of range far in is reported
+    /// at its own position, whichever block holds it.
+    #[test]
+    fn one_coordinate_tuples_in_blocks() {
+        let (rows, cols, n) = (300usize, 3usize, 20_000usize);
+        let idx: Vec<i64> = (0..n as i64).map(|i| (i * 7919 % 600) - 300).collect();
+        let upd: Vec<i32> = (0..(n * cols) as i32).map(|v| v % 11 - 5).collect();
+        let data: Vec<i32> = (0..(rows * cols) as i32).collect();
+        let mut want = data.clone();
+        for (t, &i) in idx.iter().enumerate() {
+            let r = if i < 0 { i + rows as i64 } else { i } as usize;
+            for c in 0..cols {
+                want[r * cols + c] = want[r * cols + c].wrapping_add(upd[t * cols + c]);
+            }
+        }
+        let run = |idx: &[i64]| {
+            eval1(
+                &nd(Reduction::Sum),
+                vec![
+                    i32s(&[rows, cols], &data),
+                    i64s(&[n, 1], idx),
+                    i32s(&[n, cols], &upd),
+                ],
+            )
+        };
+        let out = run(&idx).unwrap();
+        assert_eq!(out.values::<i32>().unwrap(), &want[..]);
+        for bad in [300i64, -301] {
+            let mut idx = idx.clone();
+            idx[13_001] = bad;
+            let e = run(&idx).unwrap_err();
+            assert_eq!(e.code, codes::INDEX_OUT_OF_RANGE);
+            let at = format!("index {bad} at position [13001,0]");
+            assert!(e.message.contains(&at), "{}", e.message);
+        }
+    }
+
     #[test]
     fn boolean_sub_is_xor() {
         let b = |v: &[bool]| Tensor::from_bool(vec![v.len()], v.to_vec()).unwrap();
