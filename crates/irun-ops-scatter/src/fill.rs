@@ -254,15 +254,18 @@ impl<T: Copy + Send + Sync> Span<T> for Window<'_, T> {
     /// to front) just ahead of the updates; scattered spans copy the stretch between them.
     #[inline(always)]
     fn span(&mut self, r: Range<usize>) -> &mut [T] {
-        // Most spans (a ScatterNDUpdate asks for one per tuple) lie inside what is written.
-        if self.lo <= r.start && r.start <= r.end && r.end <= self.hi {
-            let written = &mut self.fill.slots[r];
-            // SAFETY: every slot of `lo..hi`, so of `r`, was written when the window grew
-            // over it (see `grow`); `MaybeUninit<T>` has `T`'s layout, and the `&mut self`
-            // borrow keeps the slots from being reached another way while the slice lives.
-            return unsafe { &mut *(written as *mut [MaybeUninit<T>] as *mut [T]) };
+        // Most spans (a ScatterNDUpdate asks for one per tuple) lie inside what is written:
+        // only the others take the call that grows the window.
+        if !(self.lo <= r.start && r.start <= r.end && r.end <= self.hi) {
+            self.grow(r.clone());
         }
-        self.grow(r)
+        let written = &mut self.fill.slots[r];
+        // SAFETY: `r` lies inside `lo..hi` (it did, or `grow` made it so), every slot of
+        // which was written by `copy` when the window grew over it (the window only grows,
+        // and each growth copies exactly the slots it adds); `MaybeUninit<T>` has `T`'s
+        // layout, and the `&mut self` borrow keeps the slots from being reached another way
+        // while the slice lives.
+        unsafe { &mut *(written as *mut [MaybeUninit<T>] as *mut [T]) }
     }
 
     /// Where the piece starts in memory, for prefetch hints (never read through).
@@ -272,10 +275,11 @@ impl<T: Copy + Send + Sync> Span<T> for Window<'_, T> {
 }
 
 impl<T: Copy + Send + Sync> Window<'_, T> {
-    /// [`Span::span`] when the window must grow over `r` first (or `r` is outside the piece,
-    /// a bug in the caller: panics).
+    /// Grows the window over `r` (and at least `COPY_AHEAD` past the edge it grows at),
+    /// copying the data into the slots it adds. Panics if `r` is not inside the piece (a bug
+    /// in the caller).
     #[inline(never)]
-    fn grow(&mut self, r: Range<usize>) -> &mut [T] {
+    fn grow(&mut self, r: Range<usize>) {
         let len = self.fill.len();
         assert!(r.start <= r.end && r.end <= len, "a span inside the piece");
         if self.lo == self.hi {
@@ -293,13 +297,6 @@ impl<T: Copy + Send + Sync> Window<'_, T> {
             self.copy(self.hi..hi);
             self.hi = hi;
         }
-        let written = &mut self.fill.slots[self.lo..self.hi];
-        // SAFETY: every slot of `lo..hi` was written by `copy` when the window grew over it
-        // (the window only grows, and each growth copies exactly the slots it adds), and
-        // `MaybeUninit<T>` has `T`'s layout; the `&mut self` borrow keeps the slots from being
-        // reached another way while the slice lives.
-        let values = unsafe { &mut *(written as *mut [MaybeUninit<T>] as *mut [T]) };
-        &mut values[r.start - self.lo..r.end - self.lo]
     }
 }
 
