@@ -5,22 +5,22 @@
 //! `indices.shape[:-1] + data.shape[k:]`. v15 adds `reduction` (none, sum, sub, prod, min, max).
 
 use std::borrow::Cow;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 
 use crate::par;
 use irun_tensor::{fmt_shape, ElementType};
 
 use super::reduce::{dispatch_from, Combine, Elem, MinMaxRule, ReduceKernel};
 use super::{
-    check_same_type, dims_compatible, fmt_dims, index_out_of_range, merge_data_updates, product,
-    runtime_indices, Reduction,
+    check_same_type, dims_compatible, fmt_dims, merge_data_updates, product, runtime_indices,
+    Reduction,
 };
 use crate::attrs::AttrReader;
 use crate::fact::Fact;
 use crate::fill::{FillFrom, Span};
 use std::ops::Range;
 
-use crate::kernel::{pieces, split_range, take_or_copy, PAR_MIN_ELEMENTS};
+use crate::kernel::{pieces, take_or_copy, PAR_MIN_ELEMENTS};
 use crate::op::{codes, expect_inputs, take_inputs, Op, OpError, Prepared, Value};
 
 #[derive(Debug, Clone, PartialEq)]
@@ -313,103 +313,6 @@ impl ScatterNDUpdate {
     }
 }
 
-/// The flat element offset in data of each index tuple, in row-major order; negative
-/// coordinates are normalised (`c + dim`), anything still outside `[0, dim)` is an error.
-fn tuple_offsets(
-    indices: crate::kernel::IndexValues<'_>,
-    shape: &[usize],
-    data: &[usize],
-    k: usize,
-) -> Result<Vec<usize>, OpError> {
-    let dims = &data[..k];
-    let tuples = product(&shape[..shape.len() - 1]);
-    // Element strides of the addressed dims: coordinate j moves by prod(data[j+1:]).
-    let strides: Vec<usize> = (0..k).map(|j| product(&data[j + 1..])).collect();
-    if k == 0 {
-        return Ok(vec![0; tuples]);
-    }
-    // Written straight into the vector (a zero-filled 8 MB one cost a tenth of a 1M-row
-    // scatter's run), in blocks of tuples read together; the first bad index by position
-    // is the error, whichever thread finds it.
-    const BLOCK: usize = 4096;
-    let first_bad: Mutex<Option<(usize, OpError)>> = Mutex::new(None);
-    let offsets = par::build(tuples, BLOCK, &|start, filler| {
-        let mut buf = vec![0i64; BLOCK * k];
-        let mut flat = Vec::new();
-        let mut at = start;
-        while filler.remaining() > 0 {
-            let len = filler.remaining().min(BLOCK);
-            let buf = &mut buf[..len * k];
-            indices.read(at * k..(at + len) * k, buf);
-            if k == 1 && flat_offsets(buf, dims[0], strides[0], &mut flat) {
-                filler.extend_from_slice(&flat);
-                at += len;
-                continue;
-            }
-            for (t, tuple) in buf.chunks_exact(k).enumerate() {
-                let mut o = 0usize;
-                for (j, &v) in tuple.iter().enumerate() {
-                    let dim = dims[j] as i64;
-                    let c = if v < 0 { v + dim } else { v };
-                    if !(0..dim).contains(&c) {
-                        let pos = (at + t) * k + j;
-                        let mut bad = first_bad.lock().unwrap_or_else(|p| p.into_inner());
-                        if bad.as_ref().is_none_or(|(p, _)| pos < *p) {
-                            let e = index_out_of_range(
-                                shape,
-                                pos,
-                                v,
-                                &format!("[{}, {}]", -dim, dim - 1),
-                                &format!("data dim {j} of size {dim}"),
-                            );
-                            *bad = Some((pos, e));
-                        }
-                        // The run fails; the chunk is still filled, as `build` requires.
-                        filler.repeat(0, filler.remaining());
-                        return;
-                    }
-                    o += c as usize * strides[j];
-                }
-                filler.push(o);
-            }
-            at += len;
-        }
-    })?;
-    match first_bad.into_inner().unwrap_or_else(|p| p.into_inner()) {
-        Some((_, e)) => Err(e),
-        None => Ok(offsets),
-    }
-}
-
-/// The offsets of a block of one-coordinate tuples (rows of a matrix; torch's `index_put`
-/// with one index), `values` on a dim of `dim` with elements `stride` apart, into `out`, in
-/// one vectorised pass when every coordinate is in range; `false`, `out` unspecified, when
-/// one is not, for the tuple-by-tuple loop to find and report the first. Tuple by tuple,
-/// through the loop over coordinates, these were 9% of a 1M-row sorted ScatterNDUpdate sum.
-fn flat_offsets(values: &[i64], dim: usize, stride: usize, out: &mut Vec<usize>) -> bool {
-    let d = dim as i64;
-    // Negative values count from the end, as in the loop: `v + dim` when `v < 0`.
-    let coordinate = |v: i64| v + ((v >> 63) & d);
-    let in_range = irun_opkit::simd::widest(
-        #[inline(always)]
-        || {
-            values.iter().fold(true, |ok, &v| {
-                let c = coordinate(v);
-                ok & (c >= 0) & (c < d)
-            })
-        },
-    );
-    if !in_range {
-        return false;
-    }
-    out.clear();
-    irun_opkit::simd::widest(
-        #[inline(always)]
-        || out.extend(values.iter().map(|&v| coordinate(v) as usize * stride)),
-    );
-    true
-}
-
 /// Applies the update slice of each tuple to `[offset, offset + slice)`, tuples in row-major
 /// order. The output is cut into contiguous ranges that receive about equal shares of the
 /// work ([`layout`]); the task of a range applies the part of every tuple's slice that falls
@@ -691,142 +594,11 @@ const ND_AHEAD: usize = 32;
 /// lines the hardware's prefetch follows.
 const ND_AHEAD_BYTES: usize = 256;
 
-/// Fine ranges of the output that [`balanced_ranges`] counts tuples in.
-const FINE_RANGES: usize = 4096;
+mod layout;
+mod offsets;
 
-/// The order of the tuples' offsets.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Order {
-    /// Never decreasing (sorted rows; all the same).
-    Ascending,
-    /// Never increasing, and not all the same.
-    Descending,
-    Scattered,
-}
-
-/// The output's ranges (contiguous, in order, covering it), the work counted in each, the
-/// offsets' order, and whether the tasks fill the output as they go ([`Shares::copying`]).
-#[derive(Debug, PartialEq)]
-struct Layout {
-    ranges: Vec<Range<usize>>,
-    costs: Vec<u64>,
-    order: Order,
-    fills: bool,
-}
-
-/// How [`balanced_ranges`] shares the output out.
-struct Shares {
-    /// Ranges wanted when the offsets are in order.
-    ranges: usize,
-    /// Ranges at most when they are not: one per thread, since each task then scans every
-    /// tuple, and with slices under 64 elements that scan is the cost.
-    scattered: usize,
-    /// Whether the tasks may copy the data in as they go, which then counts as work too.
-    /// Only offsets in order do ([`Layout::fills`]): scattered slices land all over a range
-    /// long before it is copied, and a copy first, by all threads, is faster (a 64 MB sum
-    /// of 1M power-law rows: 19.6 ms copied first, 21.4 ms filled as it went).
-    copying: bool,
-}
-
-/// Contiguous, non-empty ranges covering `0..n` (at most [`Shares`] says) that get about
-/// equal shares of the work, each tuple counted (its `s` elements) in the fine range (at
-/// most 1/4096 of the output) where its slice starts, so that skewed indices (a power law, a
-/// few hot rows) still share the work out evenly; with `copying`, each fine range's length
-/// counts too. Cuts fall on fine-range boundaries. A fine range with more than a share of
-/// the work left stands alone: with more ranges than threads, the other threads share the
-/// rest out around it.
-fn balanced_ranges(n: usize, s: usize, offsets: &[usize], shares: Shares) -> Layout {
-    if shares.ranges <= 1 {
-        return Layout {
-            ranges: std::iter::once(0..n).collect(),
-            costs: vec![1],
-            order: Order::Scattered,
-            fills: false,
-        };
-    }
-    // A power of two, so that a shift finds an offset's range (a division per tuple took a
-    // tenth of a 1M-tuple scatter).
-    let fine = n.div_ceil(FINE_RANGES).max(1).next_power_of_two();
-    let shift = fine.trailing_zeros();
-    let (counts, order) = census(offsets, shift, n.div_ceil(fine));
-    let k = match order {
-        Order::Scattered => shares.ranges.min(shares.scattered).max(1),
-        _ => shares.ranges,
-    };
-    let fills = shares.copying && order != Order::Scattered;
-    let cost = |f: usize, c: u64| -> u64 {
-        let len = ((f + 1) * fine).min(n) - f * fine;
-        c * s as u64 + if fills { len as u64 } else { 0 }
-    };
-    let mut left: u64 = (counts.iter().enumerate()).map(|(f, &c)| cost(f, c)).sum();
-    let (mut ranges, mut costs) = (Vec::with_capacity(k), Vec::with_capacity(k));
-    // The open range: where it starts, and its work so far.
-    let (mut start, mut acc) = (0usize, 0u64);
-    for (f, &c) in counts.iter().enumerate() {
-        let here = cost(f, c);
-        let (from, end) = (f * fine, ((f + 1) * fine).min(n));
-        let to_make = (k - ranges.len()) as u64;
-        if to_make > 1 && from > start && here * to_make > left {
-            ranges.push(start..from);
-            costs.push(acc);
-            (start, left, acc) = (from, left - acc, 0);
-        }
-        acc += here;
-        let to_make = (k - ranges.len()) as u64;
-        if to_make > 1 && acc * to_make >= left && end < n {
-            ranges.push(start..end);
-            costs.push(acc);
-            (start, left, acc) = (end, left - acc, 0);
-        }
-    }
-    ranges.push(start..n);
-    costs.push(acc);
-    Layout {
-        ranges,
-        costs,
-        order,
-        fills,
-    }
-}
-
-/// The tuples counted per fine range (`offset >> shift`, `ranges` of them) and the order of
-/// the offsets, in parallel chunks.
-fn census(offsets: &[usize], shift: u32, ranges: usize) -> (Vec<u64>, Order) {
-    let chunks = split_range(offsets.len(), pieces(offsets.len(), PAR_MIN_ELEMENTS));
-    // Per chunk: counts, and whether it never decreases / never increases.
-    let mut parts: Vec<(Vec<u64>, bool, bool)> = vec![(Vec::new(), true, true); chunks.len()];
-    par::for_each_mut(&mut parts, &|i, (counts, up, down)| {
-        let chunk = &offsets[chunks[i].clone()];
-        *counts = vec![0u64; ranges];
-        for (&off, &next) in chunk.iter().zip(chunk.iter().skip(1)) {
-            *up &= next >= off;
-            *down &= next <= off;
-        }
-        for &off in chunk {
-            if let Some(c) = counts.get_mut(off >> shift) {
-                *c += 1;
-            }
-        }
-    });
-    let seams = chunks
-        .iter()
-        .skip(1)
-        .map(|c| (offsets[c.start - 1], offsets[c.start]));
-    let up = parts.iter().all(|p| p.1) && seams.clone().all(|(a, b)| b >= a);
-    let down = parts.iter().all(|p| p.2) && seams.clone().all(|(a, b)| b <= a);
-    let mut counts = vec![0u64; ranges];
-    for (part, ..) in &parts {
-        for (c, &p) in counts.iter_mut().zip(part) {
-            *c += p;
-        }
-    }
-    let order = match (up, down) {
-        (true, _) => Order::Ascending,
-        (false, true) => Order::Descending,
-        _ => Order::Scattered,
-    };
-    (counts, order)
-}
+use layout::{balanced_ranges, Layout, Order, Shares};
+use offsets::tuple_offsets;
 
 #[cfg(test)]
 mod tests;
