@@ -1,29 +1,15 @@
 //! The lean pass: each update applied straight to its target, in position order, with no
-//! lists and no counts. [`ElementsKernel::run_flat`] runs it on one task;
-//! [`ElementsKernel::run_local_chunks`] on one chunk of positions per thread, when the indices
-//! are local (sorted, reverse-sorted) and the chunks' target ranges do not overlap, so that
-//! each thread owns its own stretch of the output. On integers a chunk may also fold a long
-//! run of one target apart (all indices equal), so that such runs are shared out too.
-//! [`ElementsKernel::run_monotone_into`] runs sorted and reverse-sorted indices on an output
-//! filled from data the op does not own, each chunk's piece of it known from where the
-//! chunks start, without the planning pass over every index.
+//! lists and no counts. [`ElementsKernel::run_flat`] runs it on one task and
+//! [`ElementsKernel::lean_range`] on one stretch of positions; the loops here
+//! ([`lean_block`]) also serve the chunked passes of `local.rs` and `monotone.rs`.
 
 use std::ops::Range;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::runtime::ElementsKernel;
-use crate::fill::{FillFrom, Span, Window};
 use crate::kernel::{NativeBlocks, NativeIndex};
 use crate::op::{codes, OpError};
-use crate::par;
 use crate::reduce::{Combine, Elem};
 use crate::updates::Updates;
-
-/// How far [`ElementsKernel::chunk_bounds`] moves a chunk boundary to find a change of
-/// target: past a run of equal targets this long (all indices equal, say) there is no split,
-/// unless the chunk can fold the run apart; and a chunk's leading run at least this long is
-/// folded apart ([`ElementsKernel::local_chunk`]).
-const SPLIT_SCAN: usize = 4096;
 
 impl ElementsKernel<'_> {
     /// One task, one element per index along the axis (`inner == 1`), no counts: the
@@ -62,323 +48,14 @@ impl ElementsKernel<'_> {
         self.indices.for_each_native(positions, &mut blocks)
     }
 
-    /// Whether [`ElementsKernel::run_local_chunks`] may pay: several threads, enough indices,
-    /// a single flat row (the output offset is the axis target) and local indices.
-    pub(super) fn chunkable(&self, elem_bytes: usize) -> bool {
-        par::threads() > 1
-            && self.indices.len() >= super::runtime::BUCKETED_MIN_INDICES
-            && self.geometry.single_flat_row()
-            && self.local(elem_bytes)
-    }
-
-    /// The lean pass over one contiguous chunk of positions per thread, in parallel, when
-    /// the chunks' target ranges are disjoint (sorted or reverse-sorted indices, after
-    /// moving each boundary to a change of target): each chunk then owns the stretch of
-    /// the output its targets span, and every element still sees its updates in position
-    /// order, all of them coming from one chunk.
-    ///
-    /// On integers, whose combines (but `Sub`) are associative, a boundary that finds no
-    /// change of target nearby (all indices equal, long runs) stays where it is: the chunk
-    /// after it folds its leading run apart, in parallel with the others, and that fold is
-    /// applied to the run's element once every chunk before it has run. So one target for
-    /// all no longer runs on one thread (8M i32 maxima onto one element, 2 threads: 6.7 to
-    /// 3.7 ms, medians of 8 alternating runs).
-    ///
-    /// `Ok(false)`, with nothing written, when the ranges overlap or an index is out of
-    /// range (the lean pass then reports the first).
-    pub(super) fn run_local_chunks<T: Elem, C: Combine<T>, U: Updates<T> + ?Sized>(
-        &self,
-        out: &mut [T],
-        updates: &U,
-    ) -> Result<bool, OpError> {
-        let Some(plan) = self.local_plan::<T, C, U>(updates) else {
-            return Ok(false);
-        };
-        self.run_local_plan::<T, C, U>(plan, out, updates)?;
-        Ok(true)
-    }
-
-    /// [`ElementsKernel::run_local_chunks`]'s chunks, or `None` when they may not run in
-    /// parallel (their spans overlap, or an index is out of range).
-    pub(super) fn local_plan<T: Elem, C: Combine<T>, U: Updates<T> + ?Sized>(
-        &self,
-        updates: &U,
-    ) -> Option<LocalPlan<T>> {
-        let fold_runs = T::EXACT && C::ASSOCIATIVE;
-        let bounds = self.chunk_bounds(par::threads(), fold_runs)?;
-        let mut chunks: Vec<Option<Chunk<T>>> = vec![None; bounds.len() - 1];
-        par::for_each_mut(&mut chunks, &|i, chunk| {
-            *chunk = self.local_chunk::<T, C, U>(bounds[i]..bounds[i + 1], fold_runs, updates);
-        });
-        let chunks = chunks.into_iter().collect::<Option<Vec<_>>>()?;
-        if !disjoint(&chunks) {
-            return None;
+    /// The error for index value `v` at `pos`, where a lean loop stopped: out of range, or
+    /// (an internal error) in range but outside the stretch of output the loop was given.
+    pub(super) fn lean_error(&self, pos: usize, v: i64) -> OpError {
+        if self.geometry.target(v) < self.geometry.data_along {
+            OpError::new(codes::INTERNAL, "a scatter chunk left its output span")
+        } else {
+            self.out_of_range(pos, v)
         }
-        let leads = chunks.iter().filter_map(|c| c.lead).collect();
-        let mut lean: Vec<(Range<usize>, Range<usize>)> = chunks
-            .into_iter()
-            .filter(|c| !c.span.is_empty())
-            .map(|c| (c.positions, c.span))
-            .collect();
-        lean.sort_by_key(|(_, span)| span.start);
-        Some(LocalPlan { lean, leads })
-    }
-
-    /// Runs `plan` on `out`, the data.
-    pub(super) fn run_local_plan<T: Elem, C: Combine<T>, U: Updates<T> + ?Sized>(
-        &self,
-        plan: LocalPlan<T>,
-        out: &mut [T],
-        updates: &U,
-    ) -> Result<(), OpError> {
-        // Cut the output into the chunks' disjoint spans: plain `&mut` slices, one per task.
-        let mut work = Vec::with_capacity(plan.lean.len());
-        let (mut rest, mut at) = (&mut *out, 0);
-        for (positions, span) in plan.lean {
-            let (_, tail) = std::mem::take(&mut rest).split_at_mut(span.start - at);
-            let (dst, tail) = tail.split_at_mut(span.len());
-            (rest, at) = (tail, span.end);
-            work.push((positions, span.start, dst));
-        }
-        par::try_for_each_mut(&mut work, &|_, (positions, base, dst)| {
-            self.lean_range::<T, C, _>(dst, *base, positions.clone(), updates)
-                .map_err(|e| (positions.start, e))
-        })?;
-        // In position order: each run's fold after everything before it.
-        for (t, folded) in plan.leads {
-            out[t] = C::apply(out[t], folded);
-        }
-        Ok(())
-    }
-
-    /// Chunks of positions whose pieces of the output follow from the targets they start
-    /// at, without reading every index first: when each boundary lies at a change of
-    /// target and the chunks' first targets rise (or fall) from chunk to chunk, as they do
-    /// for sorted (reverse-sorted) indices, chunk `k`'s piece runs from its first target up
-    /// to the next chunk's (down to, reversed), the first and last pieces reaching the ends
-    /// of the output. `None` when the first targets are not strictly monotone, a boundary
-    /// finds no change of target, or a first index is out of range.
-    pub(super) fn monotone_chunks(&self) -> Option<MonotoneChunks> {
-        let g = &self.geometry;
-        let n = g.data_along;
-        let bounds = self.chunk_bounds(par::threads(), false)?;
-        let parts = bounds.len() - 1;
-        let mut firsts = Vec::with_capacity(parts);
-        for &b in &bounds[..parts] {
-            let mut v = [0i64];
-            self.indices.read(b..b + 1, &mut v);
-            let t = g.target(v[0]);
-            if t >= n {
-                return None;
-            }
-            firsts.push(t);
-        }
-        let rising = firsts.windows(2).all(|w| w[0] < w[1]);
-        if !rising && !firsts.windows(2).all(|w| w[0] > w[1]) {
-            return None;
-        }
-        let pieces = (0..parts)
-            .map(|k| {
-                let (first, next) = (firsts[k], firsts.get(k + 1).copied());
-                let (lo, hi) = match rising {
-                    true => (if k == 0 { 0 } else { first }, next.unwrap_or(n)),
-                    false => (
-                        next.map_or(0, |t| t + 1),
-                        if k == 0 { n } else { first + 1 },
-                    ),
-                };
-                lo..hi
-            })
-            .collect();
-        Some(MonotoneChunks {
-            positions: bounds.windows(2).map(|w| w[0]..w[1]).collect(),
-            pieces,
-        })
-    }
-
-    /// Runs monotone chunks on an output filled from the data as the lean passes reach it,
-    /// each chunk's task on its own piece ([`WindowBlocks`]). A chunk whose indices leave
-    /// its piece (they were not sorted after all) stops there; once every piece is whole
-    /// the output is copied from the data again and handed back, `Some`, for the caller to
-    /// run the scatter on as if just copied (which also reports the first index out of
-    /// range in that case).
-    pub(super) fn run_monotone_into<'o, T: Elem, C: Combine<T>, U: Updates<T> + ?Sized>(
-        &self,
-        chunks: MonotoneChunks,
-        out: FillFrom<'o, T>,
-        updates: &U,
-    ) -> Result<Option<&'o mut [T]>, OpError> {
-        let mut order: Vec<usize> = (0..chunks.pieces.len()).collect();
-        order.sort_by_key(|&k| chunks.pieces[k].start);
-        let lengths: Vec<usize> = order.iter().map(|&k| chunks.pieces[k].len()).collect();
-        let src = out.src();
-        let strayed = AtomicBool::new(false);
-        let (done, whole) = out.in_pieces(lengths, |pieces| {
-            let mut work: Vec<_> = pieces
-                .into_iter()
-                .zip(&order)
-                .map(|(piece, &k)| {
-                    let base = chunks.pieces[k].start;
-                    Some((piece, chunks.positions[k].clone(), base))
-                })
-                .collect();
-            par::try_for_each_mut(&mut work, &|_, task| {
-                let Some((piece, positions, base)) = task.take() else {
-                    return Ok(());
-                };
-                let start = positions.start;
-                let mut blocks = WindowBlocks::<T, C, U>::new(self, piece, base, updates);
-                let done = self.indices.for_each_native(positions, &mut blocks);
-                // Whatever happened, so that the output is whole to start again on.
-                blocks.window.finish();
-                if blocks.strayed {
-                    strayed.store(true, Ordering::Relaxed);
-                    return Ok(());
-                }
-                done.map_err(|e| (start, e))
-            })
-        });
-        if !strayed.load(Ordering::Relaxed) {
-            return done.map(|()| None);
-        }
-        let Some(values) = whole else {
-            return Err(OpError::new(
-                codes::INTERNAL,
-                "internal error: a scatter chunk left its piece unwritten",
-            ));
-        };
-        par::copy(values, src);
-        Ok(Some(values))
-    }
-
-    /// The chunk of `positions`: its leading run folded apart when `fold_runs` and it starts
-    /// inside one (the target before it is its first target) or the run is long (at least
-    /// [`SPLIT_SCAN`]: all indices equal would otherwise leave the first chunk's whole lean
-    /// pass to one thread), and the span of targets the rest reaches; `None` if an index is
-    /// out of range.
-    fn local_chunk<T: Elem, C: Combine<T>, U: Updates<T> + ?Sized>(
-        &self,
-        positions: Range<usize>,
-        fold_runs: bool,
-        updates: &U,
-    ) -> Option<Chunk<T>> {
-        let g = &self.geometry;
-        let start = positions.start;
-        let whole = |positions: Range<usize>| {
-            let span = self.target_span(positions.clone())?;
-            Some(Chunk {
-                positions,
-                span,
-                lead: None,
-            })
-        };
-        if !fold_runs || positions.is_empty() {
-            return whole(positions);
-        }
-        let mut pair = [0i64; 2];
-        let from = start.saturating_sub(1);
-        self.indices
-            .read(from..start + 1, &mut pair[1 - (start - from)..]);
-        let t = g.target(pair[1]);
-        if t >= g.data_along {
-            return None;
-        }
-        let inside_run = start > 0 && g.target(pair[0]) == t;
-        let (run_end, folded) = self.fold_run::<T, C, U>(positions.clone(), t, updates);
-        if !inside_run && run_end - start < SPLIT_SCAN {
-            return whole(positions);
-        }
-        let rest = run_end..positions.end;
-        let span = match rest.is_empty() {
-            true => t..t,
-            false => self.target_span(rest.clone())?,
-        };
-        Some(Chunk {
-            positions: rest,
-            span,
-            lead: Some((t, folded)),
-        })
-    }
-
-    /// The end of the run of positions from `positions.start` on whose target is `t`, and
-    /// the fold of their updates from the first one on.
-    fn fold_run<T: Elem, C: Combine<T>, U: Updates<T> + ?Sized>(
-        &self,
-        positions: Range<usize>,
-        t: usize,
-        updates: &U,
-    ) -> (usize, T) {
-        let mut widened = Vec::new();
-        let acc = updates.block(positions.start, 1, &mut widened)[0];
-        let mut run = RunFold::<T, C, U> {
-            target: t,
-            along: self.geometry.data_along,
-            acc,
-            end: positions.end,
-            updates,
-            widened,
-            combine: std::marker::PhantomData,
-        };
-        let _ = self
-            .indices
-            .for_each_native(positions.start + 1..positions.end, &mut run);
-        (run.end, run.acc)
-    }
-
-    /// `parts + 1` increasing chunk boundaries from 0 to the index count, each inner one
-    /// the first position at or after an even split whose target differs from the one
-    /// before it; with `fold_runs`, the even split itself where no change comes within
-    /// [`SPLIT_SCAN`] positions. `None` if some split finds no change and may not stay, or
-    /// two boundaries meet.
-    fn chunk_bounds(&self, parts: usize, fold_runs: bool) -> Option<Vec<usize>> {
-        let g = &self.geometry;
-        let n = self.indices.len();
-        let mut bounds = vec![0];
-        let mut buf = vec![0i64; SPLIT_SCAN + 1];
-        for k in 1..parts {
-            let split = k * n / parts;
-            let end = (split + SPLIT_SCAN).min(n);
-            let vals = &mut buf[..end - split + 1];
-            self.indices.read(split - 1..end, vals);
-            let change = vals
-                .windows(2)
-                .position(|w| g.target(w[0]) != g.target(w[1]));
-            let at = match change {
-                Some(change) => split + change,
-                None if fold_runs => split,
-                None => return None,
-            };
-            if at <= *bounds.last()? {
-                return None;
-            }
-            bounds.push(at);
-        }
-        bounds.push(n);
-        Some(bounds)
-    }
-
-    /// The targets `positions` reach, as a range; `None` if one is out of range. From the
-    /// least and greatest index when they have the same sign (one vectorised pass on the
-    /// stored type); else target by target.
-    fn target_span(&self, positions: Range<usize>) -> Option<Range<usize>> {
-        let g = &self.geometry;
-        let along = g.data_along as i64;
-        let (lo, hi) = self.indices.min_max(positions.clone())?;
-        if lo < -along || hi >= along {
-            return None;
-        }
-        if lo >= 0 || hi < 0 {
-            return Some(g.target(lo)..g.target(hi) + 1);
-        }
-        let (mut lo, mut hi) = (usize::MAX, 0);
-        let _ = self.indices.for_each_block(positions, |_, vals| {
-            for &v in vals {
-                let t = g.target(v);
-                (lo, hi) = (lo.min(t), hi.max(t));
-            }
-            Ok::<(), ()>(())
-        });
-        Some(lo..hi + 1)
     }
 }
 
@@ -410,138 +87,12 @@ impl<T: Elem, C: Combine<T>, U: Updates<T> + ?Sized> NativeBlocks
     }
 }
 
-/// [`ElementsKernel::fold_run`]'s loop on each block of indices as stored: folds the
-/// updates while every index names `target` (as itself or counted from the end), and stops
-/// at the first that does not, its position in `end`.
-struct RunFold<'u, T, C, U: ?Sized> {
-    target: usize,
-    along: usize,
-    acc: T,
-    end: usize,
-    updates: &'u U,
-    widened: Vec<T>,
-    combine: std::marker::PhantomData<C>,
-}
-
-impl<T: Elem, C: Combine<T>, U: Updates<T> + ?Sized> NativeBlocks for RunFold<'_, T, C, U> {
-    type Error = ();
-
-    fn block<V: NativeIndex>(&mut self, start: usize, vals: &[V]) -> Result<(), ()> {
-        let (t, along) = (self.target, self.along);
-        // The target's two spellings in the stored type (a spelling it cannot hold is
-        // never stored): the test then runs on the values as stored, as many to a vector
-        // as the type allows (8M i32 maxima onto one element, 2 threads: 4.24 to 3.58 ms,
-        // medians of 8 alternating runs; the values had been widened to i64 blocks first).
-        let spell = |v: i64| V::try_from(v).ok();
-        let (a, b) = match (spell(t as i64), spell(t as i64 - along as i64)) {
-            (Some(a), Some(b)) => (a, b),
-            (Some(a), None) | (None, Some(a)) => (a, a),
-            (None, None) => {
-                self.end = start;
-                return Err(());
-            }
-        };
-        let ups = self.updates.block(start, vals.len(), &mut self.widened);
-        let names = |v: V| (v == a) | (v == b);
-        // No short cut in the test, so that it vectorises.
-        let same = irun_opkit::simd::widest(
-            #[inline(always)]
-            || vals.iter().fold(true, |same, &v| same & names(v)),
-        );
-        if same {
-            self.acc = fold_all::<T, C>(self.acc, ups);
-            return Ok(());
-        }
-        let k = vals.iter().position(|&v| !names(v)).unwrap_or(vals.len());
-        self.acc = fold_all::<T, C>(self.acc, &ups[..k]);
-        self.end = start + k;
-        Err(())
-    }
-}
-
-/// [`LeanBlocks`] on a [`Window`] of the output: each block first asks the window for the
-/// targets between its first and last index (all of them when sorted or reverse-sorted),
-/// which copies the data there if it is not yet; a block that reaches past them then asks
-/// for the whole piece from the first index outside. Either way every update is applied
-/// once, in position order.
-struct WindowBlocks<'k, 'a, 'w, T, C, U: ?Sized> {
-    kernel: &'k ElementsKernel<'a>,
-    window: Window<'w, T>,
-    /// The axis target of the piece's first element.
-    base: usize,
-    updates: &'k U,
-    /// A block's updates when they are stored narrower than `T` ([`Updates::block`]).
-    widened: Vec<T>,
-    /// Set when an index in range targets an element outside the piece.
-    strayed: bool,
-    combine: std::marker::PhantomData<C>,
-}
-
-impl<'k, 'a, 'w, T: Elem, C: Combine<T>, U: Updates<T> + ?Sized> WindowBlocks<'k, 'a, 'w, T, C, U> {
-    fn new(
-        kernel: &'k ElementsKernel<'a>,
-        piece: FillFrom<'w, T>,
-        base: usize,
-        updates: &'k U,
-    ) -> Self {
-        WindowBlocks {
-            kernel,
-            window: piece.window(),
-            base,
-            updates,
-            widened: Vec::new(),
-            strayed: false,
-            combine: std::marker::PhantomData,
-        }
-    }
-}
-
-impl<T: Elem, C: Combine<T>, U: Updates<T> + ?Sized> NativeBlocks
-    for WindowBlocks<'_, '_, '_, T, C, U>
-{
-    type Error = OpError;
-
-    fn block<V: NativeIndex>(&mut self, start: usize, vals: &[V]) -> Result<(), OpError> {
-        let (k, along) = (self.kernel, self.kernel.geometry.data_along);
-        let (Some(&first), Some(&last)) = (vals.first(), vals.last()) else {
-            return Ok(());
-        };
-        let ups = self.updates.block(start, vals.len(), &mut self.widened);
-        let len = self.window.len();
-        let (a, b) = (
-            k.geometry.target(first.into()),
-            k.geometry.target(last.into()),
-        );
-        let (lo, hi) = (a.min(b), a.max(b));
-        let whole = 0..len;
-        let guess = match lo >= self.base && hi < self.base + len && hi < along {
-            true => lo - self.base..hi + 1 - self.base,
-            false => whole.clone(),
-        };
-        let base = self.base + guess.start;
-        let done = lean_block::<T, C, V>(self.window.span(guess.clone()), along, base, vals, ups);
-        let done = match done {
-            Err(i) if guess != whole => {
-                let (vals, ups) = (&vals[i..], &ups[i..]);
-                let dst = self.window.span(whole);
-                lean_block::<T, C, V>(dst, along, self.base, vals, ups).map_err(|j| i + j)
-            }
-            done => done,
-        };
-        done.map_err(|i| {
-            let v: i64 = vals[i].into();
-            self.strayed |= k.geometry.target(v) < along;
-            k.lean_error(start + i, v)
-        })
-    }
-}
-
 /// The lean loop over one block of indices `vals` and their updates `ups` onto `dst`, which
 /// holds targets `base..` of an axis of `along`: each update applied to its target in
 /// order. On the first index out of range or outside `dst`, its place in the block, every
 /// update before it applied and none from it on.
 #[inline(always)]
-fn lean_block<T: Elem, C: Combine<T>, V: NativeIndex>(
+pub(super) fn lean_block<T: Elem, C: Combine<T>, V: NativeIndex>(
     dst: &mut [T],
     along: usize,
     base: usize,
@@ -576,63 +127,6 @@ fn lean_block<T: Elem, C: Combine<T>, V: NativeIndex>(
             (false, false) => flat_plain::<T, C, V, false>(dst, along, base, vals, ups),
             (false, true) => flat_plain::<T, C, V, true>(dst, along, base, vals, ups),
         }
-    })
-}
-
-impl ElementsKernel<'_> {
-    /// The error for index value `v` at `pos`, where a lean loop stopped: out of range, or
-    /// (an internal error) in range but outside the stretch of output the loop was given.
-    fn lean_error(&self, pos: usize, v: i64) -> OpError {
-        if self.geometry.target(v) < self.geometry.data_along {
-            OpError::new(codes::INTERNAL, "a scatter chunk left its output span")
-        } else {
-            self.out_of_range(pos, v)
-        }
-    }
-}
-
-/// [`ElementsKernel::monotone_chunks`]: chunk `k` applies `positions[k]` to `pieces[k]`,
-/// the pieces tiling the output (in chunk order when rising, reversed when falling).
-pub(super) struct MonotoneChunks {
-    positions: Vec<Range<usize>>,
-    pieces: Vec<Range<usize>>,
-}
-
-/// The chunks of [`ElementsKernel::run_local_chunks`] that may run in parallel: the
-/// positions and target span of each chunk with a lean pass, by span, and the runs folded
-/// apart (target and fold), in position order.
-pub(super) struct LocalPlan<T> {
-    lean: Vec<(Range<usize>, Range<usize>)>,
-    leads: Vec<(usize, T)>,
-}
-
-/// One chunk of [`ElementsKernel::run_local_chunks`]: the positions its lean pass applies,
-/// the stretch of targets they reach, and the leading run it folded apart, if any (its
-/// target and the fold of its updates).
-#[derive(Clone)]
-struct Chunk<T> {
-    positions: Range<usize>,
-    span: Range<usize>,
-    lead: Option<(usize, T)>,
-}
-
-/// Whether the chunks (in position order) may run in parallel: their spans do not overlap,
-/// and no chunk's span holds the target of a run folded apart by it or a chunk before it
-/// (that run's fold is applied after all the lean passes, so every update the target gets
-/// in the lean passes must come before the run).
-fn disjoint<T>(chunks: &[Chunk<T>]) -> bool {
-    let mut spans: Vec<&Range<usize>> = chunks
-        .iter()
-        .map(|c| &c.span)
-        .filter(|s| !s.is_empty())
-        .collect();
-    spans.sort_by_key(|s| s.start);
-    if spans.windows(2).any(|w| w[0].end > w[1].start) {
-        return false;
-    }
-    chunks.iter().enumerate().all(|(i, c)| match c.lead {
-        Some((t, _)) => chunks[i..].iter().all(|later| !later.span.contains(&t)),
-        None => true,
     })
 }
 
@@ -737,7 +231,7 @@ fn flat_runs<T: Elem, C: Combine<T>, V: NativeIndex, const WRAP: bool>(
 /// (associative combines) the fold becomes a vector reduction; on floats it stays the
 /// chain of applies it is written as.
 #[inline(always)]
-fn fold_all<T: Elem, C: Combine<T>>(acc: T, ups: &[T]) -> T {
+pub(super) fn fold_all<T: Elem, C: Combine<T>>(acc: T, ups: &[T]) -> T {
     irun_opkit::simd::widest(
         #[inline(always)]
         || ups.iter().fold(acc, |a, &u| C::apply(a, u)),

@@ -7,14 +7,17 @@
 //!
 //! Files: this one has the op (attributes, inference, `eval`, `prepare`); `geometry` the
 //! addressing the run-time kernel and the compile-time plan share; `runtime` the run-time
-//! kernel and how it splits work; `lean` its one-pass loops (on one task, or on chunks of
-//! local indices); `buckets` the lists of its bucketed path; `plan` the
-//! compile-time plan for constant indices.
+//! kernel and how it splits work; `lean` its one-pass loops, `local` those loops on chunks
+//! of local indices, `monotone` on sorted indices into an output filled as they go;
+//! `buckets` the lists of its bucketed path; `plan` the compile-time plan for constant
+//! indices.
 
 mod buckets;
 mod fused;
 mod geometry;
 mod lean;
+mod local;
+mod monotone;
 mod partition;
 mod plan;
 mod private;
