@@ -150,7 +150,7 @@ impl ElementsKernel<'_> {
             && out_bytes <= SERIAL_MAX_OUTPUT_BYTES
             && n >= SPLIT_MIN_POSITIONS
             && !cfg!(target_family = "wasm");
-        let mut split = SplitState::new(buckets);
+        let mut split = SplitState::new(buckets, parts.len());
         let mut next_sample = None;
         for round in (0..n).step_by(round_len) {
             let len = round_len.min(n - round);
@@ -167,7 +167,7 @@ impl ElementsKernel<'_> {
                 let (positions, after) = (round..round + len, round + len);
                 let next = (after < n).then(|| after..after + round_len.min(n - after));
                 next_sample = self.split_round::<T, C, _>(
-                    out, positions, next, map, &sampled, &mut parts, &mut split, updates,
+                    out, positions, next, map, &mut parts, &mut split, updates,
                 )?;
                 continue;
             }

@@ -25,12 +25,14 @@ const CLAIM_BLOCK: usize = 4096;
 /// What split rounds carry from one round to the next.
 pub(super) struct SplitState {
     pub(super) buckets: BucketShares,
+    listed: ListedShare,
 }
 
 impl SplitState {
-    pub(super) fn new(buckets: usize) -> SplitState {
+    pub(super) fn new(buckets: usize, tasks: usize) -> SplitState {
         SplitState {
             buckets: BucketShares::new(buckets),
+            listed: ListedShare::new(tasks),
         }
     }
 }
@@ -65,7 +67,6 @@ impl ElementsKernel<'_> {
         round: Range<usize>,
         next: Option<Range<usize>>,
         map: &BucketMap,
-        sampled: &[u32],
         parts: &mut [PartLists<T>],
         state: &mut SplitState,
         updates: &U,
@@ -76,19 +77,24 @@ impl ElementsKernel<'_> {
             return Err(OpError::new(crate::op::codes::INTERNAL, e));
         }
         let next_sample = OnceLock::new();
-        let claims = Claims::new(len, parts.len());
+        let claims = Claims::new(len, parts.len().saturating_sub(1), state.listed.share);
         let block = |r: Range<usize>| round.start + r.start..round.start + r.end;
         let buckets = map.buckets();
         // Part 0's lists stay unused: its thread runs the lean task.
-        let mut work: Vec<SplitWork<'_, T>> = std::iter::once(SplitWork::Lean(&mut *out))
-            .chain(parts[1..].iter_mut().map(|lists| SplitWork::Part {
-                lists,
-                blocks: Vec::new(),
-            }))
-            .collect();
+        let mut work: Vec<SplitWork<'_, T>> = std::iter::once(SplitWork::Lean {
+            out: &mut *out,
+            pace: Pace::default(),
+        })
+        .chain(parts[1..].iter_mut().map(|lists| SplitWork::Part {
+            lists,
+            blocks: Vec::new(),
+            pace: Pace::default(),
+        }))
+        .collect();
         par::try_for_each_mut(&mut work, &|_, item| {
             match item {
-                SplitWork::Lean(out) => {
+                SplitWork::Lean { out, pace } => {
+                    let started = Instant::now();
                     if let Some(next) = &next {
                         let _ = next_sample.set(self.sample_targets(next.clone()));
                     }
@@ -98,21 +104,37 @@ impl ElementsKernel<'_> {
                         // is the round's first: reported at the block's first position.
                         self.lean_range::<T, C, _>(out, 0, positions.clone(), updates)
                             .map_err(|e| (positions.start, e))?;
+                        pace.positions += positions.len();
                     }
+                    pace.nanos = started.elapsed().as_nanos() as u64;
                 }
-                SplitWork::Part { lists, blocks } => {
-                    let expected = map.expected(sampled, len);
-                    lists.start_round(&expected).map_err(|e| (round.start, e))?;
+                SplitWork::Part {
+                    lists,
+                    blocks,
+                    pace,
+                } => {
+                    // Room for the whole round in every list, the same each run: a list
+                    // grown to the sample's estimate in the round's first rounds was
+                    // moved into new pages, which faulted in while the lean task took the
+                    // whole round (3 ms stalls, twice a run of the 16M f32 sum), and a
+                    // size that does not change from run to run gets the last run's pages
+                    // back from the allocator. Only the pairs written touch memory.
+                    let room = vec![len + 1; buckets];
+                    lists.start_round(&room).map_err(|e| (round.start, e))?;
+                    let started = Instant::now();
                     while let Some(claimed) = claims.back() {
                         self.partition(block(claimed.clone()), map, lists, updates)?;
                         let ends = (0..buckets).map(|b| lists.bucket(b).len()).collect();
                         blocks.push((claimed.start, ends));
+                        pace.positions += claimed.len();
                     }
+                    pace.nanos = started.elapsed().as_nanos() as u64;
                 }
             }
             Ok(())
         })?;
         let segments = Segments::in_position_order(&work);
+        state.listed.update(&work);
         drop(work);
         let listed = &parts[1..];
         let took: Vec<AtomicU64> = (0..buckets).map(|_| AtomicU64::new(0)).collect();
@@ -147,18 +169,22 @@ impl ElementsKernel<'_> {
 /// time, which keeps its stream of positions one stretch; the others take a share of what
 /// is left (at least [`CLAIM_BLOCK`]), so their blocks start anew from memory, which the
 /// prefetchers take time to follow, only a few times a round, and get small only where
-/// the tasks meet.
+/// the tasks meet. That share is half of what the partitioning tasks are expected to take
+/// of it ([`ListedShare`]): a claim too large for a slow partitioner left the lean task
+/// waiting for it at the end of the round.
 struct Claims {
     unclaimed: AtomicU64,
-    tasks: usize,
+    /// The fraction of what is left that one partitioning task claims.
+    part: f64,
 }
 
 impl Claims {
-    /// `positions` fit in 32 bits ([`ElementsKernel::split_round`] checks).
-    fn new(positions: usize, tasks: usize) -> Claims {
+    /// `positions` fit in 32 bits ([`ElementsKernel::split_round`] checks); `listed` is
+    /// the share of them the `partitioners` are expected to take together.
+    fn new(positions: usize, partitioners: usize, listed: f64) -> Claims {
         Claims {
             unclaimed: AtomicU64::new(positions as u64),
-            tasks: tasks.max(1),
+            part: listed.clamp(0.0, 1.0) / (2 * partitioners.max(1)) as f64,
         }
     }
 
@@ -169,9 +195,9 @@ impl Claims {
 
     /// A partitioning task's next block.
     fn back(&self) -> Option<Range<usize>> {
-        let tasks = self.tasks;
+        let part = self.part;
         self.claim(|front, back| {
-            let size = ((back - front) / (2 * tasks)).max(CLAIM_BLOCK);
+            let size = (((back - front) as f64 * part) as usize).max(CLAIM_BLOCK);
             (back.saturating_sub(size).max(front), back)
         })
     }
@@ -203,15 +229,76 @@ impl Claims {
     }
 }
 
-/// The tasks of [`ElementsKernel::split_round`]'s first pass. A partitioning task keeps,
-/// for each block it claimed, in claim order, the block's first position and its lists'
-/// lengths after it.
+/// The tasks of [`ElementsKernel::split_round`]'s first pass, each with its [`Pace`]. A
+/// partitioning task keeps, for each block it claimed, in claim order, the block's first
+/// position and its lists' lengths after it.
 enum SplitWork<'a, T> {
-    Lean(&'a mut [T]),
+    Lean {
+        out: &'a mut [T],
+        pace: Pace,
+    },
     Part {
         lists: &'a mut PartLists<T>,
         blocks: Vec<(usize, Vec<usize>)>,
+        pace: Pace,
     },
+}
+
+/// How many positions a task of a split round's first pass took, and for how long (ns).
+#[derive(Clone, Copy, Debug, Default)]
+struct Pace {
+    positions: usize,
+    nanos: u64,
+}
+
+impl Pace {
+    /// Positions a nanosecond; `None` without a measure.
+    fn rate(self) -> Option<f64> {
+        (self.positions > 0 && self.nanos > 0).then(|| self.positions as f64 / self.nanos as f64)
+    }
+}
+
+/// The share of a split round's positions that its partitioning tasks are expected to take,
+/// from the rates the tasks went at in the rounds before: it sizes their claims
+/// ([`Claims`]). Usually the partitioners list about 60% of a round. When the two vCPUs sit
+/// far apart on the host (a cache line's round trip between them 350-400 ns instead of
+/// 65-170), a partitioner's writes into lines the other thread read last round cost 8 ns a
+/// position instead of 1.2, and its first claim of a quarter of the round, at that pace,
+/// outlasted the lean task's whole share: the 16M f32 sum took 40 ms on two threads, 30 on
+/// one. Moved halfway to each round's measure; only speeds are measured, never results.
+struct ListedShare {
+    share: f64,
+}
+
+impl ListedShare {
+    /// Before any measure: the partitioners' share of the tasks.
+    fn new(tasks: usize) -> ListedShare {
+        let tasks = tasks.max(1);
+        ListedShare {
+            share: (tasks - 1) as f64 / tasks as f64,
+        }
+    }
+
+    /// Takes in one round's paces: the lean task's rate against the partitioners' together.
+    fn update<T>(&mut self, work: &[SplitWork<'_, T>]) {
+        let (mut lean, mut listed) = (None, 0.0);
+        for w in work {
+            match w {
+                SplitWork::Lean { pace, .. } => lean = pace.rate(),
+                SplitWork::Part { pace, .. } => listed += pace.rate().unwrap_or(0.0),
+            }
+        }
+        self.take(lean, listed);
+    }
+
+    fn take(&mut self, lean: Option<f64>, listed: f64) {
+        let Some(lean) = lean else { return };
+        if listed <= 0.0 {
+            return;
+        }
+        let measured = listed / (lean + listed);
+        self.share = (0.5 * (self.share + measured)).clamp(0.02, 0.95);
+    }
 }
 
 /// Where each partitioned block's pairs lie in its task's lists, the blocks in position
@@ -231,14 +318,14 @@ impl Segments {
                 SplitWork::Part { blocks, .. } => {
                     Some(blocks.iter().map(|(_, ends)| ends.clone()).collect())
                 }
-                SplitWork::Lean(_) => None,
+                SplitWork::Lean { .. } => None,
             })
             .collect();
         let mut order: Vec<(usize, usize, usize)> = work
             .iter()
             .filter_map(|w| match w {
                 SplitWork::Part { blocks, .. } => Some(blocks),
-                SplitWork::Lean(_) => None,
+                SplitWork::Lean { .. } => None,
             })
             .enumerate()
             .flat_map(|(p, blocks)| blocks.iter().enumerate().map(move |(c, b)| (b.0, p, c)))
@@ -324,6 +411,61 @@ mod tests {
         assert!((s.shares().iter().sum::<f64>() - 1.0).abs() < 1e-9);
     }
 
+    /// A partitioner four times slower than the lean task has its share moved toward a
+    /// fifth, halfway each round; a round without a measure from either side changes
+    /// nothing; the share stays within its bounds.
+    #[test]
+    fn listed_share_follows_the_rates() {
+        let mut s = ListedShare::new(2);
+        assert!((s.share - 0.5).abs() < 1e-12);
+        s.take(Some(4.0), 1.0);
+        assert!((s.share - 0.35).abs() < 1e-12, "{}", s.share);
+        for _ in 0..40 {
+            s.take(Some(4.0), 1.0);
+        }
+        assert!((s.share - 0.2).abs() < 1e-9, "{}", s.share);
+        s.take(None, 1.0);
+        s.take(Some(4.0), 0.0);
+        assert!((s.share - 0.2).abs() < 1e-9);
+        for _ in 0..40 {
+            s.take(Some(1e-9), 1.0);
+        }
+        assert!(s.share <= 0.95);
+        assert!((ListedShare::new(3).share - 2.0 / 3.0).abs() < 1e-12);
+        let lean: SplitWork<'_, f32> = SplitWork::Lean {
+            out: &mut [],
+            pace: Pace {
+                positions: 400,
+                nanos: 100,
+            },
+        };
+        let mut lists = PartLists::<f32>::new(2);
+        let part = SplitWork::Part {
+            lists: &mut lists,
+            blocks: Vec::new(),
+            pace: Pace {
+                positions: 100,
+                nanos: 100,
+            },
+        };
+        let mut s = ListedShare::new(2);
+        s.update(&[lean, part]);
+        assert!((s.share - 0.35).abs() < 1e-12, "{}", s.share);
+    }
+
+    /// A partitioner's claims are half its expected share of what is left, never below a
+    /// block: a smaller share makes the first claim smaller.
+    #[test]
+    fn back_claims_follow_the_listed_share() {
+        let n = 100 * CLAIM_BLOCK;
+        let first = |share: f64| Claims::new(n, 1, share).back().unwrap();
+        assert_eq!(first(0.5), n - n / 4..n);
+        assert_eq!(first(0.2), n - n / 10..n);
+        assert_eq!(first(0.0), n - CLAIM_BLOCK..n);
+        let two = Claims::new(n, 2, 0.5);
+        assert_eq!(two.back().unwrap(), n - n / 8..n);
+    }
+
     /// Front and back claims never take the same position, and together they take every
     /// position once, however they interleave; the front's blocks follow one another from
     /// 0, and claims once all is taken give nothing.
@@ -337,7 +479,7 @@ mod tests {
             100 * CLAIM_BLOCK,
         ] {
             for pattern in 0u32..64 {
-                let claims = Claims::new(positions, 2);
+                let claims = Claims::new(positions, 1, 0.5);
                 let (mut front, mut got) = (0, Vec::new());
                 for step in 0.. {
                     let claim = match (pattern >> (step % 6)) & 1 {
