@@ -81,8 +81,19 @@ impl ElementsKernel<'_> {
         let lengths = stretches.iter().map(|r| r.len());
         let mut pieces: Vec<Option<FillFrom<'_, T>>> =
             out.split_lengths(lengths).into_iter().map(Some).collect();
+        // A bucket's work is its stretch's copy and its pairs' applies. The map balances
+        // the counted updates, but caps a bucket's stretch: a skewed histogram's dense head
+        // makes narrow buckets with many pairs, its tail wide ones with few. Handed out in
+        // index order, one thread got the head (8M power-law i32 maxima: 7.4 ms of applies
+        // against 5.0 for the other); handed out largest first, they finish together.
+        let costs: Vec<u64> = (0..buckets)
+            .map(|b| {
+                let pairs: usize = parts.iter().map(|p| p.bucket(b).len()).sum();
+                (pairs + stretches[b].len()) as u64
+            })
+            .collect();
         let (parts, init) = (&parts, self.use_init_val);
-        par::for_each_mut(&mut pieces, &|b, piece| {
+        par::for_each_mut_by_cost(&mut pieces, &costs, &|b, piece| {
             let Some(piece) = piece.take() else { return };
             let stretch = piece.copy_here();
             let (out, counts) = (DisjointSlice::new(stretch), DisjointSlice::new(&mut [][..]));
