@@ -96,17 +96,21 @@ impl<T: Elem> PartLists<T> {
     /// Runs `f` with the writer for any number of buckets on the lists' spare room, then
     /// makes what it put part of the lists.
     pub(super) fn with_many<R>(&mut self, f: impl FnOnce(&mut ManyLists<'_, T>) -> R) -> R {
-        let mut ends = [std::ptr::null_mut(); MAX_BUCKETS];
-        for (end, list) in ends.iter_mut().zip(&mut self.lists) {
-            *end = list.spare_capacity_mut().as_mut_ptr();
+        // `put` trusts every bucket below the lists' count to have an end here.
+        assert!(
+            self.lists.len() <= MAX_BUCKETS,
+            "more scatter work lists than the writer holds"
+        );
+        let mut starts = [std::ptr::null_mut(); MAX_BUCKETS];
+        for (start, list) in starts.iter_mut().zip(&mut self.lists) {
+            *start = list.spare_capacity_mut().as_mut_ptr();
         }
         let mut many = ManyLists {
-            ends,
+            ends: starts,
             _lists: std::marker::PhantomData,
         };
         let r = f(&mut many);
-        for (list, &end) in self.lists.iter_mut().zip(&many.ends) {
-            let start = list.spare_capacity_mut().as_mut_ptr();
+        for ((list, &start), &end) in self.lists.iter_mut().zip(&starts).zip(&many.ends) {
             // SAFETY: `end` started at `start` and only `put` moved it, one slot past each
             // pair it wrote, within the room `make_room` made (its contract): both lie in
             // the same allocation, `end` at or after `start`, and the slots between hold
