@@ -599,6 +599,14 @@ mod tests {
         }
     }
 
+    /// More lists than the many-bucket writer holds are refused before any pair is put:
+    /// its unchecked `put` would index past its array.
+    #[test]
+    #[should_panic(expected = "more scatter work lists than the writer holds")]
+    fn the_many_writer_refuses_more_lists_than_it_holds() {
+        PartLists::<f32>::new(MAX_BUCKETS + 1).with_many(|_| ());
+    }
+
     #[test]
     fn expected_pairs_follow_the_sample_with_a_margin() {
         let counts = [60u32, 0, 10, 30];
