@@ -309,6 +309,14 @@ impl<'a> IndexValues<'a> {
     }
 }
 
+/// Index value `v` on a dim of `dim` with a negative value counted from the end (`v + dim`),
+/// without a branch, so that loops over many indices vectorise. A value below `-dim` stays
+/// negative, which the caller's range test on `usize` sees as huge: out of range.
+#[inline(always)]
+pub fn count_from_end(v: i64, dim: i64) -> i64 {
+    v + ((v >> 63) & dim)
+}
+
 /// Row-major coordinates of flat position `pos` in `shape` (for error messages).
 pub fn coordinates(shape: &[usize], mut pos: usize) -> Vec<usize> {
     let mut c = vec![0; shape.len()];
@@ -547,6 +555,17 @@ mod tests {
             IndexValues::of(&t).unwrap().min_max(0..3),
             Some((2, i64::MAX))
         );
+    }
+
+    #[test]
+    fn negative_values_count_from_the_end() {
+        assert_eq!(count_from_end(3, 10), 3);
+        assert_eq!(count_from_end(0, 10), 0);
+        assert_eq!(count_from_end(-1, 10), 9);
+        assert_eq!(count_from_end(-10, 10), 0);
+        assert_eq!(count_from_end(-11, 10), -1);
+        assert_eq!(count_from_end(i64::MIN, 10), i64::MIN + 10);
+        assert_eq!(count_from_end(i64::MAX, 10), i64::MAX);
     }
 
     #[test]

@@ -3,7 +3,7 @@
 
 use irun_tensor::fmt_shape;
 
-use crate::kernel::Part;
+use crate::kernel::{count_from_end, Part};
 use crate::op::{codes, OpError};
 use crate::product;
 use crate::reduce::{Combine, Elem};
@@ -87,7 +87,7 @@ impl Geometry {
     /// outside `[0, data_along)` (below `-data_along` wraps to a huge value) is out of range.
     #[inline(always)]
     pub(super) fn target(&self, v: i64) -> usize {
-        (v + ((v >> 63) & self.data_along as i64)) as usize
+        count_from_end(v, self.data_along as i64) as usize
     }
 }
 

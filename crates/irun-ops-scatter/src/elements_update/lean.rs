@@ -6,7 +6,7 @@
 use std::ops::Range;
 
 use super::runtime::ElementsKernel;
-use crate::kernel::{NativeBlocks, NativeIndex};
+use crate::kernel::{count_from_end, NativeBlocks, NativeIndex};
 use crate::op::{codes, OpError};
 use crate::reduce::{Combine, Elem};
 use crate::updates::Updates;
@@ -261,6 +261,10 @@ pub(super) fn plain_then_wrapping(
 /// before `base` wraps too.
 #[inline(always)]
 fn place<const WRAP: bool>(v: i64, along: usize, base: usize) -> usize {
-    let from_end = if WRAP { (v >> 63) & along as i64 } else { 0 };
-    ((v + from_end) as usize).wrapping_sub(base)
+    let v = if WRAP {
+        count_from_end(v, along as i64)
+    } else {
+        v
+    };
+    (v as usize).wrapping_sub(base)
 }
