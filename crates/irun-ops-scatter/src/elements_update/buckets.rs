@@ -42,6 +42,11 @@ impl<T: Elem> PartLists<T> {
         &self.lists[b]
     }
 
+    /// The pairs bucket `b` holds over all of `parts`' lists.
+    pub(super) fn pairs_in(parts: &[PartLists<T>], b: usize) -> usize {
+        parts.iter().map(|p| p.bucket(b).len()).sum()
+    }
+
     /// Empties every list for a new round, and gives bucket `b` room for `expected[b]`
     /// pairs (the round's estimate): growing a list by doubling as it fills would copy it
     /// over and over.

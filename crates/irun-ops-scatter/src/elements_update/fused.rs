@@ -87,10 +87,7 @@ impl ElementsKernel<'_> {
         // index order, one thread got the head (8M power-law i32 maxima: 7.4 ms of applies
         // against 5.0 for the other); handed out largest first, they finish together.
         let costs: Vec<u64> = (0..buckets)
-            .map(|b| {
-                let pairs: usize = parts.iter().map(|p| p.bucket(b).len()).sum();
-                (pairs + stretches[b].len()) as u64
-            })
+            .map(|b| (PartLists::pairs_in(&parts, b) + stretches[b].len()) as u64)
             .collect();
         let (parts, init) = (&parts, self.use_init_val);
         par::for_each_mut_by_cost(&mut pieces, &costs, &|b, piece| {

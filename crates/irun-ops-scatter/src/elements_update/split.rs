@@ -152,7 +152,7 @@ impl ElementsKernel<'_> {
             took[b].store(started.elapsed().as_nanos() as u64, Ordering::Relaxed);
         });
         let pairs: Vec<usize> = (0..buckets)
-            .map(|b| listed.iter().map(|p| p.bucket(b).len()).sum())
+            .map(|b| PartLists::pairs_in(listed, b))
             .collect();
         let took: Vec<u64> = took.iter().map(|t| t.load(Ordering::Relaxed)).collect();
         state.buckets.update(&took, &pairs);
