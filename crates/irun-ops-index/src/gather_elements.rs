@@ -8,7 +8,7 @@ use irun_tensor::{with_words, Dim, PartialShape, Word, WordVec};
 
 use crate::attrs::AttrReader;
 use crate::fact::Fact;
-use crate::kernel::{coordinates, try_zeroed, IndexValues};
+use crate::kernel::{coordinates, count_from_end, try_zeroed, IndexValues};
 use crate::op::{codes, expect_inputs, take_inputs, Op, OpError, Value};
 use crate::par;
 use crate::util::{no_strings, norm_axis, output};
@@ -124,7 +124,7 @@ fn gather<W: Word>(
             for (k, o) in chunk.iter_mut().enumerate() {
                 let p = start + k;
                 let v = idx[p];
-                let v = if v < 0 { v + d } else { v };
+                let v = count_from_end(v, d);
                 if !(0..d).contains(&v) {
                     let mut b = bad.lock().unwrap_or_else(|e| e.into_inner());
                     if b.is_none_or(|q| p < q) {

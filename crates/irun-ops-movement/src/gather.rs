@@ -12,7 +12,7 @@ use irun_tensor::{with_words, Dim, PartialShape, Word, WordVec};
 
 use crate::attrs::AttrReader;
 use crate::fact::Fact;
-use crate::kernel::IndexValues;
+use crate::kernel::{count_from_end, IndexValues};
 use crate::op::{codes, expect_inputs, take_inputs, Op, OpError, Value};
 use crate::par;
 use crate::util::{expect_int_type, ints, known_ints, no_strings, norm_axis, output};
@@ -183,8 +183,7 @@ fn gather<W: Word>(src: &[W], idx: &[i64], g: &Geometry) -> Result<WordVec, OpEr
     let source = |s: usize| {
         let (bo, p) = (s / g.per_batch, s % g.per_batch);
         let (bb, o) = (bo / g.outer, bo % g.outer);
-        let v = idx[bb * g.per_batch + p];
-        let v = if v < 0 { v + d } else { v };
+        let v = count_from_end(idx[bb * g.per_batch + p], d);
         (0..d)
             .contains(&v)
             .then(|| ((bb * g.outer + o) * g.along + v as usize) * g.inner)
