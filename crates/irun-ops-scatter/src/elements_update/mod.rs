@@ -9,7 +9,8 @@
 //! addressing the run-time kernel and the compile-time plan share; `runtime` the run-time
 //! kernel and how it splits work; `lean` its one-pass loops, `local` those loops on chunks
 //! of local indices, `monotone` on sorted indices into an output filled as they go;
-//! `buckets` the lists of its bucketed path; `plan` the compile-time plan for constant
+//! `buckets` the lists of its bucketed path, `split` its split rounds on small outputs and
+//! `round_modes` when a round runs split; `plan` the compile-time plan for constant
 //! indices.
 
 mod buckets;
@@ -21,9 +22,11 @@ mod monotone;
 mod partition;
 mod plan;
 mod private;
+mod round_modes;
 mod rows;
 mod runtime;
 mod split;
+pub use round_modes::RoundMemory;
 #[cfg(test)]
 mod tests_broadcast;
 #[cfg(test)]
@@ -68,6 +71,8 @@ pub struct ScatterElementsUpdate {
     pub version: u32,
     pub reduction: Reduction,
     pub use_init_val: bool,
+    /// How its split histograms' rounds ran in the last run ([`RoundMemory`]).
+    pub rounds: RoundMemory,
 }
 
 pub fn build_v3(_: &AttrReader) -> Result<Box<dyn Op>, OpError> {
@@ -75,6 +80,7 @@ pub fn build_v3(_: &AttrReader) -> Result<Box<dyn Op>, OpError> {
         version: 3,
         reduction: Reduction::None,
         use_init_val: true,
+        rounds: RoundMemory::default(),
     }))
 }
 
@@ -89,6 +95,7 @@ pub fn build_v12(a: &AttrReader) -> Result<Box<dyn Op>, OpError> {
         version: 12,
         reduction,
         use_init_val,
+        rounds: RoundMemory::default(),
     }))
 }
 
@@ -297,6 +304,7 @@ impl ScatterElementsUpdate {
             mean: self.reduction == Reduction::Mean,
             use_init_val: self.use_init_val,
             plan,
+            rounds: Some(&self.rounds),
             track_counts: self.reduction == Reduction::Mean
                 || (!self.use_init_val && self.reduction != Reduction::None),
         };
@@ -419,5 +427,6 @@ fn seu12(reduction: Reduction, use_init_val: bool) -> ScatterElementsUpdate {
         version: 12,
         reduction,
         use_init_val,
+        rounds: RoundMemory::default(),
     }
 }

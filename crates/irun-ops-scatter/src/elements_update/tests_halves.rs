@@ -116,6 +116,7 @@ fn check(case: &str, along: usize, idx: &[i64], direct: &[usize], threads: &[usi
         use_init_val: true,
         track_counts: false,
         plan: None,
+        rounds: None,
         line_indices: false,
     };
     let mut bad = idx.to_vec();

@@ -5,6 +5,7 @@
 use super::runtime::ROUND_POSITIONS;
 use super::tests_eval::{assert_out_of_range, same_bits, scatter_1d, sequential_with_init};
 use super::*;
+use crate::testing::{eval_with, f32s, i64s};
 
 /// `n` indices spread over `0..along` by a multiplicative hash: no two nearby positions on
 /// nearby targets, so the runs go bucketed or in split rounds, not lean.
@@ -33,6 +34,54 @@ fn split_rounds_match_the_sequential_reference() {
             assert!(same_bits(&out, &want), "{red:?} at {threads} threads");
         }
     }
+}
+
+/// Rounds on the lean task alone ([`super::round_modes`]), before split ones or all of a
+/// run, give the same bits as split rounds and the spec's loop; the first bad index is
+/// reported from a lean round as from a split one.
+#[test]
+fn lean_rounds_match_the_sequential_reference() {
+    let n = super::runtime::SPLIT_MIN_POSITIONS + ROUND_POSITIONS / 3;
+    let along = 100_000usize;
+    let idx = scattered(n, along);
+    let upd: Vec<f32> = (0..n)
+        .map(|i| ((i * 37) % 101) as f32 * 0.013 - 0.6)
+        .collect();
+    let data = vec![0.5f32; along];
+    let inputs = |idx: &[i64]| {
+        vec![
+            f32s(&[along], &data),
+            i64s(&[n], idx),
+            f32s(&[n], &upd),
+            i64s(&[], &[0]),
+        ]
+    };
+    // Due a split measure after 2 rounds measured: 4 lean rounds (the run's first and a
+    // streak's first are not measures), then split; or never within the run.
+    for since_split in [46, 0] {
+        for red in [Reduction::Sum, Reduction::Max] {
+            let want = sequential_with_init(red, &data, &idx, &upd);
+            for threads in [2, 3] {
+                let op = ScatterElementsUpdate {
+                    rounds: RoundMemory::leaning(since_split),
+                    ..seu12(red, true)
+                };
+                let out = eval_with(&op, inputs(&idx), threads).unwrap();
+                let case = format!("{red:?} at {threads} threads, {since_split}");
+                assert!(same_bits(&out, &want), "{case}");
+            }
+        }
+    }
+    let mut bad = idx.clone();
+    let at = [ROUND_POSITIONS + 5, 3 * ROUND_POSITIONS + 7];
+    bad[at[0]] = -(along as i64) - 1;
+    bad[at[1]] = along as i64;
+    let op = ScatterElementsUpdate {
+        rounds: RoundMemory::leaning(0),
+        ..seu12(Reduction::Sum, true)
+    };
+    let e = eval_with(&op, inputs(&bad), 2).unwrap_err();
+    assert_out_of_range(&e, -(along as i64) - 1, at[0], "a lean round");
 }
 
 /// Bad indices in a split round, one early and one late in the same round (where the
