@@ -15,18 +15,35 @@ pub(super) fn scattered(n: usize, along: usize) -> Vec<i64> {
         .collect()
 }
 
+/// A flat f32 histogram: indices, updates, data.
+struct Histogram {
+    idx: Vec<i64>,
+    upd: Vec<f32>,
+    data: Vec<f32>,
+}
+
+impl Histogram {
+    /// Enough positions for split rounds, the last round partial, scattered over an output
+    /// small enough for them.
+    fn for_split_rounds() -> Histogram {
+        let n = super::runtime::SPLIT_MIN_POSITIONS + ROUND_POSITIONS / 3;
+        let along = 100_000usize;
+        Histogram {
+            idx: scattered(n, along),
+            upd: (0..n)
+                .map(|i| ((i * 37) % 101) as f32 * 0.013 - 0.6)
+                .collect(),
+            data: vec![0.5f32; along],
+        }
+    }
+}
+
 /// A flat histogram with enough positions for split rounds, on an output small enough for
 /// them: one task's lean share and the other tasks' lists, applied after it, give the
 /// sequential sums bit for bit, at 2 and 3 threads, with a last round that is partial.
 #[test]
 fn split_rounds_match_the_sequential_reference() {
-    let n = super::runtime::SPLIT_MIN_POSITIONS + ROUND_POSITIONS / 3;
-    let along = 100_000usize;
-    let idx = scattered(n, along);
-    let upd: Vec<f32> = (0..n)
-        .map(|i| ((i * 37) % 101) as f32 * 0.013 - 0.6)
-        .collect();
-    let data = vec![0.5f32; along];
+    let Histogram { idx, upd, data } = Histogram::for_split_rounds();
     for red in [Reduction::Sum, Reduction::Max] {
         let want = sequential_with_init(red, &data, &idx, &upd);
         for threads in [2, 3] {
@@ -41,13 +58,8 @@ fn split_rounds_match_the_sequential_reference() {
 /// reported from a lean round as from a split one.
 #[test]
 fn lean_rounds_match_the_sequential_reference() {
-    let n = super::runtime::SPLIT_MIN_POSITIONS + ROUND_POSITIONS / 3;
-    let along = 100_000usize;
-    let idx = scattered(n, along);
-    let upd: Vec<f32> = (0..n)
-        .map(|i| ((i * 37) % 101) as f32 * 0.013 - 0.6)
-        .collect();
-    let data = vec![0.5f32; along];
+    let Histogram { idx, upd, data } = Histogram::for_split_rounds();
+    let (n, along) = (idx.len(), data.len());
     let inputs = |idx: &[i64]| {
         vec![
             f32s(&[along], &data),
