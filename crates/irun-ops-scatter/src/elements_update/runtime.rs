@@ -155,7 +155,9 @@ impl ElementsKernel<'_> {
             && n >= SPLIT_MIN_POSITIONS
             && !cfg!(target_family = "wasm");
         let mut split = SplitState::new(buckets, parts.len());
-        let mut modes = self.rounds.map(RoundMemory::recall).unwrap_or_default();
+        // Only split rounds choose a way: other runs neither read nor keep the memory.
+        let memory = self.rounds.filter(|_| split_rounds);
+        let mut modes = memory.map(RoundMemory::recall).unwrap_or_default();
         let mut next_sample = None;
         for (k, round) in (0..n).step_by(round_len).enumerate() {
             let len = round_len.min(n - round);
@@ -210,7 +212,7 @@ impl ElementsKernel<'_> {
                 unsafe { apply_lists::<T, C, TRACK>(parts, b, 0, &out, &counts, init) };
             });
         }
-        if let (true, Some(memory)) = (split_rounds, self.rounds) {
+        if let Some(memory) = memory {
             modes.finish_run();
             memory.keep(modes);
         }
