@@ -259,6 +259,47 @@ fn bench_prints_the_benchmark_app_block() {
 }
 
 #[test]
+fn bench_writes_the_outputs_after_its_runs() {
+    // What the model gives after many runs, whatever its ops kept from run to run: the
+    // golden output, as `run --outputs` writes it.
+    let dir = scratch_dir("bench_outputs");
+    let model = format!("{CASE}/model.xml");
+    let inputs = format!("{CASE}/inputs.npz");
+    let out = dir.join("out.npz");
+    let o = irun(&[
+        "bench",
+        &model,
+        "--inputs",
+        &inputs,
+        "-niter",
+        "5",
+        "--outputs",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(
+        o.stdout.contains("Count:            5 iterations"),
+        "{}",
+        o.stdout
+    );
+    let got = read_npz(std::fs::File::open(&out).unwrap()).unwrap();
+    let want = read_npz(std::fs::File::open(format!("{CASE}/expected.npz")).unwrap()).unwrap();
+    assert_eq!(got, want);
+    // A file that cannot be created fails before the benchmark, not after it.
+    let bad = dir.join("no/such/dir/out.npz");
+    let o = irun(&[
+        "bench",
+        &model,
+        "--inputs",
+        &inputs,
+        "--outputs",
+        bad.to_str().unwrap(),
+    ]);
+    expect(&o, 2, "cannot create");
+    assert!(o.stdout.is_empty(), "{}", o.stdout);
+}
+
+#[test]
 fn bench_profile_says_where_the_time_went() {
     // benchmark_app's `-pc` and irun's `--profile`: per layer type, then the slowest layers,
     // each with its name, type and line in the .xml.

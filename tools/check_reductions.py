@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Checks the reduction workloads of tools/gen_bench_models.py (sum_/max_/mean_/ndsum_<dist>,
 and the typed sum_<dist>_<type>, max_<dist>_f32)
-against a sequential numpy reference, bit for bit, with `irun run --threads 1, 2 and 3`.
+against a sequential numpy reference, bit for bit, with `irun run --threads 1, 2 and 3` (a
+first run) and with `irun bench --outputs` (the run after --repeat timed ones, which runs the
+way the op's kept measurements choose: split histograms' lean rounds among them).
 
 numpy's ufunc.at applies the updates one at a time in index order, in the array's own type:
 exactly the row-major order the scatter contract promises, so float sums must match to the
@@ -49,6 +51,8 @@ def main():
     ap.add_argument("dir")
     ap.add_argument("--irun", default="target/release/irun")
     ap.add_argument("--threads", nargs="*", type=int, default=[1, 2, 3])
+    ap.add_argument("--repeat", type=int, default=20,
+                    help="timed runs before the checked one of `bench --outputs` (0: run only)")
     args = ap.parse_args()
     failed = 0
     for d in sorted(Path(args.dir).iterdir()):
@@ -57,16 +61,21 @@ def main():
             continue
         z = np.load(d / "inputs.npz")
         want = reference(kind, z)
+        model = ["--inputs", str(d / "inputs.npz"), str(d / "model.xml")]
+        ways = [("first run", ["run"])]
+        if args.repeat > 0:
+            ways.append((f"after {args.repeat}", ["bench", "-niter", str(args.repeat)]))
         for t in args.threads:
-            with tempfile.TemporaryDirectory() as tmp:
-                out = Path(tmp) / "out.npz"
-                subprocess.run([args.irun, "run", str(d / "model.xml"), "--inputs", str(d / "inputs.npz"),
-                                "--threads", str(t), "--outputs", str(out)], check=True)
-                got = np.load(out)["out"]
-            same = got.dtype == want.dtype and got.shape == want.shape and \
-                np.array_equal(got.view(np.uint8), want.view(np.uint8))
-            failed += not same
-            print(f"{d.name} threads={t}: {'bit-identical' if same else 'DIFFERS'}", flush=True)
+            for label, command in ways:
+                with tempfile.TemporaryDirectory() as tmp:
+                    out = Path(tmp) / "out.npz"
+                    subprocess.run([args.irun, *command, *model, "--threads", str(t), "--outputs", str(out)],
+                                   check=True, stdout=subprocess.DEVNULL)
+                    got = np.load(out)["out"]
+                same = got.dtype == want.dtype and got.shape == want.shape and \
+                    np.array_equal(got.view(np.uint8), want.view(np.uint8))
+                failed += not same
+                print(f"{d.name} threads={t} {label}: {'bit-identical' if same else 'DIFFERS'}", flush=True)
     sys.exit(1 if failed else 0)
 
 

@@ -1,5 +1,6 @@
 //! `irun bench`: latency of synchronous inferences, printed as OpenVINO's benchmark_app does.
 
+use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -7,14 +8,20 @@ use irun::exec::Profile;
 use irun::tensor::{Storage, Tensor};
 use irun::{ElementType, Executable};
 
-use super::run::{report, ExecArgs, Failure};
+use super::run::{create_npz, report, write_npz_to, ExecArgs, Failure};
 use super::EXIT_USAGE;
 
 /// Without -niter or -t, benchmark for this long (benchmark_app's default is 60 s).
 const DEFAULT_SECONDS: f64 = 10.0;
 
-pub fn run(exec: &ExecArgs, niter: Option<u64>, seconds: Option<f64>, profile: bool) -> u8 {
-    report(try_run(exec, niter, seconds, profile))
+pub fn run(
+    exec: &ExecArgs,
+    niter: Option<u64>,
+    seconds: Option<f64>,
+    profile: bool,
+    outputs: Option<&Path>,
+) -> u8 {
+    report(try_run(exec, niter, seconds, profile, outputs))
 }
 
 fn ms(d: Duration) -> f64 {
@@ -26,6 +33,7 @@ fn try_run(
     niter: Option<u64>,
     seconds: Option<f64>,
     profiled: bool,
+    outputs_file: Option<&Path>,
 ) -> Result<(), Failure> {
     if niter == Some(0) || seconds.is_some_and(|s| s.is_nan() || s <= 0.0) {
         return Err(Failure {
@@ -33,6 +41,9 @@ fn try_run(
             message: "-niter and -t must be positive".into(),
         });
     }
+    let outputs_file = outputs_file
+        .map(|p| create_npz(p).map(|f| (p, f)))
+        .transpose()?;
     let start = Instant::now();
     let exe = exec.compile(false)?;
     let load = start.elapsed();
@@ -86,6 +97,16 @@ fn try_run(
         latencies.push(t.elapsed());
     }
     let duration = total.elapsed();
+    // One more inference, neither timed nor profiled: keeping a timed one's outputs would
+    // hold its buffers through the next, which then could not reuse them.
+    let kept = match outputs_file {
+        Some(file) => Some((
+            file,
+            exe.run_values_with_state(&mut state, inputs)
+                .map_err(Failure::of_run)?,
+        )),
+        None => None,
+    };
     latencies.sort();
     let count = latencies.len();
     let median = if count % 2 == 1 {
@@ -113,7 +134,10 @@ fn try_run(
     if profiled {
         super::profile::print(&exe, &profile);
     }
-    Ok(())
+    match kept {
+        Some(((path, file), outputs)) => write_npz_to(file, path, &outputs),
+        None => Ok(()),
+    }
 }
 
 /// Seeded random inputs of each input's declared (static) shape: floats in [0, 1), integers in

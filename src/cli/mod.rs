@@ -94,6 +94,11 @@ enum Command {
         /// (benchmark_app's `-pc`, which is accepted too).
         #[arg(long)]
         profile: bool,
+        /// After the timed inferences, run one more and write its outputs to this .npz (as
+        /// `run --outputs`): what the model gives after many runs, whatever its ops kept
+        /// from one run to the next.
+        #[arg(long)]
+        outputs: Option<PathBuf>,
     },
     /// The supported (type, opset) pairs.
     Ops,
@@ -133,7 +138,8 @@ pub fn run(cli: Cli) -> u8 {
             niter,
             time,
             profile,
-        } => bench::run(&exec, niter, time, profile),
+            outputs,
+        } => bench::run(&exec, niter, time, profile, outputs.as_deref()),
         Command::Ops => {
             for (ty, first, last, version) in irun_ops::registry::supported() {
                 let range = if first == last {

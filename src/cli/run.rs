@@ -207,9 +207,23 @@ pub fn run(exec: &ExecArgs, outputs: Option<&Path>, state_out: Option<&Path>) ->
 
 /// Writes named tensors to an .npz file.
 fn write_npz(path: &Path, entries: &[(String, Tensor)]) -> Result<(), Failure> {
-    let f = std::fs::File::create(path)
-        .map_err(|e| Failure::usage(format!("cannot create {}: {e}", path.display())))?;
-    irun::tensor::write_npz(entries, std::io::BufWriter::new(f))
+    write_npz_to(create_npz(path)?, path, entries)
+}
+
+/// Creates (or truncates) the file an .npz will be written to: done before a long run, so
+/// that a path that cannot be written fails at once.
+pub fn create_npz(path: &Path) -> Result<std::fs::File, Failure> {
+    std::fs::File::create(path)
+        .map_err(|e| Failure::usage(format!("cannot create {}: {e}", path.display())))
+}
+
+/// Writes named tensors as an .npz to `file`, created at `path` by [`create_npz`].
+pub fn write_npz_to(
+    file: std::fs::File,
+    path: &Path,
+    entries: &[(String, Tensor)],
+) -> Result<(), Failure> {
+    irun::tensor::write_npz(entries, std::io::BufWriter::new(file))
         .map_err(|e| Failure::usage(format!("cannot write {}: {e}", path.display())))
 }
 
