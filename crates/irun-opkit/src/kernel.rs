@@ -150,6 +150,13 @@ impl NativeIndex for i64 {}
 pub trait NativeBlocks {
     type Error;
     fn block<I: NativeIndex>(&mut self, start: usize, vals: &[I]) -> Result<(), Self::Error>;
+
+    /// The most values the visitor wants in one block; it gets at most [`NATIVE_BLOCK`].
+    /// Smaller blocks suit a visitor that converts each block's updates before its loop
+    /// runs over them (`Widening` in the scatter crate).
+    fn block_len(&self) -> usize {
+        NATIVE_BLOCK
+    }
 }
 
 /// Block length of [`IndexValues::for_each_native`] on i32 and i64 tensors, whose blocks
@@ -288,7 +295,8 @@ impl<'a> IndexValues<'a> {
             mut start: usize,
             f: &mut F,
         ) -> Result<(), F::Error> {
-            for chunk in v.chunks(NATIVE_BLOCK) {
+            let len = f.block_len().clamp(1, NATIVE_BLOCK);
+            for chunk in v.chunks(len) {
                 f.block(start, chunk)?;
                 start += chunk.len();
             }
@@ -520,6 +528,41 @@ mod tests {
                 assert_eq!(r.last().unwrap().end, n);
                 assert!(r.windows(2).all(|w| w[0].end == w[1].start));
             }
+        }
+    }
+
+    /// Native blocks tile the range in order, none longer than the visitor asks for or
+    /// than [`NATIVE_BLOCK`], each starting at its first position.
+    #[test]
+    fn native_blocks_follow_the_visitors_length() {
+        struct Record(usize, Vec<(usize, usize, i64)>);
+        impl NativeBlocks for Record {
+            type Error = ();
+            fn block<I: NativeIndex>(&mut self, start: usize, vals: &[I]) -> Result<(), ()> {
+                self.1.push((start, vals.len(), vals[0].into()));
+                Ok(())
+            }
+            fn block_len(&self) -> usize {
+                self.0
+            }
+        }
+        let t = Tensor::from_i32(vec![10_000], (0..10_000).collect()).unwrap();
+        let iv = IndexValues::of(&t).unwrap();
+        for (asked, most) in [(512, 512), (usize::MAX, NATIVE_BLOCK), (0, 1)] {
+            let mut r = Record(asked, Vec::new());
+            let range = 3..if asked == 0 { 40 } else { 9_999 };
+            iv.for_each_native(range.clone(), &mut r).unwrap();
+            let mut at = range.start;
+            for &(start, len, first) in &r.1 {
+                assert!(
+                    (start, first) == (at, at as i64) && len <= most,
+                    "{asked}: {r:?}",
+                    r = r.1
+                );
+                at += len;
+            }
+            assert_eq!(at, range.end);
+            assert!(r.1.iter().rev().skip(1).all(|b| b.1 == most), "{asked}");
         }
     }
 

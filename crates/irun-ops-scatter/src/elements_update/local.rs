@@ -257,6 +257,10 @@ struct RunFold<'u, T, C, U: ?Sized> {
 impl<T: Elem, C: Combine<T>, U: Updates<T> + ?Sized> NativeBlocks for RunFold<'_, T, C, U> {
     type Error = ();
 
+    fn block_len(&self) -> usize {
+        self.updates.block_len()
+    }
+
     fn block<V: NativeIndex>(&mut self, start: usize, vals: &[V]) -> Result<(), ()> {
         let (t, along) = (self.target, self.along);
         // The target's two spellings in the stored type (a spelling it cannot hold is

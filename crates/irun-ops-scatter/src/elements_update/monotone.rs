@@ -159,6 +159,10 @@ impl<T: Elem, C: Combine<T>, U: Updates<T> + ?Sized> NativeBlocks
 {
     type Error = OpError;
 
+    fn block_len(&self) -> usize {
+        self.updates.block_len()
+    }
+
     fn block<V: NativeIndex>(&mut self, start: usize, vals: &[V]) -> Result<(), OpError> {
         let (k, along) = (self.kernel, self.kernel.geometry.data_along);
         let (Some(&first), Some(&last)) = (vals.first(), vals.last()) else {

@@ -189,6 +189,10 @@ struct Filler<'k, 'a, 'l, T, U: ?Sized> {
 impl<T: Elem, U: Updates<T> + ?Sized> NativeBlocks for Filler<'_, '_, '_, T, U> {
     type Error = (usize, OpError);
 
+    fn block_len(&self) -> usize {
+        self.updates.block_len()
+    }
+
     fn block<I: NativeIndex>(&mut self, start: usize, vals: &[I]) -> Result<(), Self::Error> {
         let Filler {
             kernel: k,
