@@ -30,8 +30,8 @@ pub(super) enum RoundMode {
 /// ones went at 7.4 ns a position, the next ones at 2.3: the 16M f64 sum). Its next two
 /// are, the lower taken, which a round slowed by something else (page faults, another
 /// tenant) does not set: the first split measure of a run once read 5.6 ns a position
-/// against 1.1 later, and kept the op lean for 96 rounds. After those two, each round
-/// moves its way's cost halfway to its measure.
+/// against 1.1 later, and kept the op lean for 96 rounds. After those two, a way costs the
+/// lowest of its last three measures ([`Measures`]).
 ///
 /// Nothing is measured in an op's first run, which runs split: it faults in the lists and
 /// the output, and its rounds measured 2.8 and 3.9 ns a position where the next runs'
@@ -41,8 +41,8 @@ pub(super) enum RoundMode {
 pub(super) struct RoundModes {
     /// A run has finished ([`RoundModes::finish_run`]).
     warm: bool,
-    split: Option<f64>,
-    lean: Option<f64>,
+    split: Measures,
+    lean: Measures,
     since_split: u32,
     since_lean: u32,
     last: Option<RoundMode>,
@@ -63,8 +63,8 @@ impl RoundModes {
         if let (true, Some(last)) = (self.streak < MEASURED_AFTER, self.last) {
             return last;
         }
-        let (Some(split), Some(lean)) = (self.split, self.lean) else {
-            return match self.split {
+        let (Some(split), Some(lean)) = (self.split.cost(), self.lean.cost()) else {
+            return match self.split.cost() {
                 None => RoundMode::Split,
                 Some(_) => RoundMode::Lean,
             };
@@ -107,11 +107,11 @@ impl RoundModes {
             RoundMode::Split => (&mut self.split, &mut self.since_split, &mut self.since_lean),
             RoundMode::Lean => (&mut self.lean, &mut self.since_lean, &mut self.since_split),
         };
-        *slot = Some(match (self.streak, *slot) {
-            (2, _) | (_, None) => measured,
-            (MEASURED_AFTER, Some(first)) => first.min(measured),
-            (_, Some(old)) => 0.5 * (old + measured),
-        });
+        if self.streak == 2 {
+            // A streak's first measure: what the way cost before is stale.
+            *slot = Measures::default();
+        }
+        slot.push(measured);
         *since = 0;
         *since_other = since_other.saturating_add(1);
     }
@@ -119,6 +119,32 @@ impl RoundModes {
     /// Ends a run: from the next on, rounds are measured.
     pub(super) fn finish_run(&mut self) {
         self.warm = true;
+    }
+}
+
+/// A way's last three measures, ns a position, the newest last. Its cost is the lowest of
+/// them: what slows a round down (another tenant, an interrupt) never speeds one up, so a
+/// slow round among fast ones does not move it, and a way that got dearer (a phase
+/// beginning) shows it after three slow rounds in a row. Moving the cost halfway to each
+/// measure instead, one slow split round among fast ones (0.85 ns a position, then 1.7:
+/// the 16M f16 sum with half its updates on 8 hot targets, in a fast phase, where one
+/// split round in ten measured 1.2 or more) made the split way look dearer than the lean
+/// one (1.12) and ran lean rounds for the next 43.
+#[derive(Clone, Debug, Default)]
+struct Measures {
+    last: [f64; 3],
+    len: usize,
+}
+
+impl Measures {
+    fn push(&mut self, ns: f64) {
+        self.last.rotate_left(1);
+        self.last[2] = ns;
+        self.len = (self.len + 1).min(3);
+    }
+
+    fn cost(&self) -> Option<f64> {
+        self.last[3 - self.len..].iter().copied().reduce(f64::min)
     }
 }
 
@@ -163,8 +189,14 @@ impl RoundMemory {
     pub(super) fn leaning(since_split: u32) -> RoundMemory {
         RoundMemory(Mutex::new(RoundModes {
             warm: true,
-            split: Some(2.0),
-            lean: Some(1.0),
+            split: Measures {
+                last: [0.0, 0.0, 2.0],
+                len: 1,
+            },
+            lean: Measures {
+                last: [0.0, 0.0, 1.0],
+                len: 1,
+            },
             since_split,
             ..RoundModes::default()
         }))
@@ -227,14 +259,51 @@ mod tests {
         // rounds on (the first lean one settles).
         streak(&mut m, RoundMode::Split, [9000, 1100, 1300]);
         assert_eq!(rounds_of(&mut m, RoundMode::Lean, 1000), 1 + 30);
-        // Split at 0.8 against lean's 1: split from now on, each round moving it halfway
-        // (0.9, 0.95); then toward 0.9, lean measured again 33 rounds after it last was.
-        streak(&mut m, RoundMode::Split, [9000, 800, 800]);
-        m.took(RoundMode::Split, 1000, 1000);
-        assert_eq!(m.next(), RoundMode::Split);
-        m.took(RoundMode::Split, 1000, 1000);
-        assert!((m.split.unwrap() - 0.95).abs() < 1e-9, "{m:?}");
-        assert_eq!(rounds_of(&mut m, RoundMode::Split, 900), 33 - 4);
+        // Split at 0.5 against lean's 1: split from now on. A slow split round among them
+        // leaves its cost at 0.5 (the lowest of its last three measures); lean is measured
+        // again 160 rounds after it last was (300 would pass).
+        streak(&mut m, RoundMode::Split, [9000, 500, 500]);
+        m.took(RoundMode::Split, 1000, 1700);
+        assert_eq!(m.split.cost(), Some(0.5), "{m:?}");
+        assert_eq!(rounds_of(&mut m, RoundMode::Split, 500), 160 - 3);
+    }
+
+    /// Slow rounds here and there are not a phase; three in a row are. (Split rounds of the 16M f16 sum
+    /// with half its updates on 8 hot targets, in a fast phase: 0.85 ns a position, now
+    /// and then one at 1.7; lean ones 1.12.)
+    #[test]
+    fn one_slow_round_does_not_change_the_way() {
+        let mut m = RoundModes::default();
+        m.finish_run();
+        for (mode, ns) in [(RoundMode::Split, 850), (RoundMode::Lean, 1120)] {
+            for _ in 0..MEASURED_AFTER {
+                assert_eq!(m.next(), mode);
+                m.took(mode, 1000, ns);
+            }
+        }
+        // Back to split, its streak measured afresh; then slow rounds here and there.
+        for ns in [850, 850, 850, 1700, 1700, 850, 1700, 850] {
+            assert_eq!(m.next(), RoundMode::Split, "{m:?}");
+            m.took(RoundMode::Split, 1000, ns);
+        }
+        for _ in 0..3 {
+            assert_eq!(m.next(), RoundMode::Split, "{m:?}");
+            m.took(RoundMode::Split, 1000, 1700);
+        }
+        assert_eq!(m.next(), RoundMode::Lean, "{m:?}");
+    }
+
+    /// The cost is the lowest of the last three measures.
+    #[test]
+    fn measures_give_the_lowest_of_the_last_three() {
+        let mut w = Measures::default();
+        assert_eq!(w.cost(), None);
+        let mut costs = Vec::new();
+        for ns in [3.0, 1.0, 2.0, 9.0, 8.0, 0.5, 7.0] {
+            w.push(ns);
+            costs.push(w.cost().unwrap());
+        }
+        assert_eq!(costs, [3.0, 1.0, 1.0, 1.0, 2.0, 0.5, 0.5]);
     }
 
     /// Rounds without a measure change nothing; the remeasure interval stays within its
