@@ -297,6 +297,24 @@ fn bench_writes_the_outputs_after_its_runs() {
     ]);
     expect(&o, 2, "cannot create");
     assert!(o.stdout.is_empty(), "{}", o.stdout);
+    // A run that fails (random indices out of range) leaves the file that was there as it
+    // was, and nothing else behind.
+    let before = std::fs::read(&out).unwrap();
+    let o = irun(&[
+        "bench",
+        &model,
+        "-niter",
+        "1",
+        "--outputs",
+        out.to_str().unwrap(),
+    ]);
+    expect(&o, 1, "out of range");
+    assert_eq!(std::fs::read(&out).unwrap(), before);
+    let left: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(left, ["out.npz"]);
 }
 
 #[test]

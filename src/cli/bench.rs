@@ -8,7 +8,7 @@ use irun::exec::Profile;
 use irun::tensor::{Storage, Tensor};
 use irun::{ElementType, Executable};
 
-use super::run::{create_npz, report, write_npz_to, ExecArgs, Failure};
+use super::run::{report, ExecArgs, Failure, NpzOut};
 use super::EXIT_USAGE;
 
 /// Without -niter or -t, benchmark for this long (benchmark_app's default is 60 s).
@@ -41,9 +41,7 @@ fn try_run(
             message: "-niter and -t must be positive".into(),
         });
     }
-    let outputs_file = outputs_file
-        .map(|p| create_npz(p).map(|f| (p, f)))
-        .transpose()?;
+    let outputs_file = outputs_file.map(NpzOut::create).transpose()?;
     let start = Instant::now();
     let exe = exec.compile(false)?;
     let load = start.elapsed();
@@ -135,7 +133,7 @@ fn try_run(
         super::profile::print(&exe, &profile);
     }
     match kept {
-        Some(((path, file), outputs)) => write_npz_to(file, path, &outputs),
+        Some((file, outputs)) => file.write(&outputs),
         None => Ok(()),
     }
 }

@@ -207,24 +207,57 @@ pub fn run(exec: &ExecArgs, outputs: Option<&Path>, state_out: Option<&Path>) ->
 
 /// Writes named tensors to an .npz file.
 fn write_npz(path: &Path, entries: &[(String, Tensor)]) -> Result<(), Failure> {
-    write_npz_to(create_npz(path)?, path, entries)
+    NpzOut::create(path)?.write(entries)
 }
 
-/// Creates (or truncates) the file an .npz will be written to: done before a long run, so
-/// that a path that cannot be written fails at once.
-pub fn create_npz(path: &Path) -> Result<std::fs::File, Failure> {
-    std::fs::File::create(path)
-        .map_err(|e| Failure::usage(format!("cannot create {}: {e}", path.display())))
+/// An .npz about to be written: a new file beside `path` until [`NpzOut::write`] has
+/// written it whole and renamed it to `path`. Created before a long run, it fails at once
+/// on a path that cannot be written; a run that fails, or a write cut short, leaves
+/// whatever was at `path` as it was and no partial file behind.
+pub struct NpzOut {
+    path: PathBuf,
+    partial: PathBuf,
+    file: Option<std::fs::File>,
 }
 
-/// Writes named tensors as an .npz to `file`, created at `path` by [`create_npz`].
-pub fn write_npz_to(
-    file: std::fs::File,
-    path: &Path,
-    entries: &[(String, Tensor)],
-) -> Result<(), Failure> {
-    irun::tensor::write_npz(entries, std::io::BufWriter::new(file))
-        .map_err(|e| Failure::usage(format!("cannot write {}: {e}", path.display())))
+impl NpzOut {
+    pub fn create(path: &Path) -> Result<NpzOut, Failure> {
+        let name = path.file_name().ok_or_else(|| {
+            Failure::usage(format!("cannot create {}: not a file name", path.display()))
+        })?;
+        let mut partial_name = std::ffi::OsString::from(".");
+        partial_name.push(name);
+        partial_name.push(format!(".{}.partial", std::process::id()));
+        let partial = path.with_file_name(partial_name);
+        let file = std::fs::File::create(&partial)
+            .map_err(|e| Failure::usage(format!("cannot create {}: {e}", path.display())))?;
+        Ok(NpzOut {
+            path: path.to_path_buf(),
+            partial,
+            file: Some(file),
+        })
+    }
+
+    pub fn write(mut self, entries: &[(String, Tensor)]) -> Result<(), Failure> {
+        let cannot = |e: &dyn std::fmt::Display| {
+            Failure::usage(format!("cannot write {}: {e}", self.path.display()))
+        };
+        let file = self.file.take().expect("an NpzOut is written once");
+        let mut w = std::io::BufWriter::new(file);
+        irun::tensor::write_npz(entries, &mut w).map_err(|e| cannot(&e))?;
+        let file = w.into_inner().map_err(|e| cannot(e.error()))?;
+        file.sync_all().map_err(|e| cannot(&e))?;
+        std::fs::rename(&self.partial, &self.path).map_err(|e| cannot(&e))
+    }
+}
+
+impl Drop for NpzOut {
+    fn drop(&mut self) {
+        // Not renamed: the run failed or the write did; the partial file goes.
+        if self.partial.exists() {
+            let _ = std::fs::remove_file(&self.partial);
+        }
+    }
 }
 
 fn try_run(
