@@ -297,6 +297,15 @@ fn bench_writes_the_outputs_after_its_runs() {
     ]);
     expect(&o, 2, "cannot create");
     assert!(o.stdout.is_empty(), "{}", o.stdout);
+    let o = irun(&[
+        "bench",
+        &model,
+        "--inputs",
+        &inputs,
+        "--outputs",
+        dir.to_str().unwrap(),
+    ]);
+    expect(&o, 2, "a directory, not a file");
     // A run that fails (random indices out of range) leaves the file that was there as it
     // was, and nothing else behind.
     let before = std::fs::read(&out).unwrap();

@@ -222,9 +222,16 @@ pub struct NpzOut {
 
 impl NpzOut {
     pub fn create(path: &Path) -> Result<NpzOut, Failure> {
-        let name = path.file_name().ok_or_else(|| {
-            Failure::usage(format!("cannot create {}: not a file name", path.display()))
-        })?;
+        let name = match path.file_name() {
+            Some(name) if !path.is_dir() => name,
+            _ => {
+                let e = "a directory, not a file";
+                return Err(Failure::usage(format!(
+                    "cannot create {}: {e}",
+                    path.display()
+                )));
+            }
+        };
         let mut partial_name = std::ffi::OsString::from(".");
         partial_name.push(name);
         partial_name.push(format!(".{}.partial", std::process::id()));
