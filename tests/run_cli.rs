@@ -266,16 +266,15 @@ fn bench_writes_the_outputs_after_its_runs() {
     let model = format!("{CASE}/model.xml");
     let inputs = format!("{CASE}/inputs.npz");
     let out = dir.join("out.npz");
-    let o = irun(&[
-        "bench",
-        &model,
-        "--inputs",
-        &inputs,
-        "-niter",
-        "5",
-        "--outputs",
-        out.to_str().unwrap(),
-    ]);
+    // `bench` with `--outputs path`, on the golden inputs or (`None`) random ones, which
+    // this model's index check rejects.
+    let bench = |inputs: Option<&str>, path: &Path| {
+        let mut args = vec!["bench", &model, "-niter", "5"];
+        args.extend(inputs.map(|i| ["--inputs", i]).into_iter().flatten());
+        args.extend(["--outputs", path.to_str().unwrap()]);
+        irun(&args)
+    };
+    let o = bench(Some(&inputs), &out);
     assert_eq!(o.code, 0, "{}", o.stderr);
     assert!(
         o.stdout.contains("Count:            5 iterations"),
@@ -285,39 +284,14 @@ fn bench_writes_the_outputs_after_its_runs() {
     let got = read_npz(std::fs::File::open(&out).unwrap()).unwrap();
     let want = read_npz(std::fs::File::open(format!("{CASE}/expected.npz")).unwrap()).unwrap();
     assert_eq!(got, want);
-    // A file that cannot be created fails before the benchmark, not after it.
-    let bad = dir.join("no/such/dir/out.npz");
-    let o = irun(&[
-        "bench",
-        &model,
-        "--inputs",
-        &inputs,
-        "--outputs",
-        bad.to_str().unwrap(),
-    ]);
+    // A path that cannot be written fails before the benchmark, not after it.
+    let o = bench(Some(&inputs), &dir.join("no/such/dir/out.npz"));
     expect(&o, 2, "cannot create");
     assert!(o.stdout.is_empty(), "{}", o.stdout);
-    let o = irun(&[
-        "bench",
-        &model,
-        "--inputs",
-        &inputs,
-        "--outputs",
-        dir.to_str().unwrap(),
-    ]);
-    expect(&o, 2, "a directory, not a file");
-    // A run that fails (random indices out of range) leaves the file that was there as it
-    // was, and nothing else behind.
+    expect(&bench(Some(&inputs), &dir), 2, "a directory, not a file");
+    // A run that fails leaves the file that was there as it was, and nothing else behind.
     let before = std::fs::read(&out).unwrap();
-    let o = irun(&[
-        "bench",
-        &model,
-        "-niter",
-        "1",
-        "--outputs",
-        out.to_str().unwrap(),
-    ]);
-    expect(&o, 1, "out of range");
+    expect(&bench(None, &out), 1, "out of range");
     assert_eq!(std::fs::read(&out).unwrap(), before);
     let left: Vec<_> = std::fs::read_dir(&dir)
         .unwrap()
