@@ -44,15 +44,17 @@ pub struct Widening<'a, H>(pub &'a [H]);
 /// (Zen 4, medians of 6 alternating runs in a fast phase): half of them on 8 hot targets
 /// 16.91 to 15.41 ms, skewed 17.66 to 16.66, uniform 18.85 to 17.70; sorted (5 runs) 11.65
 /// to 9.92, reverse-sorted 13.40 to 11.07, all on one element 17.87 to 14.85. Blocks of
-/// 256 did as well as 512, blocks of 1024 worse (hot 16.65, uniform 19.10).
-const WIDENED_BLOCK: usize = irun_opkit::halves::WIDEN_AHEAD;
+/// 256 did as well as 512, blocks of 1024 worse (hot 16.65, uniform 19.10). bf16, whose
+/// widening is a shift with no prefetch of its own, gained too (hot 16.67 to 15.82 ms,
+/// sorted 11.88 to 10.41); a prefetch added to it was no clear gain.
+const READER_BLOCK: usize = irun_opkit::halves::WIDEN_AHEAD;
 
-/// Values a [`Widening`] converts at a time, on the stack.
+/// Values a [`Widening`] converts at a time, on the stack, when `T` is not f32.
 const WIDEN_BLOCK: usize = 1024;
 
 impl<T: Elem, H: Half> Updates<T> for Widening<'_, H> {
     fn block_len(&self) -> usize {
-        WIDENED_BLOCK
+        READER_BLOCK
     }
 
     fn block<'s>(&'s self, start: usize, n: usize, buf: &'s mut Vec<T>) -> &'s [T] {
