@@ -22,8 +22,18 @@ pub(super) enum RoundMode {
     Lean,
 }
 
-/// What a position has cost each way, in nanoseconds; how many rounds have run since each
-/// way was last measured; and the last round's way, with how many rounds in a row ran it.
+impl RoundMode {
+    fn other(self) -> RoundMode {
+        match self {
+            RoundMode::Split => RoundMode::Lean,
+            RoundMode::Lean => RoundMode::Split,
+        }
+    }
+}
+
+/// What a position has cost each way, in nanoseconds, and how many rounds have run since
+/// each way was last measured ([`Measures`]); and the last round's way, with how many
+/// rounds in a row ran it.
 ///
 /// A streak's first round is not a measure of its way: it takes back the lines the other
 /// way left in the other cores' caches (in a slow phase the first lean round after split
@@ -43,8 +53,6 @@ pub(super) struct RoundModes {
     warm: bool,
     split: Measures,
     lean: Measures,
-    since_split: u32,
-    since_lean: u32,
     last: Option<RoundMode>,
     streak: u32,
 }
@@ -69,22 +77,12 @@ impl RoundModes {
                 Some(_) => RoundMode::Lean,
             };
         };
-        let (best, other, since_other, worse_by) = match lean < split {
-            true => (
-                RoundMode::Lean,
-                RoundMode::Split,
-                self.since_split,
-                split / lean,
-            ),
-            false => (
-                RoundMode::Split,
-                RoundMode::Lean,
-                self.since_lean,
-                lean / split,
-            ),
+        let (best, other, worse_by) = match lean < split {
+            true => (RoundMode::Lean, &self.split, split / lean),
+            false => (RoundMode::Split, &self.lean, lean / split),
         };
-        match since_other >= remeasure_after(worse_by, best) {
-            true => other,
+        match other.since >= remeasure_after(worse_by, best) {
+            true => best.other(),
             false => best,
         }
     }
@@ -103,17 +101,16 @@ impl RoundModes {
             return;
         }
         let measured = nanos as f64 / positions as f64;
-        let (slot, since, since_other) = match mode {
-            RoundMode::Split => (&mut self.split, &mut self.since_split, &mut self.since_lean),
-            RoundMode::Lean => (&mut self.lean, &mut self.since_lean, &mut self.since_split),
+        let (this, other) = match mode {
+            RoundMode::Split => (&mut self.split, &mut self.lean),
+            RoundMode::Lean => (&mut self.lean, &mut self.split),
         };
         if self.streak == 2 {
             // A streak's first measure: what the way cost before is stale.
-            *slot = Measures::default();
+            *this = Measures::default();
         }
-        slot.push(measured);
-        *since = 0;
-        *since_other = since_other.saturating_add(1);
+        this.push(measured);
+        other.since = other.since.saturating_add(1);
     }
 
     /// Ends a run: from the next on, rounds are measured.
@@ -130,10 +127,13 @@ impl RoundModes {
 /// the 16M f16 sum with half its updates on 8 hot targets, in a fast phase, where one
 /// split round in ten measured 1.2 or more) made the split way look dearer than the lean
 /// one (1.12) and ran lean rounds for the next 43.
+///
+/// `since` counts the rounds measured the other way since this way's last measure.
 #[derive(Clone, Debug, Default)]
 struct Measures {
     last: [f64; 3],
     len: usize,
+    since: u32,
 }
 
 impl Measures {
@@ -141,6 +141,7 @@ impl Measures {
         self.last.rotate_left(1);
         self.last[2] = ns;
         self.len = (self.len + 1).min(3);
+        self.since = 0;
     }
 
     fn cost(&self) -> Option<f64> {
@@ -192,12 +193,13 @@ impl RoundMemory {
             split: Measures {
                 last: [0.0, 0.0, 2.0],
                 len: 1,
+                since: since_split,
             },
             lean: Measures {
                 last: [0.0, 0.0, 1.0],
                 len: 1,
+                since: 0,
             },
-            since_split,
             ..RoundModes::default()
         }))
     }
