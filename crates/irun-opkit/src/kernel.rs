@@ -141,9 +141,31 @@ macro_rules! on_stored {
 /// The index types models store, read as they are: a loop that widens each value as it goes
 /// saves [`IndexValues::for_each_block`]'s pass that widens a block into `i64` first (8M i32
 /// indices partitioned into a 32 MB max's buckets: 11.2 to 9.4 ms).
-pub trait NativeIndex: Copy + PartialEq + Into<i64> + TryFrom<i64> {}
-impl NativeIndex for i32 {}
-impl NativeIndex for i64 {}
+///
+/// Sealed: only i32 and i64, so that a vector loop can read a block's values by
+/// [`NativeIndex::WIDTH`] alone.
+pub trait NativeIndex: Copy + PartialEq + Into<i64> + TryFrom<i64> + sealed::Sealed {
+    const WIDTH: IndexWidth;
+}
+impl NativeIndex for i32 {
+    const WIDTH: IndexWidth = IndexWidth::I32;
+}
+impl NativeIndex for i64 {
+    const WIDTH: IndexWidth = IndexWidth::I64;
+}
+
+/// Which signed integer a [`NativeIndex`] is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IndexWidth {
+    I32,
+    I64,
+}
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for i32 {}
+    impl Sealed for i64 {}
+}
 
 /// What [`IndexValues::for_each_native`] calls for each block: a loop monomorphised for each
 /// [`NativeIndex`] type.

@@ -3,6 +3,7 @@
 use std::mem::MaybeUninit;
 use std::ops::Range;
 
+use crate::kernel::NativeIndex;
 use crate::op::{codes, OpError};
 use crate::reduce::Elem;
 
@@ -146,6 +147,20 @@ pub(super) trait Put<T>: Default {
     /// was handed out, counting this pair, at most `n` pairs were put, where `n` is the
     /// room the last [`PartLists::make_room`] before it made.
     unsafe fn put(&mut self, bucket: usize, off: u32, u: T);
+
+    /// Puts the pairs of a first stretch of `vals` (a flat histogram's targets, read
+    /// without wrapping: `ups` are their updates) where the writer has a vector loop for
+    /// them, and returns its length; the scalar loop goes on from there. It stops before
+    /// any value outside `0..along`. The default puts none.
+    fn put_flat_prefix<V: NativeIndex>(
+        &mut self,
+        _map: Lookup<'_>,
+        _vals: &[V],
+        _ups: &[T],
+        _along: usize,
+    ) -> usize {
+        0
+    }
 }
 
 /// The writer for two buckets: writes each pair to both lists and advances one cursor, which
@@ -182,6 +197,20 @@ impl<T: Copy> Put<T> for TwoLists<'_, T> {
             *self.high.get_unchecked_mut(h) = MaybeUninit::new(Pair { off, val: u });
         }
         self.cursors = (l + 1 - bucket, h + bucket);
+    }
+
+    /// Eight positions at a time in AVX-512 vectors where the map splits the targets at
+    /// one cut ([`super::two_way`]).
+    fn put_flat_prefix<V: NativeIndex>(
+        &mut self,
+        map: Lookup<'_>,
+        vals: &[V],
+        ups: &[T],
+        along: usize,
+    ) -> usize {
+        let Some(cut) = map.cut else { return 0 };
+        let TwoLists { low, high, cursors } = self;
+        super::two_way::put_prefix(vals, ups, along, cut, low, high, cursors)
     }
 }
 
@@ -244,9 +273,31 @@ pub(super) struct BucketMap {
     buckets: usize,
     /// The bucket of each fine range.
     table: Vec<u8>,
+    /// With two buckets, the first target of the second ([`Lookup::cut`]).
+    cut: Option<usize>,
 }
 
 impl BucketMap {
+    fn new(shift: u32, buckets: usize, table: Vec<u8>) -> BucketMap {
+        // Every constructor groups consecutive ranges, so the table never goes down;
+        // checked all the same, since the vector partition sides by the cut alone.
+        let cut = match buckets == 2 && table.windows(2).all(|w| w[0] <= w[1]) {
+            true => Some(
+                table
+                    .iter()
+                    .position(|&b| b == 1)
+                    .map_or(usize::MAX, |r| r << shift),
+            ),
+            false => None,
+        };
+        BucketMap {
+            shift,
+            buckets,
+            table,
+            cut,
+        }
+    }
+
     /// How many buckets the targets are grouped into.
     pub(super) fn buckets(&self) -> usize {
         self.buckets
@@ -283,11 +334,7 @@ impl BucketMap {
                 bucket += 1;
             }
         }
-        BucketMap {
-            shift,
-            buckets,
-            table,
-        }
+        BucketMap::new(shift, buckets, table)
     }
 
     /// Groups of the fine ranges for a large output applied in one round: about `buckets`
@@ -337,11 +384,7 @@ impl BucketMap {
         }
         // A bucket opened after the last range holds nothing: it is not counted.
         let buckets = usize::from(*table.last().unwrap_or(&0)) + 1;
-        BucketMap {
-            shift,
-            buckets,
-            table,
-        }
+        BucketMap::new(shift, buckets, table)
     }
 
     /// As [`BucketMap::balanced`], with bucket `b` taking `shares[b]` of the counted
@@ -363,11 +406,7 @@ impl BucketMap {
                 upto += shares[bucket];
             }
         }
-        BucketMap {
-            shift,
-            buckets,
-            table,
-        }
+        BucketMap::new(shift, buckets, table)
     }
 
     /// The axis targets of bucket `b`: consecutive fine ranges (empty if it has none).
@@ -406,6 +445,7 @@ impl BucketMap {
         Lookup {
             shift: self.shift,
             table: &self.table,
+            cut: self.cut,
         }
     }
 }
@@ -415,6 +455,9 @@ impl BucketMap {
 pub(super) struct Lookup<'a> {
     shift: u32,
     table: &'a [u8],
+    /// With two buckets: the first target of bucket 1 (`usize::MAX` when it has none);
+    /// every target below it is in bucket 0, every other in bucket 1.
+    cut: Option<usize>,
 }
 
 impl Lookup<'_> {
@@ -470,6 +513,31 @@ mod tests {
         let even = BucketMap::shared(0, &skewed, &[0.5, 0.5]);
         let balanced = BucketMap::balanced(0, &skewed, 2);
         assert_eq!(buckets_of(&even, 100), buckets_of(&balanced, 100));
+    }
+
+    #[test]
+    fn a_two_bucket_maps_cut_sides_every_target_as_its_table() {
+        let (shift, ranges) = BucketMap::fine(1_000_000);
+        let mut skewed = vec![1u32; ranges];
+        skewed[..40].iter_mut().for_each(|c| *c = 500);
+        let maps = [
+            BucketMap::shared(shift, &vec![3u32; ranges], &[0.5, 0.5]),
+            BucketMap::shared(shift, &skewed, &[0.3, 0.7]),
+            BucketMap::balanced(shift, &skewed, 2),
+            // Every update on the first range.
+            BucketMap::balanced(18, &[9, 0, 0, 0], 2),
+        ];
+        for map in &maps {
+            let cut = map.lookup().cut.expect("two buckets have a cut");
+            for t in (0..1_000_000).step_by(97).chain([cut.saturating_sub(1), cut]) {
+                if t < 1_000_000 {
+                    assert_eq!(map.lookup().bucket(t), usize::from(t >= cut), "target {t}");
+                }
+            }
+        }
+        // Other counts of buckets have none.
+        assert_eq!(BucketMap::balanced(shift, &skewed, 3).lookup().cut, None);
+        assert_eq!(BucketMap::balanced(shift, &skewed, 1).lookup().cut, None);
     }
 
     #[test]

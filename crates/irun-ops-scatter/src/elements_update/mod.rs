@@ -26,6 +26,7 @@ mod round_modes;
 mod rows;
 mod runtime;
 mod split;
+mod two_way;
 pub use round_modes::RoundMemory;
 #[cfg(test)]
 mod tests_broadcast;

@@ -146,7 +146,11 @@ impl ElementsKernel<'_> {
         // position).
         let mut writer = std::mem::take(lists);
         let mut stop = None;
-        for (k, (&v, &u)) in vals.iter().zip(ups).enumerate() {
+        let done = match FLAT && !WRAP {
+            true => writer.put_flat_prefix(map, vals, ups, along),
+            false => 0,
+        };
+        for (k, (&v, &u)) in vals.iter().zip(ups).enumerate().skip(done) {
             // Without `WRAP` a negative value becomes nearly 2^64, out of range.
             let v: i64 = v.into();
             let t = match WRAP {
