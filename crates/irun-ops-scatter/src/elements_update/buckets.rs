@@ -529,7 +529,10 @@ mod tests {
         ];
         for map in &maps {
             let cut = map.lookup().cut.expect("two buckets have a cut");
-            for t in (0..1_000_000).step_by(97).chain([cut.saturating_sub(1), cut]) {
+            for t in (0..1_000_000)
+                .step_by(97)
+                .chain([cut.saturating_sub(1), cut])
+            {
                 if t < 1_000_000 {
                     assert_eq!(map.lookup().bucket(t), usize::from(t >= cut), "target {t}");
                 }

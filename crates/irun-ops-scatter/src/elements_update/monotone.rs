@@ -181,12 +181,13 @@ impl<T: Elem, C: Combine<T>, U: Updates<T> + ?Sized> NativeBlocks
             false => whole.clone(),
         };
         let base = self.base + guess.start;
-        let done = lean_block::<T, C, V>(self.window.span(guess.clone()), along, base, vals, ups);
+        let done =
+            lean_block::<T, C, V, false>(self.window.span(guess.clone()), along, base, vals, ups);
         let done = match done {
             Err(i) if guess != whole => {
                 let (vals, ups) = (&vals[i..], &ups[i..]);
                 let dst = self.window.span(whole);
-                lean_block::<T, C, V>(dst, along, self.base, vals, ups).map_err(|j| i + j)
+                lean_block::<T, C, V, false>(dst, along, self.base, vals, ups).map_err(|j| i + j)
             }
             done => done,
         };

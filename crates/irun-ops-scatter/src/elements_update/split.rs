@@ -11,7 +11,7 @@ use std::sync::OnceLock;
 use std::time::Instant;
 
 use super::buckets::{BucketMap, PartLists};
-use super::runtime::{apply_pairs, ElementsKernel};
+use super::runtime::{apply_pairs, apply_pairs_fetching, ElementsKernel, FAR_BUCKET_BYTES};
 use crate::kernel::DisjointSlice;
 use crate::op::OpError;
 use crate::par;
@@ -143,11 +143,15 @@ impl ElementsKernel<'_> {
         par::for_each_task(buckets, &|b| {
             let started = Instant::now();
             let (out, counts) = (out.part(b), counts.part(b));
+            let far = map.targets(b).len() * std::mem::size_of::<T>() >= FAR_BUCKET_BYTES;
             for (part, pairs) in segments.of_bucket(b) {
                 let pairs = &listed[part].bucket(b)[pairs];
                 // SAFETY: task `b` reaches only the offsets `partition` put in bucket `b`;
                 // no counts are kept (split rounds run only without them).
-                unsafe { apply_pairs::<T, C, false>(pairs, 0, &out, &counts, init) };
+                match far {
+                    true => unsafe { apply_pairs_fetching::<T, C>(pairs, &out, &counts, init) },
+                    false => unsafe { apply_pairs::<T, C, false>(pairs, 0, &out, &counts, init) },
+                }
             }
             took[b].store(started.elapsed().as_nanos() as u64, Ordering::Relaxed);
         });
