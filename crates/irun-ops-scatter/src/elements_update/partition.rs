@@ -150,7 +150,11 @@ impl ElementsKernel<'_> {
             true => writer.put_flat_prefix(map, vals, ups, along),
             false => 0,
         };
-        for (k, (&v, &u)) in vals.iter().zip(ups).enumerate().skip(done) {
+        // Sliced rather than skipped: `skip` on the zipped iterator cost the many-bucket
+        // loop a third (8M i32 maxima onto 32 MB: 14.7 to 21.8 ms).
+        let (vals, ups) = (&vals[done..], &ups[done..]);
+        for (k, (&v, &u)) in vals.iter().zip(ups).enumerate() {
+            let k = done + k;
             // Without `WRAP` a negative value becomes nearly 2^64, out of range.
             let v: i64 = v.into();
             let t = match WRAP {
