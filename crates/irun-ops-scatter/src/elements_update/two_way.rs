@@ -140,6 +140,43 @@ mod avx512 {
         }
     }
 
+    /// The steps both kernels share: each step's targets checked (a value outside
+    /// `0..along`, or a list without room for a whole step, ends the loop before it) and
+    /// sided by the cut, then `put(step, targets, high, cursors)` stores its pairs at the
+    /// cursors, which advance by the lanes on each side. Returns the positions taken.
+    ///
+    /// # Safety
+    /// AVX-512F/VL; `vals` holds `steps` steps; `put` may store a whole step's slots from
+    /// each cursor, which `fits` checked.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512vl,popcnt")]
+    unsafe fn each_step<const WIDE_INDEX: bool>(
+        vals: *const u8,
+        steps: usize,
+        along: u64,
+        cut: u64,
+        lists: &mut Lists,
+        mut put: impl FnMut(usize, __m512i, __mmask8, (usize, usize)),
+    ) -> usize {
+        let (along, cut) = (
+            _mm512_set1_epi64(along as i64),
+            _mm512_set1_epi64(cut as i64),
+        );
+        for s in 0..steps {
+            // SAFETY: step `s` lies in `vals` (the caller's contract).
+            let t = unsafe { targets::<WIDE_INDEX>(vals, s) };
+            if _mm512_cmpge_epu64_mask(t, along) != 0 || !lists.fits() {
+                return s * STEP;
+            }
+            let high = _mm512_cmpge_epu64_mask(t, cut);
+            let (l, h) = lists.cursors;
+            put(s, t, high, (l, h));
+            let to_high = high.count_ones() as usize;
+            lists.cursors = (l + STEP - to_high, h + to_high);
+        }
+        steps * STEP
+    }
+
     /// 4-byte updates: a pair is one 64-bit lane, the target's low half below the update.
     ///
     /// # Safety
@@ -154,37 +191,25 @@ mod avx512 {
         cut: u64,
         lists: &mut Lists,
     ) -> usize {
-        let (along, cut) = (
-            _mm512_set1_epi64(along as i64),
-            _mm512_set1_epi64(cut as i64),
-        );
-        for s in 0..steps {
-            // SAFETY (every block below): step `s` lies in `vals` and `ups` (the caller's
-            // contract); a store writes STEP slots from a cursor, which `fits` checked.
-            let t = unsafe { targets::<WIDE_INDEX>(vals, s) };
-            if _mm512_cmpge_epu64_mask(t, along) != 0 || !lists.fits() {
-                return s * STEP;
-            }
-            let high = _mm512_cmpge_epu64_mask(t, cut);
-            let u = unsafe { _mm256_loadu_si256(ups.add(s * STEP * 4).cast()) };
-            let u = _mm512_slli_epi64::<32>(_mm512_cvtepu32_epi64(u));
-            // Odd dwords from the updates, even ones the targets' low halves (`t as u32`).
-            let pairs = _mm512_mask_blend_epi32(0xaaaa, t, u);
-            let (l, h) = lists.cursors;
+        let (low, high_list) = (lists.low, lists.high);
+        let put = |s: usize, t: __m512i, high: __mmask8, (l, h): (usize, usize)| {
+            // SAFETY: step `s` lies in `ups`; STEP slots from each cursor lie in its
+            // list's room (`each_step`'s contract and the caller's).
             unsafe {
-                _mm512_storeu_si512(
-                    lists.low.add(l * 8).cast(),
+                let u = _mm256_loadu_si256(ups.add(s * STEP * 4).cast());
+                let u = _mm512_slli_epi64::<32>(_mm512_cvtepu32_epi64(u));
+                // Odd dwords from the updates, even ones the targets' low halves.
+                let pairs = _mm512_mask_blend_epi32(0xaaaa, t, u);
+                let (to_low, to_high) = (
                     _mm512_maskz_compress_epi64(!high, pairs),
-                );
-                _mm512_storeu_si512(
-                    lists.high.add(h * 8).cast(),
                     _mm512_maskz_compress_epi64(high, pairs),
                 );
+                _mm512_storeu_si512(low.add(l * 8).cast(), to_low);
+                _mm512_storeu_si512(high_list.add(h * 8).cast(), to_high);
             }
-            let to_high = high.count_ones() as usize;
-            lists.cursors = (l + STEP - to_high, h + to_high);
-        }
-        steps * STEP
+        };
+        // SAFETY: the caller's contract.
+        unsafe { each_step::<WIDE_INDEX>(vals, steps, along, cut, lists, put) }
     }
 
     /// 8-byte updates: a pair is 12 bytes, so the offsets and the updates of each side are
@@ -201,33 +226,21 @@ mod avx512 {
         cut: u64,
         lists: &mut Lists,
     ) -> usize {
-        let (along, cut) = (
-            _mm512_set1_epi64(along as i64),
-            _mm512_set1_epi64(cut as i64),
-        );
         // Dwords 0-7 of the first source are the offsets, 16-31 the updates (low, high).
         let first = _mm512_setr_epi32(0, 16, 17, 1, 18, 19, 2, 20, 21, 3, 22, 23, 4, 24, 25, 5);
         let rest = _mm512_setr_epi32(26, 27, 6, 28, 29, 7, 30, 31, 0, 0, 0, 0, 0, 0, 0, 0);
-        for s in 0..steps {
-            // SAFETY: as in `narrow`.
-            let t = unsafe { targets::<WIDE_INDEX>(vals, s) };
-            if _mm512_cmpge_epu64_mask(t, along) != 0 || !lists.fits() {
-                return s * STEP;
-            }
-            let high = _mm512_cmpge_epu64_mask(t, cut);
+        let (low, high_list) = (lists.low, lists.high);
+        let put = |s: usize, t: __m512i, high: __mmask8, (l, h): (usize, usize)| {
             let offs = _mm512_cvtepi64_epi32(t);
-            let u = unsafe { _mm512_loadu_si512(ups.add(s * STEP * 8).cast()) };
-            let (l, h) = lists.cursors;
-            // SAFETY: the cursors' slots lie in the lists' room (`fits`).
-            let (low, high_dst) = unsafe { (lists.low.add(l * 12), lists.high.add(h * 12)) };
+            // SAFETY: as in `narrow`, with 12-byte slots.
             unsafe {
-                put_wide(low, !high, offs, u, first, rest);
-                put_wide(high_dst, high, offs, u, first, rest);
+                let u = _mm512_loadu_si512(ups.add(s * STEP * 8).cast());
+                put_wide(low.add(l * 12), !high, offs, u, first, rest);
+                put_wide(high_list.add(h * 12), high, offs, u, first, rest);
             }
-            let to_high = high.count_ones() as usize;
-            lists.cursors = (l + STEP - to_high, h + to_high);
-        }
-        steps * STEP
+        };
+        // SAFETY: the caller's contract.
+        unsafe { each_step::<WIDE_INDEX>(vals, steps, along, cut, lists, put) }
     }
 
     /// Writes the pairs of the lanes `keep` selects, in lane order, as 12-byte slots from
