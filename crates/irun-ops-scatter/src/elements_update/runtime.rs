@@ -409,55 +409,40 @@ pub(super) unsafe fn apply_lists<T: Elem, C: Combine<T>, const TRACK: bool>(
 ) {
     for part in parts {
         // SAFETY: the caller's contract.
-        unsafe { apply_pairs::<T, C, TRACK>(part.bucket(b), base, out, counts, init) };
+        unsafe { apply_pairs::<T, C, TRACK, false>(part.bucket(b), base, out, counts, init) };
     }
 }
 
-/// Applies `pairs` in order, each at its offset less `base`.
+/// Applies `pairs` in order, each at its offset less `base`. With `FETCH`, asks for each
+/// pair's output line [`FAR_AHEAD`] pairs ahead: for a bucket's stretch of output beyond
+/// the core's caches ([`FAR_BUCKET_BYTES`] or more). The f64 sum's split rounds (8 MB
+/// output, two buckets of 4 MB) applied 1.99, 3.23 and 1.50 ns a pair in three traced runs
+/// without it, 1.52, 2.38 and 1.29 with it. (Stand-alone, one thread, random pairs: 1.5 to
+/// 1.0 ns a pair onto 4 MB, 4.5 to 1.3 onto 8 MB, but 0.87 to 0.89 onto 2 MB.)
 ///
 /// # Safety
 /// As [`apply_lists`]: the pairs are bucket `b`'s (or some of them) and this is task `b`.
 #[inline(always)]
-pub(super) unsafe fn apply_pairs<T: Elem, C: Combine<T>, const TRACK: bool>(
+pub(super) unsafe fn apply_pairs<T: Elem, C: Combine<T>, const TRACK: bool, const FETCH: bool>(
     pairs: &[Pair<T>],
     base: usize,
     out: &Part<T>,
     counts: &Part<u32>,
     init: bool,
 ) {
-    for &Pair { off, val } in pairs {
+    for (k, &Pair { off, val }) in pairs.iter().enumerate() {
+        if FETCH {
+            if let Some(ahead) = pairs.get(k + FAR_AHEAD) {
+                // A hint only: nothing is checked here, and a prefetch never faults.
+                out.prefetch_write((ahead.off as usize).wrapping_sub(base));
+            }
+        }
         // SAFETY: the caller's contract.
         unsafe { hit::<T, C, TRACK>(out, counts, init, off as usize - base, val) };
     }
 }
 
-/// As [`apply_pairs`] without counts and at offset 0, asking for each pair's output line
-/// [`FAR_AHEAD`] pairs ahead: for a bucket's stretch of output beyond the core's caches
-/// ([`FAR_BUCKET_BYTES`] or more). The f64 sum's split rounds (8 MB output, two buckets of
-/// 4 MB) applied 1.99, 3.23 and 1.50 ns a pair in three traced runs without it, 1.52, 2.38
-/// and 1.29 with it. (Stand-alone, one thread, random pairs: 1.5 to 1.0 ns a pair onto
-/// 4 MB, 4.5 to 1.3 onto 8 MB, but 0.87 to 0.89 onto 2 MB.)
-///
-/// # Safety
-/// As [`apply_pairs`].
-#[inline(always)]
-pub(super) unsafe fn apply_pairs_fetching<T: Elem, C: Combine<T>>(
-    pairs: &[Pair<T>],
-    out: &Part<T>,
-    counts: &Part<u32>,
-    init: bool,
-) {
-    for (k, &Pair { off, val }) in pairs.iter().enumerate() {
-        if let Some(ahead) = pairs.get(k + FAR_AHEAD) {
-            // A hint only: nothing is checked here, and a prefetch never faults.
-            out.prefetch_write(ahead.off as usize);
-        }
-        // SAFETY: the caller's contract.
-        unsafe { hit::<T, C, false>(out, counts, init, off as usize, val) };
-    }
-}
-
-/// A bucket's stretch of output from which [`apply_pairs_fetching`] pays.
+/// A bucket's stretch of output from which [`apply_pairs`] asking ahead pays.
 pub(super) const FAR_BUCKET_BYTES: usize = 3 << 20;
 
 /// Output bytes that a block of [`SAMPLE_BLOCK`] consecutive positions may span and still

@@ -11,7 +11,7 @@ use std::sync::OnceLock;
 use std::time::Instant;
 
 use super::buckets::{BucketMap, PartLists};
-use super::runtime::{apply_pairs, apply_pairs_fetching, ElementsKernel, FAR_BUCKET_BYTES};
+use super::runtime::{apply_pairs, ElementsKernel, FAR_BUCKET_BYTES};
 use crate::kernel::DisjointSlice;
 use crate::op::OpError;
 use crate::par;
@@ -149,8 +149,12 @@ impl ElementsKernel<'_> {
                 // SAFETY: task `b` reaches only the offsets `partition` put in bucket `b`;
                 // no counts are kept (split rounds run only without them).
                 match far {
-                    true => unsafe { apply_pairs_fetching::<T, C>(pairs, &out, &counts, init) },
-                    false => unsafe { apply_pairs::<T, C, false>(pairs, 0, &out, &counts, init) },
+                    true => unsafe {
+                        apply_pairs::<T, C, false, true>(pairs, 0, &out, &counts, init)
+                    },
+                    false => unsafe {
+                        apply_pairs::<T, C, false, false>(pairs, 0, &out, &counts, init)
+                    },
                 }
             }
             took[b].store(started.elapsed().as_nanos() as u64, Ordering::Relaxed);

@@ -142,7 +142,7 @@ fn rounds_shorten_for_wide_pairs() {
 
 /// An 8 MB f64 or i64 output: the split rounds' lean task asks for its scattered targets
 /// ahead (`lean.rs`, outputs from 6 MB), their buckets of about 4 MB apply fetching ahead
-/// (`apply_pairs_fetching`), and the partition's vector steps meet negative indices (a
+/// (`apply_pairs` with `FETCH`), and the partition's vector steps meet negative indices (a
 /// step with one leaves it to the wrapping loop). Split and lean rounds give the spec's
 /// loop bit for bit, at 2 and 3 threads.
 #[test]

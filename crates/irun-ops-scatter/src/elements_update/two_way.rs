@@ -56,7 +56,7 @@ pub(super) fn put_prefix<T: Copy, V: NativeIndex>(
         };
         let vals = vals.as_ptr().cast::<u8>();
         let ups = ups.as_ptr().cast::<u8>();
-        // SAFETY: AVX-512F/VL were detected. The kernels read `steps` whole steps of `vals`
+        // SAFETY: AVX-512F/VL and POPCNT were detected. The kernels read `steps` whole steps of `vals`
         // (as `V::WIDTH` integers: `NativeIndex` is only i32 and i64) and of `ups` (`width`
         // bytes each), which both hold; they store a step's pairs only after checking that
         // `cursor + STEP` slots fit the list's room (`Lists::fits`), in slots of
@@ -87,14 +87,12 @@ pub(super) fn put_prefix<T: Copy, V: NativeIndex>(
     }
 }
 
+/// The kit's detection of AVX-512 (F, VL, BW, DQ, found once), and POPCNT, which the
+/// kernels count each step's sides with.
 #[cfg(target_arch = "x86_64")]
 fn avx512() -> bool {
-    use std::sync::OnceLock;
-    static HAS: OnceLock<bool> = OnceLock::new();
-    *HAS.get_or_init(|| {
-        std::arch::is_x86_feature_detected!("avx512f")
-            && std::arch::is_x86_feature_detected!("avx512vl")
-    })
+    irun_opkit::simd::unit() == irun_opkit::simd::Unit::Avx512
+        && std::arch::is_x86_feature_detected!("popcnt")
 }
 
 /// The two lists' slots as bytes, their room in slots and the cursors.
