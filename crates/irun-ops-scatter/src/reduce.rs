@@ -119,6 +119,10 @@ pub trait Combine<T: Elem>: Send + Sync {
     /// Whether `apply(a, NEUTRAL) == a` for every `a` on exact types: updates folded from
     /// `NEUTRAL` may then stand for an element none of them reached. Not so for `Assign`.
     const IDENTITY: bool;
+    /// Whether `apply(apply(a, u), v) == apply(apply(a, v), u)` on exact types: the updates
+    /// of one element may then be applied in any order. Not so for `Assign`, where the last
+    /// one wins.
+    const COMMUTES: bool = true;
     fn apply(acc: T, update: T) -> T;
 }
 
@@ -140,6 +144,7 @@ pub struct MinNd;
 impl<T: Elem> Combine<T> for Assign {
     const NEUTRAL: T = T::ZERO;
     const IDENTITY: bool = false;
+    const COMMUTES: bool = false;
     #[inline]
     fn apply(_: T, u: T) -> T {
         u

@@ -146,3 +146,82 @@ fn a_bad_index_inside_a_run_is_reported_at_its_position() {
         }
     }
 }
+
+/// Sorted and reverse-sorted targets, in runs of 1 to 4 with gaps of 0 or 1 between them
+/// (a block of them spans more than a quarter as many targets as it has positions, so it
+/// is not folded run by run but taken apart where the order of applies does not matter,
+/// [`super::lean`]), with some indices written from the end: every reduction equals the
+/// sequential loop at 1, 2 and 3 threads. Replacement must keep its order (a run across
+/// two groups of four would end on its first update if reordered); sums, products, maxima
+/// and minima must apply every update once.
+#[test]
+fn ordered_neighbours_taken_apart_match_the_sequential_loop() {
+    let n = BUCKETED_MIN_INDICES + 4321;
+    let mut sorted = Vec::with_capacity(n);
+    let mut target = 0i64;
+    while sorted.len() < n {
+        let run = (target * 7 % 4 + 1) as usize;
+        sorted.extend(std::iter::repeat_n(target, run.min(n - sorted.len())));
+        target += 1 + target % 2;
+    }
+    let along = target as usize + 1;
+    let from_end = |idx: &[i64]| -> Vec<i64> {
+        idx.iter()
+            .map(|&v| if v % 5 == 0 { v - along as i64 } else { v })
+            .collect()
+    };
+    let reversed: Vec<i64> = sorted.iter().rev().copied().collect();
+    let cases = [
+        ("sorted", sorted.clone()),
+        ("reversed", reversed.clone()),
+        ("sorted, some from the end", from_end(&sorted)),
+        ("reversed, some from the end", from_end(&reversed)),
+    ];
+    let upd: Vec<i32> = (0..n).map(|i| ((i * 7919) % 2003) as i32 - 1000).collect();
+    let data: Vec<i32> = (0..along).map(|i| (i % 17) as i32 - 8).collect();
+    for (name, idx) in &cases {
+        for red in [
+            Reduction::None,
+            Reduction::Sum,
+            Reduction::Prod,
+            Reduction::Max,
+            Reduction::Min,
+        ] {
+            let want = sequential(red, &data, idx, &upd);
+            for (threads, narrow) in [(1, false), (2, false), (3, false), (1, true), (2, true)] {
+                let out = scatter_as(red, &data, idx, &upd, threads, narrow);
+                assert!(
+                    out.values::<i32>().unwrap() == want.as_slice(),
+                    "{name} {red:?} at {threads} threads, i32 indices {narrow}"
+                );
+            }
+        }
+    }
+}
+
+/// An index out of range in the middle of a group of sorted positions (not at a group's
+/// start): reported at its position, at any thread count.
+#[test]
+fn a_bad_index_among_ordered_neighbours_is_reported_at_its_position() {
+    let n = BUCKETED_MIN_INDICES + 10;
+    let along = n / 2 + 1;
+    for bad in [n / 4 + 5, n * 3 / 4 + 9] {
+        let mut idx: Vec<i64> = (0..n).map(|i| (i / 2) as i64).collect();
+        idx[bad] = along as i64;
+        let upd = vec![1i32; n];
+        for threads in [1, 2, 3] {
+            let e = eval_with(
+                &seu12(Reduction::Sum, true),
+                vec![
+                    i32s(&[along], &vec![0; along]),
+                    i64s(&[n], &idx),
+                    i32s(&[n], &upd),
+                    i64s(&[], &[0]),
+                ],
+                threads,
+            )
+            .unwrap_err();
+            assert_out_of_range(&e, along, bad, "");
+        }
+    }
+}
