@@ -210,6 +210,18 @@ impl<T: Copy + Send + Sync> Window<'_, T> {
         self.fill.is_empty()
     }
 
+    /// The data and the slots of the piece's elements `r` (cut to the piece), for hints
+    /// that fetch them before a span grows the window over them.
+    pub fn upcoming(&self, r: Range<usize>) -> Upcoming {
+        let len = self.fill.len();
+        let (a, b) = (r.start.min(len), r.end.min(len));
+        Upcoming {
+            src: self.fill.src.as_ptr().wrapping_add(a).cast(),
+            slots: self.fill.slots.as_ptr().wrapping_add(a).cast(),
+            bytes: (b - a) * std::mem::size_of::<T>(),
+        }
+    }
+
     /// Copies the data into every slot the spans did not reach.
     pub fn finish(mut self) {
         let len = self.fill.len();
@@ -226,6 +238,25 @@ impl<T: Copy + Send + Sync> Window<'_, T> {
         self.fill.slots[r.clone()].write_copy_of_slice(&self.fill.src[r]);
         self.fill.written.fetch_add(n, Ordering::Relaxed);
     }
+}
+
+/// Elements a [`Window`] will copy soon ([`Window::upcoming`]): where their data and their
+/// slots start, and their bytes. For prefetch hints only: nothing reads or writes through
+/// these pointers.
+#[derive(Clone, Copy, Debug)]
+pub struct Upcoming {
+    pub src: *const u8,
+    pub slots: *const u8,
+    pub bytes: usize,
+}
+
+impl Upcoming {
+    /// Nothing to fetch.
+    pub const NONE: Upcoming = Upcoming {
+        src: std::ptr::null(),
+        slots: std::ptr::null(),
+        bytes: 0,
+    };
 }
 
 /// The output elements a kernel's apply pass reaches: plain values (the data, updated in

@@ -6,6 +6,7 @@
 use std::ops::Range;
 
 use super::runtime::ElementsKernel;
+use crate::fill::Upcoming;
 use crate::kernel::{count_from_end, NativeBlocks, NativeIndex};
 use crate::op::{codes, OpError};
 use crate::reduce::{Combine, Elem};
@@ -87,8 +88,12 @@ impl<T: Elem, C: Combine<T>, U: Updates<T> + ?Sized> NativeBlocks
         let (k, along) = (self.kernel, self.kernel.geometry.data_along);
         let ups = self.updates.block(start, vals.len(), &mut self.widened);
         let done = match std::mem::size_of_val(self.dst) >= FAR_OUTPUT_BYTES {
-            true => lean_block::<T, C, V, true>(self.dst, along, self.base, vals, ups),
-            false => lean_block::<T, C, V, false>(self.dst, along, self.base, vals, ups),
+            true => {
+                lean_block::<T, C, V, true>(self.dst, along, self.base, vals, ups, Upcoming::NONE)
+            }
+            false => {
+                lean_block::<T, C, V, false>(self.dst, along, self.base, vals, ups, Upcoming::NONE)
+            }
         };
         done.map_err(|i| k.lean_error(start + i, vals[i].into()))
     }
@@ -99,7 +104,9 @@ impl<T: Elem, C: Combine<T>, U: Updates<T> + ?Sized> NativeBlocks
 /// order. On the first index out of range or outside `dst`, its place in the block, every
 /// update before it applied and none from it on. `FAR`: `dst` is large enough for asking
 /// for scattered targets ahead to pay ([`FAR_OUTPUT_BYTES`]); a constant, so that the
-/// chunked passes, whose windows are small, compile the loop as it was.
+/// chunked passes, whose windows are small, compile the loop as it was. `upcoming`: output
+/// that a window will copy next, which the sorted blocks' loop fetches meanwhile
+/// ([`interleaved`]).
 #[inline(always)]
 pub(super) fn lean_block<T: Elem, C: Combine<T>, V: NativeIndex, const FAR: bool>(
     dst: &mut [T],
@@ -107,6 +114,7 @@ pub(super) fn lean_block<T: Elem, C: Combine<T>, V: NativeIndex, const FAR: bool
     base: usize,
     vals: &[V],
     ups: &[T],
+    upcoming: Upcoming,
 ) -> Result<(), usize> {
     let n = vals.len();
     if n == 0 {
@@ -138,8 +146,22 @@ pub(super) fn lean_block<T: Elem, C: Combine<T>, V: NativeIndex, const FAR: bool
         return plain_then_wrapping(|wrap, k| {
             let (vals, ups) = (&vals[k..], &ups[k..]);
             match wrap {
-                false => flat_plain::<T, C, V, false, true, false>(dst, along, base, vals, ups),
-                true => flat_plain::<T, C, V, true, true, false>(dst, along, base, vals, ups),
+                false => flat_plain::<T, C, V, false, true, false>(
+                    dst,
+                    along,
+                    base,
+                    vals,
+                    ups,
+                    Upcoming::NONE,
+                ),
+                true => flat_plain::<T, C, V, true, true, false>(
+                    dst,
+                    along,
+                    base,
+                    vals,
+                    ups,
+                    Upcoming::NONE,
+                ),
             }
         });
     }
@@ -157,16 +179,16 @@ pub(super) fn lean_block<T: Elem, C: Combine<T>, V: NativeIndex, const FAR: bool
             (true, _, false) => flat_runs::<T, C, V, false>(dst, along, base, vals, ups),
             (true, _, true) => flat_runs::<T, C, V, true>(dst, along, base, vals, ups),
             (false, false, false) => {
-                flat_plain::<T, C, V, false, false, false>(dst, along, base, vals, ups)
+                flat_plain::<T, C, V, false, false, false>(dst, along, base, vals, ups, upcoming)
             }
             (false, false, true) => {
-                flat_plain::<T, C, V, true, false, false>(dst, along, base, vals, ups)
+                flat_plain::<T, C, V, true, false, false>(dst, along, base, vals, ups, upcoming)
             }
             (false, true, false) => {
-                flat_plain::<T, C, V, false, false, true>(dst, along, base, vals, ups)
+                flat_plain::<T, C, V, false, false, true>(dst, along, base, vals, ups, upcoming)
             }
             (false, true, true) => {
-                flat_plain::<T, C, V, true, false, true>(dst, along, base, vals, ups)
+                flat_plain::<T, C, V, true, false, true>(dst, along, base, vals, ups, upcoming)
             }
         }
     })
@@ -193,10 +215,11 @@ fn flat_plain<
     base: usize,
     vals: &[V],
     ups: &[T],
+    upcoming: Upcoming,
 ) -> Result<(), usize> {
     let len = dst.len();
     let mut done = match APART {
-        true => interleaved::<T, C, V, WRAP>(dst, along, base, vals, ups),
+        true => interleaved::<T, C, V, WRAP>(dst, along, base, vals, ups, upcoming),
         false => 0,
     };
     for (vs, us) in vals[done..]
@@ -238,7 +261,9 @@ fn flat_plain<
 /// sorted i32 maxima in cache: 0.75 to 0.58 ns a position (strides of 2 and 8, groups of 8
 /// and 32: 0.58-0.69). 8M sorted i32 maxima on 2 threads (Zen 4, medians of 6 alternating
 /// runs): 5.22 to 4.77 ms, reverse-sorted 6.05 to 5.47. Returns the positions applied: up
-/// to the first group with a place outside `dst`.
+/// to the first group with a place outside `dst`. Each group also asks for its share of
+/// the `upcoming` lines, data and slots, so that the window's next copy finds them in
+/// cache instead of waiting on memory between two blocks' loops.
 #[inline(always)]
 fn interleaved<T: Elem, C: Combine<T>, V: NativeIndex, const WRAP: bool>(
     dst: &mut [T],
@@ -246,12 +271,24 @@ fn interleaved<T: Elem, C: Combine<T>, V: NativeIndex, const WRAP: bool>(
     base: usize,
     vals: &[V],
     ups: &[T],
+    upcoming: Upcoming,
 ) -> usize {
     let len = dst.len();
     let mut done = 0;
+    // The upcoming lines, spread over the groups: a share of whole lines each.
+    let groups = (vals.len() / 16).max(1);
+    let share = upcoming.bytes.div_ceil(groups).next_multiple_of(64);
+    let mut fetched = 0;
     for (vs, us) in vals.chunks_exact(16).zip(ups.chunks_exact(16)) {
         irun_opkit::simd::prefetch_read_ptr(vs.as_ptr().wrapping_add(LEAN_AHEAD));
         irun_opkit::simd::prefetch_read_ptr(us.as_ptr().wrapping_add(LEAN_AHEAD));
+        let stop = (fetched + share).min(upcoming.bytes);
+        while fetched < stop {
+            // Hints only: a prefetch never faults.
+            irun_opkit::simd::prefetch_read_ptr(upcoming.src.wrapping_add(fetched));
+            irun_opkit::simd::prefetch_write_ptr(upcoming.slots.wrapping_add(fetched));
+            fetched += 64;
+        }
         let p: [usize; 16] = std::array::from_fn(|j| place::<WRAP>(vs[j].into(), along, base));
         if p.iter().fold(false, |out, &p| out | (p >= len)) {
             break;

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::lean::lean_block;
 use super::runtime::ElementsKernel;
-use crate::fill::{FillFrom, Span, Window};
+use crate::fill::{FillFrom, Span, Upcoming, Window};
 use crate::kernel::{NativeBlocks, NativeIndex};
 use crate::op::{codes, OpError};
 use crate::par;
@@ -181,13 +181,24 @@ impl<T: Elem, C: Combine<T>, U: Updates<T> + ?Sized> NativeBlocks
             false => whole.clone(),
         };
         let base = self.base + guess.start;
-        let done =
-            lean_block::<T, C, V, false>(self.window.span(guess.clone()), along, base, vals, ups);
+        // The next block's targets, as many again past this one's in the direction they
+        // go: fetched while this block is applied, they are in cache when the window
+        // copies them (8M sorted i32 maxima on 2 threads, Zen 4: 5.33 to 4.40 ms,
+        // reverse-sorted 7.29 to 6.43 in a slow stretch, medians of 6 alternating runs;
+        // perf: the window's copy had been a quarter of the time).
+        let next = match b >= a {
+            true => guess.end..guess.end + guess.len(),
+            false => guess.start.saturating_sub(guess.len())..guess.start,
+        };
+        let upcoming = self.window.upcoming(next);
+        let dst = self.window.span(guess.clone());
+        let done = lean_block::<T, C, V, false>(dst, along, base, vals, ups, upcoming);
         let done = match done {
             Err(i) if guess != whole => {
                 let (vals, ups) = (&vals[i..], &ups[i..]);
                 let dst = self.window.span(whole);
-                lean_block::<T, C, V, false>(dst, along, self.base, vals, ups).map_err(|j| i + j)
+                lean_block::<T, C, V, false>(dst, along, self.base, vals, ups, Upcoming::NONE)
+                    .map_err(|j| i + j)
             }
             done => done,
         };
