@@ -98,9 +98,24 @@ fn runs_folded_apart_match_the_sequential_loop() {
                 .collect(),
         ),
     ];
+    assert_every_reduction_sequential(
+        &cases,
+        along,
+        &[(1, false), (2, false), (3, false), (2, true), (3, true)],
+    );
+}
+
+/// For each case's indices (as many as `upd`, below), on data of `along` elements: every
+/// reduction the sequential loop knows equals it at each `(threads, i32 indices)`.
+fn assert_every_reduction_sequential(
+    cases: &[(&str, Vec<i64>)],
+    along: usize,
+    runs: &[(usize, bool)],
+) {
+    let n = cases.first().map_or(0, |(_, idx)| idx.len());
     let upd: Vec<i32> = (0..n).map(|i| ((i * 7919) % 2003) as i32 - 1000).collect();
     let data: Vec<i32> = (0..along).map(|i| (i % 17) as i32 - 8).collect();
-    for (name, idx) in &cases {
+    for (name, idx) in cases {
         for red in [
             Reduction::None,
             Reduction::Sum,
@@ -109,7 +124,7 @@ fn runs_folded_apart_match_the_sequential_loop() {
             Reduction::Min,
         ] {
             let want = sequential(red, &data, idx, &upd);
-            for (threads, narrow) in [(1, false), (2, false), (3, false), (2, true), (3, true)] {
+            for &(threads, narrow) in runs {
                 let out = scatter_as(red, &data, idx, &upd, threads, narrow);
                 assert!(
                     out.values::<i32>().unwrap() == want.as_slice(),
@@ -177,26 +192,11 @@ fn ordered_neighbours_taken_apart_match_the_sequential_loop() {
         ("sorted, some from the end", from_end(&sorted)),
         ("reversed, some from the end", from_end(&reversed)),
     ];
-    let upd: Vec<i32> = (0..n).map(|i| ((i * 7919) % 2003) as i32 - 1000).collect();
-    let data: Vec<i32> = (0..along).map(|i| (i % 17) as i32 - 8).collect();
-    for (name, idx) in &cases {
-        for red in [
-            Reduction::None,
-            Reduction::Sum,
-            Reduction::Prod,
-            Reduction::Max,
-            Reduction::Min,
-        ] {
-            let want = sequential(red, &data, idx, &upd);
-            for (threads, narrow) in [(1, false), (2, false), (3, false), (1, true), (2, true)] {
-                let out = scatter_as(red, &data, idx, &upd, threads, narrow);
-                assert!(
-                    out.values::<i32>().unwrap() == want.as_slice(),
-                    "{name} {red:?} at {threads} threads, i32 indices {narrow}"
-                );
-            }
-        }
-    }
+    assert_every_reduction_sequential(
+        &cases,
+        along,
+        &[(1, false), (2, false), (3, false), (1, true), (2, true)],
+    );
 }
 
 /// An index out of range in the middle of a group of sorted positions (not at a group's
