@@ -135,6 +135,22 @@ fn assert_every_reduction_sequential(
     }
 }
 
+/// The error of the scatter of `idx` with updates of 1 onto `along` zeros.
+fn scatter_error(red: Reduction, along: usize, idx: &[i64], threads: usize) -> OpError {
+    let n = idx.len();
+    eval_with(
+        &seu12(red, true),
+        vec![
+            i32s(&[along], &vec![0; along]),
+            i64s(&[n], idx),
+            i32s(&[n], &vec![1; n]),
+            i64s(&[], &[0]),
+        ],
+        threads,
+    )
+    .unwrap_err()
+}
+
 /// An index out of range inside a long run of one target: the fold stops there, no chunk
 /// runs, and the one-task pass reports the first bad position at any thread count.
 #[test]
@@ -144,19 +160,8 @@ fn a_bad_index_inside_a_run_is_reported_at_its_position() {
     for bad in [n / 4, n * 3 / 4] {
         let mut idx = vec![5i64; n];
         idx[bad] = -(along as i64) - 1;
-        let upd = vec![1i32; n];
         for threads in [1, 2, 3] {
-            let e = eval_with(
-                &seu12(Reduction::Max, true),
-                vec![
-                    i32s(&[along], &vec![0; along]),
-                    i64s(&[n], &idx),
-                    i32s(&[n], &upd),
-                    i64s(&[], &[0]),
-                ],
-                threads,
-            )
-            .unwrap_err();
+            let e = scatter_error(Reduction::Max, along, &idx, threads);
             assert_out_of_range(&e, -1001, bad, "");
         }
     }
@@ -208,19 +213,8 @@ fn a_bad_index_among_ordered_neighbours_is_reported_at_its_position() {
     for bad in [n / 4 + 5, n * 3 / 4 + 9] {
         let mut idx: Vec<i64> = (0..n).map(|i| (i / 2) as i64).collect();
         idx[bad] = along as i64;
-        let upd = vec![1i32; n];
         for threads in [1, 2, 3] {
-            let e = eval_with(
-                &seu12(Reduction::Sum, true),
-                vec![
-                    i32s(&[along], &vec![0; along]),
-                    i64s(&[n], &idx),
-                    i32s(&[n], &upd),
-                    i64s(&[], &[0]),
-                ],
-                threads,
-            )
-            .unwrap_err();
+            let e = scatter_error(Reduction::Sum, along, &idx, threads);
             assert_out_of_range(&e, along, bad, "");
         }
     }
