@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::lean::lean_block;
 use super::runtime::ElementsKernel;
-use crate::fill::{FillFrom, Span, Upcoming, Window};
+use crate::fill::{FillFrom, Span, Window};
 use crate::kernel::{NativeBlocks, NativeIndex};
 use crate::op::{codes, OpError};
 use crate::par;
@@ -192,12 +192,12 @@ impl<T: Elem, C: Combine<T>, U: Updates<T> + ?Sized> NativeBlocks
         };
         let upcoming = self.window.upcoming(next);
         let dst = self.window.span(guess.clone());
-        let done = lean_block::<T, C, V, false>(dst, along, base, vals, ups, upcoming);
+        let done = lean_block::<T, C, V, false>(dst, along, base, vals, ups, Some(upcoming));
         let done = match done {
             Err(i) if guess != whole => {
                 let (vals, ups) = (&vals[i..], &ups[i..]);
                 let dst = self.window.span(whole);
-                lean_block::<T, C, V, false>(dst, along, self.base, vals, ups, Upcoming::NONE)
+                lean_block::<T, C, V, false>(dst, along, self.base, vals, ups, None)
                     .map_err(|j| i + j)
             }
             done => done,

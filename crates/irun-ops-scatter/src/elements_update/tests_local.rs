@@ -141,3 +141,85 @@ fn an_index_out_of_range_in_a_later_chunk_is_reported_at_its_position() {
     }
     assert_eq!(shared.values::<i32>().unwrap(), &data[..], "data changed");
 }
+
+/// Sorted and reverse-sorted targets, in runs of 1 to 4 with gaps of 0 or 1 between them,
+/// some written from the end, on data the caller keeps and an output over 1 MB (so that no
+/// integer reduction runs as private folds): each chunk's window takes the applies of each
+/// group of 16 positions out of order where that cannot change a bit
+/// ([`super::lean`]'s `interleaved`). Every reduction equals the sequential loop at 1, 2
+/// and 3 threads; replacement must keep its order, and sums and products must apply every
+/// update once.
+#[test]
+fn ordered_neighbours_taken_apart_match_the_sequential_loop() {
+    let n = 2 * BUCKETED_MIN_INDICES + 4321;
+    let mut sorted = Vec::with_capacity(n);
+    let mut target = 0i64;
+    while sorted.len() < n {
+        let run = (target * 7 % 4 + 1) as usize;
+        sorted.extend(std::iter::repeat_n(target, run.min(n - sorted.len())));
+        target += 1 + target % 2;
+    }
+    let along = target as usize + 1;
+    assert!(along * 4 > 1 << 20, "an output over 1 MB");
+    let from_end = |idx: &[i64]| -> Vec<i64> {
+        idx.iter()
+            .map(|&v| if v % 5 == 0 { v - along as i64 } else { v })
+            .collect()
+    };
+    let reversed: Vec<i64> = sorted.iter().rev().copied().collect();
+    let cases = [
+        ("sorted", sorted.clone()),
+        ("reversed", reversed.clone()),
+        ("sorted, some from the end", from_end(&sorted)),
+        ("reversed, some from the end", from_end(&reversed)),
+    ];
+    let upd: Vec<i32> = (0..n).map(|i| ((i * 7919) % 2003) as i32 - 1000).collect();
+    let data: Vec<i32> = (0..along).map(|i| (i % 17) as i32 - 8).collect();
+    let shared = Arc::new(i32s(&[along], &data));
+    for (name, idx) in &cases {
+        for red in [
+            Reduction::None,
+            Reduction::Sum,
+            Reduction::Prod,
+            Reduction::Max,
+            Reduction::Min,
+        ] {
+            let want = super::tests_runs::sequential(red, &data, idx, &upd);
+            for threads in [1, 2, 3] {
+                let out = scatter(red, &shared, idx, i32s(&[n], &upd), threads).unwrap();
+                assert!(
+                    out.values::<i32>().unwrap() == want.as_slice(),
+                    "{name} {red:?} at {threads} threads"
+                );
+            }
+        }
+    }
+    assert_eq!(shared.values::<i32>().unwrap(), &data[..], "data changed");
+}
+
+/// An index out of range in the middle of a group of sorted positions (not at a group's
+/// start), on data the caller keeps and an output over 1 MB: reported at its position at
+/// any thread count, the data untouched.
+#[test]
+fn a_bad_index_among_ordered_neighbours_is_reported_at_its_position() {
+    let n = 2 * BUCKETED_MIN_INDICES + 10;
+    let along = n / 2 + 1;
+    let data = vec![0i32; along];
+    let shared = Arc::new(i32s(&[along], &data));
+    for bad in [n / 4 + 5, n * 3 / 4 + 9] {
+        let mut idx: Vec<i64> = (0..n).map(|i| (i / 2) as i64).collect();
+        idx[bad] = along as i64;
+        for threads in [1, 2, 3] {
+            let e = scatter(
+                Reduction::Sum,
+                &shared,
+                &idx,
+                i32s(&[n], &vec![1; n]),
+                threads,
+            )
+            .unwrap_err();
+            assert_out_of_range(&e, along, bad, "");
+        }
+    }
+    assert_eq!(shared.values::<i32>().unwrap(), &data[..], "data changed");
+}

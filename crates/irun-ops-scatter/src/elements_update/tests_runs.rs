@@ -11,7 +11,7 @@ use crate::testing::{eval_with, i32s, i64s};
 
 /// ScatterElementsUpdate-12 with the initial values on 1-D i32 data, as the spec says: each
 /// update in turn, with wrapping arithmetic.
-fn sequential(red: Reduction, data: &[i32], idx: &[i64], upd: &[i32]) -> Vec<i32> {
+pub(super) fn sequential(red: Reduction, data: &[i32], idx: &[i64], upd: &[i32]) -> Vec<i32> {
     let mut out = data.to_vec();
     for (&v, &u) in idx.iter().zip(upd) {
         let t = v.rem_euclid(data.len() as i64) as usize;
@@ -163,59 +163,6 @@ fn a_bad_index_inside_a_run_is_reported_at_its_position() {
         for threads in [1, 2, 3] {
             let e = scatter_error(Reduction::Max, along, &idx, threads);
             assert_out_of_range(&e, -1001, bad, "");
-        }
-    }
-}
-
-/// Sorted and reverse-sorted targets, in runs of 1 to 4 with gaps of 0 or 1 between them
-/// (a block of them spans more than a quarter as many targets as it has positions, so it
-/// is not folded run by run but taken apart where the order of applies does not matter,
-/// [`super::lean`]), with some indices written from the end: every reduction equals the
-/// sequential loop at 1, 2 and 3 threads. Replacement must keep its order (a run across
-/// two groups of four would end on its first update if reordered); sums, products, maxima
-/// and minima must apply every update once.
-#[test]
-fn ordered_neighbours_taken_apart_match_the_sequential_loop() {
-    let n = BUCKETED_MIN_INDICES + 4321;
-    let mut sorted = Vec::with_capacity(n);
-    let mut target = 0i64;
-    while sorted.len() < n {
-        let run = (target * 7 % 4 + 1) as usize;
-        sorted.extend(std::iter::repeat_n(target, run.min(n - sorted.len())));
-        target += 1 + target % 2;
-    }
-    let along = target as usize + 1;
-    let from_end = |idx: &[i64]| -> Vec<i64> {
-        idx.iter()
-            .map(|&v| if v % 5 == 0 { v - along as i64 } else { v })
-            .collect()
-    };
-    let reversed: Vec<i64> = sorted.iter().rev().copied().collect();
-    let cases = [
-        ("sorted", sorted.clone()),
-        ("reversed", reversed.clone()),
-        ("sorted, some from the end", from_end(&sorted)),
-        ("reversed, some from the end", from_end(&reversed)),
-    ];
-    assert_every_reduction_sequential(
-        &cases,
-        along,
-        &[(1, false), (2, false), (3, false), (1, true), (2, true)],
-    );
-}
-
-/// An index out of range in the middle of a group of sorted positions (not at a group's
-/// start): reported at its position, at any thread count.
-#[test]
-fn a_bad_index_among_ordered_neighbours_is_reported_at_its_position() {
-    let n = BUCKETED_MIN_INDICES + 10;
-    let along = n / 2 + 1;
-    for bad in [n / 4 + 5, n * 3 / 4 + 9] {
-        let mut idx: Vec<i64> = (0..n).map(|i| (i / 2) as i64).collect();
-        idx[bad] = along as i64;
-        for threads in [1, 2, 3] {
-            let e = scatter_error(Reduction::Sum, along, &idx, threads);
-            assert_out_of_range(&e, along, bad, "");
         }
     }
 }
