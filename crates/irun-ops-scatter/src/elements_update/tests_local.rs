@@ -177,13 +177,7 @@ fn ordered_neighbours_taken_apart_match_the_sequential_loop() {
     let data: Vec<i32> = (0..along).map(|i| (i % 17) as i32 - 8).collect();
     let shared = Arc::new(i32s(&[along], &data));
     for (name, idx) in &cases {
-        for red in [
-            Reduction::None,
-            Reduction::Sum,
-            Reduction::Prod,
-            Reduction::Max,
-            Reduction::Min,
-        ] {
+        for red in super::tests_runs::SEQUENTIAL_REDUCTIONS {
             let want = super::tests_runs::sequential(red, &data, idx, &upd);
             for threads in [1, 2, 3] {
                 let out = scatter(red, &shared, idx, i32s(&[n], &upd), threads).unwrap();

@@ -9,6 +9,15 @@ use super::tests_eval::assert_out_of_range;
 use super::*;
 use crate::testing::{eval_with, i32s, i64s};
 
+/// The reductions [`sequential`] knows.
+pub(super) const SEQUENTIAL_REDUCTIONS: [Reduction; 5] = [
+    Reduction::None,
+    Reduction::Sum,
+    Reduction::Prod,
+    Reduction::Max,
+    Reduction::Min,
+];
+
 /// ScatterElementsUpdate-12 with the initial values on 1-D i32 data, as the spec says: each
 /// update in turn, with wrapping arithmetic.
 pub(super) fn sequential(red: Reduction, data: &[i32], idx: &[i64], upd: &[i32]) -> Vec<i32> {
@@ -116,13 +125,7 @@ fn assert_every_reduction_sequential(
     let upd: Vec<i32> = (0..n).map(|i| ((i * 7919) % 2003) as i32 - 1000).collect();
     let data: Vec<i32> = (0..along).map(|i| (i % 17) as i32 - 8).collect();
     for (name, idx) in cases {
-        for red in [
-            Reduction::None,
-            Reduction::Sum,
-            Reduction::Prod,
-            Reduction::Max,
-            Reduction::Min,
-        ] {
+        for red in SEQUENTIAL_REDUCTIONS {
             let want = sequential(red, &data, idx, &upd);
             for &(threads, narrow) in runs {
                 let out = scatter_as(red, &data, idx, &upd, threads, narrow);
