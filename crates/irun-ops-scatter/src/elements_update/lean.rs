@@ -128,16 +128,16 @@ pub(super) fn lean_block<T: Elem, C: Combine<T>, V: NativeIndex, const FAR: bool
     let (first, mid, last): (i64, i64, i64) =
         (vals[0].into(), vals[n / 2].into(), vals[n - 1].into());
     let ordered = (first <= mid && mid <= last) || (first >= mid && mid >= last);
-    let dense = first.abs_diff(last).saturating_mul(4) <= n as u64;
+    // How many targets the block spans, first to last.
+    let reach = first.abs_diff(last);
+    let dense = reach.saturating_mul(4) <= n as u64;
     let runny = n > 2 && ordered && dense;
     // Targets in order within a short stretch (sorted, reverse-sorted) come from lines the
     // hardware fetches ahead by itself. Its own closure, present only when `FAR`: a
     // run-time choice inside the closure below cost the chunked passes' loop registers
     // (the indices' pointer reloaded from the stack for every position: 8M sorted i32
     // maxima 5.3-5.5 to 5.9-6.1 ms).
-    let span = first
-        .abs_diff(last)
-        .saturating_mul(std::mem::size_of::<T>() as u64);
+    let span = reach.saturating_mul(std::mem::size_of::<T>() as u64);
     if FAR && !runny && !(ordered && span <= ORDERED_SPAN_BYTES) {
         return plain_then_wrapping(|wrap, k| {
             let (vals, ups) = (&vals[k..], &ups[k..]);
@@ -165,15 +165,11 @@ pub(super) fn lean_block<T: Elem, C: Combine<T>, V: NativeIndex, const FAR: bool
     // applies apart where their order does not matter ([`interleaved`]). Scattered targets
     // keep the plain loop, so the span is tested too: with only the three samples in order,
     // a third of the uniform blocks took it (16M i64 indices onto a 250K i32 sum, 9.9 to
-    // 12.2 ms).
-    // Only on a window's lines, which it has just copied into the cache: on an output
-    // copied whole beforehand, whose lines come from memory as the loop reaches them, the
-    // reordered loop was slower (8M sorted i32 maxima on one thread: 9.6 to 12.2 ms).
-    let apart = window.is_some()
-        && ordered
-        && first.abs_diff(last) <= 4 * n as u64
-        && T::EXACT
-        && C::COMMUTES;
+    // 12.2 ms). And only on a window's lines, which it has just copied into the cache: on
+    // an output copied whole beforehand, whose lines come from memory as the loop reaches
+    // them, the reordered loop was slower (8M sorted i32 maxima on one thread: 9.6 to 12.2
+    // ms).
+    let apart = window.is_some() && ordered && reach <= 4 * n as u64 && T::EXACT && C::COMMUTES;
     let upcoming = window.unwrap_or(Upcoming::NONE);
     // Without wrapping first: four instructions a position fewer, a third of the loop's
     // time (8M sorted i32 maxima on a 2-core Xeon).
