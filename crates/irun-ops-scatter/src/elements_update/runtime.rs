@@ -241,66 +241,49 @@ impl ElementsKernel<'_> {
     /// bucketed). Judged from [`SAMPLE_BLOCKS`] evenly spaced blocks of positions: the
     /// median block's targets span at most [`LOCAL_SPAN_BYTES`] of output.
     pub(super) fn local(&self, elem_bytes: usize) -> bool {
-        let g = &self.geometry;
-        let n = self.indices.len();
-        let step = n / SAMPLE_BLOCKS;
-        if step < SAMPLE_BLOCK {
-            return false;
-        }
-        let mut spans: Vec<usize> = (0..SAMPLE_BLOCKS)
-            .map(|k| {
-                let start = k * step;
+        let mut spans: Vec<usize> = sample_blocks(0..self.indices.len())
+            .map(|block| {
                 let (mut lo, mut hi) = (usize::MAX, 0usize);
-                let _ = self
-                    .indices
-                    .for_each_block(start..start + SAMPLE_BLOCK, |_, vals| {
-                        for &v in vals {
-                            let t = g.target(v);
-                            if t < g.data_along {
-                                (lo, hi) = (lo.min(t), hi.max(t));
-                            }
-                        }
-                        Ok::<(), ()>(())
-                    });
+                self.each_target(block, |t| (lo, hi) = (lo.min(t), hi.max(t)));
                 hi.saturating_sub(lo)
             })
             .collect();
         spans.sort_unstable();
-        spans[SAMPLE_BLOCKS / 2].saturating_mul(elem_bytes) <= LOCAL_SPAN_BYTES
+        spans
+            .get(SAMPLE_BLOCKS / 2)
+            .is_some_and(|span| span.saturating_mul(elem_bytes) <= LOCAL_SPAN_BYTES)
     }
 
     /// Updates per fine range of axis targets ([`BucketMap::fine`]) among [`SAMPLE_BLOCKS`]
     /// evenly spaced blocks of positions `round`; indices out of range are left to pass 1,
     /// which reports them.
     pub(super) fn sample_targets(&self, round: Range<usize>) -> Vec<u32> {
-        let g = &self.geometry;
-        let (shift, ranges) = BucketMap::fine(g.data_along);
+        let (shift, ranges) = BucketMap::fine(self.geometry.data_along);
         let mut counts = vec![0u32; ranges];
-        let step = round.len() / SAMPLE_BLOCKS;
-        if step < SAMPLE_BLOCK {
-            return counts;
-        }
         // The blocks lie far apart, each a trip to memory: requested together, the trips
         // overlap (16 rounds' samples of a 16M sum: 0.85 to 0.5 ms).
-        for k in 0..SAMPLE_BLOCKS {
-            let start = round.start + k * step;
-            self.indices.prefetch(start..start + SAMPLE_BLOCK);
+        for block in sample_blocks(round.clone()) {
+            self.indices.prefetch(block);
         }
-        for k in 0..SAMPLE_BLOCKS {
-            let start = round.start + k * step;
-            let _ = self
-                .indices
-                .for_each_block(start..start + SAMPLE_BLOCK, |_, vals| {
-                    for &v in vals {
-                        let t = g.target(v);
-                        if t < g.data_along {
-                            counts[t >> shift] += 1;
-                        }
-                    }
-                    Ok::<(), ()>(())
-                });
+        for block in sample_blocks(round) {
+            self.each_target(block, |t| counts[t >> shift] += 1);
         }
         counts
+    }
+
+    /// Calls `f` with the axis target of each index of `positions` that is in range; the
+    /// others are left to the pass that reports them.
+    fn each_target(&self, positions: Range<usize>, mut f: impl FnMut(usize)) {
+        let g = &self.geometry;
+        let _ = self.indices.for_each_block(positions, |_, vals| {
+            for &v in vals {
+                let t = g.target(v);
+                if t < g.data_along {
+                    f(t);
+                }
+            }
+            Ok::<(), ()>(())
+        });
     }
 
     pub(super) fn run_task<T: Elem, C: Combine<T>>(
@@ -517,6 +500,21 @@ pub(super) fn bucket_count(out_bytes: usize, threads: usize) -> usize {
 /// 8192 of a round's 2^20 positions, enough to see a hot range, a few microseconds to read.
 const SAMPLE_BLOCKS: usize = 64;
 const SAMPLE_BLOCK: usize = 128;
+
+/// The [`SAMPLE_BLOCKS`] evenly spaced blocks of [`SAMPLE_BLOCK`] positions of `round` that
+/// the samples read; none when the round is too short for them to lie apart.
+fn sample_blocks(round: Range<usize>) -> impl Iterator<Item = Range<usize>> {
+    let step = round.len() / SAMPLE_BLOCKS;
+    let blocks = if step < SAMPLE_BLOCK {
+        0
+    } else {
+        SAMPLE_BLOCKS
+    };
+    (0..blocks).map(move |k| {
+        let start = round.start + k * step;
+        start..start + SAMPLE_BLOCK
+    })
+}
 
 impl ReduceKernel for ElementsKernel<'_> {
     /// Large flat histograms fill the output bucket by bucket (`fused.rs`); the rest copy
