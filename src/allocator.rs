@@ -1,4 +1,4 @@
-//! The process's allocator: jemalloc, with its options set for repeated inferences and three
+//! The process's allocator: jemalloc, with its options set for repeated inferences and two
 //! changes to how blocks are handed out ([`Tuned`]).
 
 use std::alloc::{GlobalAlloc, Layout};
