@@ -37,12 +37,12 @@ struct Tuned(tikv_jemallocator::Jemalloc);
 // (`advise_huge_pages` never changes contents or mappings). `alloc_zeroed` adds a write of
 // `layout.size()` zero bytes to the block `alloc` just returned for that layout (at least that
 // size, owned by the caller, not yet shared), or nothing when it returned null. `realloc`
-// forwards, or for a large new size does what `GlobalAlloc::realloc`'s default does: a block
-// for the new layout (the caller guarantees a nonzero `new_size` that does not overflow
-// `isize` when rounded up to `layout.align()`, so the layout is valid), the smaller of the two
-// sizes copied (both blocks are at least that long and distinct), then the old block freed
-// with the layout it was allocated with; on failure the old block is kept, as the contract
-// asks.
+// forwards, or for a block growing to a large size does what `GlobalAlloc::realloc`'s default
+// does: a block for the new layout (the caller guarantees a nonzero `new_size` that does not
+// overflow `isize` when rounded up to `layout.align()`, so the layout is valid), the smaller
+// of the two sizes copied (both blocks are at least that long and distinct), then the old
+// block freed with the layout it was allocated with; on failure the old block is kept, as
+// the contract asks.
 unsafe impl GlobalAlloc for Tuned {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         let p = unsafe { self.0.alloc(layout) };
@@ -63,7 +63,9 @@ unsafe impl GlobalAlloc for Tuned {
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        if new_size < HUGE_PAGES_MIN_BYTES {
+        // Only a block that grows into the large sizes gets new pages to ask for: a shrinking
+        // one keeps (part of) the pages it had, which jemalloc can do in place.
+        if new_size < HUGE_PAGES_MIN_BYTES || new_size <= layout.size() {
             return unsafe { self.0.realloc(ptr, layout, new_size) };
         }
         let new_layout = unsafe { Layout::from_size_align_unchecked(new_size, layout.align()) };
@@ -143,8 +145,9 @@ mod tests {
         assert!(grown.iter().enumerate().all(|(i, &v)| v == i as u32));
     }
 
-    /// Blocks that grow into, within and out of the huge-page sizes keep their contents
-    /// (the large sizes are moved by `Tuned::realloc`'s own copy), with any alignment.
+    /// Blocks that grow into and within the huge-page sizes (moved by `Tuned::realloc`'s own
+    /// copy) and shrink within and out of them (by jemalloc) keep their contents, with any
+    /// alignment.
     #[test]
     fn grown_and_shrunk_blocks_keep_their_contents() {
         let pattern = |i: usize| (i % 251) as u8;
@@ -152,6 +155,7 @@ mod tests {
             1usize << 20,
             HUGE_PAGES_MIN_BYTES + 1,
             3 * HUGE_PAGES_MIN_BYTES,
+            2 * HUGE_PAGES_MIN_BYTES,
             4096,
         ];
         let mut v: Vec<u8> = (0..steps[0]).map(pattern).collect();
