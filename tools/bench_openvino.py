@@ -25,6 +25,8 @@ from pathlib import Path
 import numpy as np
 import openvino as ov
 
+import bf16
+
 DESCRIPTIONS = {
     "a": "ScatterUpdate-3 [1000,256,10,15], idx [125,20], axis 1",
     "b": "SEU-12 none [1000,256,7,7], idx [125,20,7,6]",
@@ -44,13 +46,14 @@ for _d in ["uniform", "skewed", "equal", "sorted", "reversed", "hot"]:
     DESCRIPTIONS[f"ndsum_{_d}"] = f"SND-15 sum f32 [1M,16] <- 1M rows, {_d}"
 # The same sums and maxima with other element types (gen_bench_models.py: typed_workloads).
 for _d in ["uniform", "skewed", "equal", "sorted", "reversed", "hot"]:
-    DESCRIPTIONS[f"sum_{_d}_f16"] = f"SEU-12 sum f16 [1M] <- 16M i64 idx, {_d}"
+    for _t in ["f16", "bf16"]:
+        DESCRIPTIONS[f"sum_{_d}_{_t}"] = f"SEU-12 sum {_t} [1M] <- 16M i64 idx, {_d}"
 for _d in ["uniform", "skewed"]:
     for _t in ["f64", "i64"]:
         DESCRIPTIONS[f"sum_{_d}_{_t}"] = f"SEU-12 sum {_t} [1M] <- 16M i64 idx, {_d}"
     DESCRIPTIONS[f"max_{_d}_f32"] = f"SEU-12 max f32 [8M] <- 8M i32 idx, {_d}"
     DESCRIPTIONS[f"ndsum_{_d}_f16"] = f"SND-15 sum f16 [1M,16] <- 1M rows, {_d}"
-    for _t in ["i32", "i64", "f64"]:
+    for _t in ["bf16", "i32", "i64", "f64"]:
         DESCRIPTIONS[f"ndsum_{_d}_{_t}"] = f"SND-15 sum {_t} [1M,16] <- 1M rows, {_d}"
     DESCRIPTIONS[f"sum_{_d}_i32_250k"] = f"SEU-12 sum i32 [250K] <- 16M i64 idx, {_d}"
 
@@ -126,6 +129,15 @@ def inputs_file(model_path):
     return f if f.exists() else None
 
 
+def openvino_tensor(arr):
+    """An input array as an OpenVINO tensor; bf16 arrays (stored as bit patterns) copied in."""
+    if arr.dtype != bf16.STORAGE:
+        return ov.Tensor(np.ascontiguousarray(arr))
+    t = ov.Tensor(ov.Type.bf16, list(arr.shape))
+    t.data.view(np.uint16)[...] = arr.view(np.uint16)
+    return t
+
+
 def time_openvino(core, model_path, niter):
     compiled = core.compile_model(model_path, "CPU", {
         "INFERENCE_NUM_THREADS": 2, "PERFORMANCE_HINT": "LATENCY", "INFERENCE_PRECISION_HINT": "f32"})
@@ -133,7 +145,7 @@ def time_openvino(core, model_path, niter):
     given = np.load(inputs_file(model_path)) if inputs_file(model_path) else {}
     for inp in compiled.inputs:
         if inp.get_any_name() in given:
-            req.set_tensor(inp, ov.Tensor(np.ascontiguousarray(given[inp.get_any_name()])))
+            req.set_tensor(inp, openvino_tensor(given[inp.get_any_name()]))
             continue
         shape = list(inp.get_shape())
         ty = inp.get_element_type()

@@ -7,7 +7,8 @@ way the op's kept measurements choose: split histograms' lean rounds among them)
 
 numpy's ufunc.at applies the updates one at a time in index order, in the array's own type:
 exactly the row-major order the scatter contract promises, so float sums must match to the
-bit. Mean (use_init_val=false) is the f32 sum over the updates divided by their count.
+bit. Mean (use_init_val=false) is the f32 sum over the updates divided by their count. f16
+and bf16 data accumulate in f32 and are rounded once.
 
     /tmp/ov/bin/python tools/check_reductions.py tools/out/bench --irun target/release/irun
 """
@@ -20,6 +21,8 @@ from pathlib import Path
 
 import numpy as np
 
+import bf16
+
 
 def reference(kind, z):
     data, idx, upd = z["data"], z["indices"], z["updates"]
@@ -28,6 +31,10 @@ def reference(kind, z):
         # f16 scatters to f32 and back too).
         wide = {k: z[k].astype(np.float32) if z[k].dtype == np.float16 else z[k] for k in z.files}
         return reference(kind, wide).astype(np.float16)
+    if data.dtype == bf16.STORAGE:
+        # bf16 likewise, rounded to nearest even.
+        wide = {k: bf16.to_f32(z[k]) if z[k].dtype == bf16.STORAGE else z[k] for k in z.files}
+        return bf16.stored(reference(kind, wide))
     out = data.copy()
     if kind == "sum":
         np.add.at(out, idx, upd)

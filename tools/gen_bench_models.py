@@ -18,6 +18,8 @@ import openvino as ov
 import openvino.opset3 as ops3
 import openvino.opset15 as ops15
 
+import bf16
+
 
 def model(name, data_shape, data_type, build):
     data = ops3.parameter(data_shape, data_type, name="data")
@@ -33,7 +35,8 @@ def model_with_inputs(name, data_shape, arrays, build, data_type=ov.Type.f32):
     data.output(0).get_tensor().set_names({"data"})
     params = [data]
     for key, arr in arrays.items():
-        p = ops3.parameter(list(arr.shape), ov.Type(arr.dtype), name=key)
+        ty = ov.Type.bf16 if arr.dtype == bf16.STORAGE else ov.Type(arr.dtype)
+        p = ops3.parameter(list(arr.shape), ty, name=key)
         p.output(0).get_tensor().set_names({key})
         params.append(p)
     node = build(*params)
@@ -108,30 +111,34 @@ def reduction_workloads():
     return out
 
 
-# Element types of the typed reductions: name suffix -> (numpy type, OpenVINO type).
-TYPES = {"f16": (np.float16, ov.Type.f16), "f64": (np.float64, ov.Type.f64),
+# Element types of the typed reductions: name suffix -> (numpy type, OpenVINO type); bf16
+# arrays are stored as their bit patterns (tools/bf16.py).
+TYPES = {"f16": (np.float16, ov.Type.f16), "bf16": (bf16.STORAGE, ov.Type.bf16),
+         "f64": (np.float64, ov.Type.f64),
          "i64": (np.int64, ov.Type.i64), "f32": (np.float32, ov.Type.f32),
          "i32": (np.int32, ov.Type.i32)}
 
 
 def typed_workloads():
-    """Issue 12's "the same for integer, f16/bf16 and f64 data": sum_<d>_f16 on every
-    distribution; on the uniform and skewed indices sum_<d>_<t>, the 1-D sum with f64 or
-    i64 data and updates;
-    max_<d>_f32, the 1-D max with f32 data, and ndsum_<d>_<f16|i32|i64|f64>, the
+    """Issue 12's "the same for integer, f16/bf16 and f64 data": sum_<d>_f16 and
+    sum_<d>_bf16 on every distribution; on the uniform and skewed indices sum_<d>_<t>, the 1-D
+    sum with f64 or i64 data and updates;
+    max_<d>_f32, the 1-D max with f32 data, and ndsum_<d>_<f16|bf16|i32|i64|f64>, the
     ScatterNDUpdate sum with those data (sizes as sum_<d>, max_<d> and ndsum_<d>); and
-    sum_<d>_i32_250k, an integer histogram on a small output (i32 [250K] <- 16M i64). (bf16 has no
-    numpy type for the reference; OpenVINO CPU does not run f64 scatters.)"""
+    sum_<d>_i32_250k, an integer histogram on a small output (i32 [250K] <- 16M i64).
+    (OpenVINO CPU does not run f64 scatters.)"""
     c = ops3.constant
     out = {}
 
     def values(rng, n, ty):
+        if ty == bf16.STORAGE:
+            return bf16.stored(rng.random(n, dtype=np.float32))
         if np.issubdtype(ty, np.floating):
             return rng.random(n).astype(ty)
         return rng.integers(-1000, 1000, n).astype(ty)
 
     for d in DISTRIBUTIONS:
-        for t in ["f16", "f64", "i64"] if d in ["uniform", "skewed"] else ["f16"]:
+        for t in ["f16", "bf16", "f64", "i64"] if d in ["uniform", "skewed"] else ["f16", "bf16"]:
             def sum_(d=d, t=t):
                 rng = np.random.default_rng(25)
                 ty, ovt = TYPES[t]
@@ -160,7 +167,7 @@ def typed_workloads():
                 lambda x, i, u: ops15.scatter_nd_update(x, i, u, "sum"),
                 data_type=ov.Type.f16)
         out[f"ndsum_{d}_f16"] = ndsum_
-        for t in ["i32", "i64", "f64"]:
+        for t in ["bf16", "i32", "i64", "f64"]:
             def ndsum_typed(d=d, t=t):
                 rng = np.random.default_rng(29)
                 ty, ovt = TYPES[t]
@@ -242,7 +249,9 @@ def main():
         if inputs is not None:
             rng_data = np.random.default_rng(1)
             shape = list(m.inputs[0].get_shape())
-            if m.inputs[0].get_element_type().is_real():
+            if m.inputs[0].get_element_type() == ov.Type.bf16:
+                data = bf16.stored(rng_data.random(shape, dtype=np.float32))
+            elif m.inputs[0].get_element_type().is_real():
                 data = rng_data.random(shape).astype(m.inputs[0].get_element_type().to_dtype())
             else:
                 data = rng_data.integers(-1000, 1000, shape).astype(m.inputs[0].get_element_type().to_dtype())

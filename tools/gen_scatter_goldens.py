@@ -29,6 +29,8 @@ import openvino.opset3 as ops3
 import openvino.opset4 as ops4
 import openvino.opset15 as ops15
 
+import bf16
+
 # ---------------------------------------------------------------------------------------------
 # Element types: name -> (numpy storage dtype, kind). bf16 is stored as its uint16 bit pattern.
 
@@ -56,20 +58,6 @@ OV_TYPES = {
 INDEX_TYPES = ["i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64"]
 
 
-def bf16_to_f32(bits):
-    return (np.asarray(bits, dtype=np.uint32) << 16).view(np.float32)
-
-
-def f32_to_bf16(x):
-    """Round-to-nearest-even f32 -> bf16 bits (NaN stays NaN)."""
-    x = np.asarray(x, dtype=np.float32)
-    b = x.view(np.uint32).astype(np.uint64)
-    rounded = ((b + 0x7FFF + ((b >> 16) & 1)) >> 16).astype(np.uint16)
-    nan = np.isnan(x)
-    rounded[nan] = ((b[nan] >> 16) | 0x40).astype(np.uint16)
-    return rounded
-
-
 def int_info(ty):
     i = np.iinfo(TYPES[ty][0])
     return int(i.min), int(i.max)
@@ -90,7 +78,7 @@ def to_domain(ty, arr):
     kind = TYPES[ty][1]
     flat = np.asarray(arr).reshape(-1)
     if kind == "bf16":
-        return [np.float32(x) for x in bf16_to_f32(flat)]
+        return [np.float32(x) for x in bf16.to_f32(flat)]
     if ty in ("f32", "f16"):
         return [np.float32(x) for x in flat.astype(np.float32)]
     if ty == "f64":
@@ -103,7 +91,7 @@ def to_domain(ty, arr):
 def from_domain(ty, vals, shape):
     kind = TYPES[ty][1]
     if kind == "bf16":
-        return f32_to_bf16(np.array(vals, dtype=np.float32)).reshape(shape)
+        return bf16.from_f32(np.array(vals, dtype=np.float32)).reshape(shape)
     if kind == "int":
         return np.array(vals, dtype=object).astype(TYPES[ty][0]).reshape(shape)
     return np.array(vals, dtype=TYPES[ty][0]).reshape(shape)
@@ -239,7 +227,7 @@ def values(rng, ty, shape, special=None):
     if special == "nan":
         v[rng.random(n) < 0.3] = np.nan
     if ty == "bf16":
-        return f32_to_bf16(v).reshape(shape)
+        return bf16.from_f32(v).reshape(shape)
     return v.astype(TYPES[ty][0]).reshape(shape)
 
 
