@@ -1,5 +1,7 @@
-//! Helpers for op unit tests: facts from shape strings, constant axes.
+//! Helpers for op unit tests: facts from shape strings, constant axes, half-precision
+//! tensors.
 
+use half::{bf16, f16};
 use irun_tensor::{ElementType, PartialShape, Tensor};
 
 use crate::fact::Fact;
@@ -118,4 +120,51 @@ makers! {
 /// A known 1-D i64 value input.
 pub fn i64_value(v: &[i64]) -> Fact {
     Fact::of_static(ElementType::I64, &[v.len()]).with_value(i64s(&[v.len()], v))
+}
+
+/// A 16-bit float type that reductions compute in f32, for tests that run one case on both.
+#[derive(Clone, Copy, Debug)]
+pub enum Narrow {
+    F16,
+    Bf16,
+}
+
+impl Narrow {
+    /// `v` rounded to this type and widened back.
+    pub fn round(self, v: f32) -> f32 {
+        match self {
+            Narrow::F16 => f16::from_f32(v).to_f32(),
+            Narrow::Bf16 => bf16::from_f32(v).to_f32(),
+        }
+    }
+
+    /// A tensor of this type of `shape` holding `v`, rounded.
+    pub fn tensor(self, shape: &[usize], v: &[f32]) -> Tensor {
+        let shape = shape.to_vec();
+        match self {
+            Narrow::F16 => Tensor::from_f16(shape, v.iter().map(|&x| f16::from_f32(x)).collect()),
+            Narrow::Bf16 => {
+                Tensor::from_bf16(shape, v.iter().map(|&x| bf16::from_f32(x)).collect())
+            }
+        }
+        .expect("a shape that fits the values")
+    }
+
+    /// A tensor of this type's values, widened.
+    pub fn values(self, t: &Tensor) -> Vec<f32> {
+        match self {
+            Narrow::F16 => t
+                .values::<f16>()
+                .expect("f16")
+                .iter()
+                .map(|h| h.to_f32())
+                .collect(),
+            Narrow::Bf16 => t
+                .values::<bf16>()
+                .expect("bf16")
+                .iter()
+                .map(|h| h.to_f32())
+                .collect(),
+        }
+    }
 }

@@ -7,90 +7,46 @@
 //! at several thread counts, which also reports a bad index as before.
 
 use half::{bf16, f16};
-use irun_tensor::Tensor;
 
 use super::runtime::{ElementsKernel, BUCKETED_MIN_INDICES, ROUND_POSITIONS, SPLIT_MIN_POSITIONS};
 use super::tests_eval::{assert_out_of_range, sequential_with_init};
 use super::tests_split::scattered;
 use super::*;
 use crate::reduce::{MaxElements, ReduceKernel, Sum};
+use crate::testing::Narrow;
 use crate::updates::Widening;
 
-#[derive(Clone, Copy, Debug)]
-enum Narrow {
-    F16,
-    Bf16,
-}
-
-impl Narrow {
-    /// `v` rounded to this type and widened back.
-    fn round(self, v: f32) -> f32 {
-        match self {
-            Narrow::F16 => f16::from_f32(v).to_f32(),
-            Narrow::Bf16 => bf16::from_f32(v).to_f32(),
-        }
-    }
-
-    fn tensor(self, v: &[f32]) -> Tensor {
-        let shape = vec![v.len()];
-        match self {
-            Narrow::F16 => Tensor::from_f16(shape, v.iter().map(|&x| f16::from_f32(x)).collect()),
-            Narrow::Bf16 => {
-                Tensor::from_bf16(shape, v.iter().map(|&x| bf16::from_f32(x)).collect())
-            }
-        }
-        .unwrap()
-    }
-
-    fn values(self, t: &Tensor) -> Vec<f32> {
-        match self {
-            Narrow::F16 => t
-                .values::<f16>()
-                .unwrap()
-                .iter()
-                .map(|h| h.to_f32())
-                .collect(),
-            Narrow::Bf16 => t
-                .values::<bf16>()
-                .unwrap()
-                .iter()
-                .map(|h| h.to_f32())
-                .collect(),
-        }
-    }
-
-    /// The kernel's `run_from` on `threads` threads with `upd` stored as this type: `None`
-    /// if it handed the run back.
-    fn run_from(
-        self,
+/// The kernel's `run_from` on `threads` threads with `upd` stored as `ty`: `None` if it
+/// handed the run back.
+fn run_from(
+    ty: Narrow,
+    kernel: &ElementsKernel<'_>,
+    red: Reduction,
+    out: &mut [f32],
+    upd: &[f32],
+    threads: usize,
+) -> Option<Result<(), OpError>> {
+    fn go<H: irun_opkit::halves::Half>(
         kernel: &ElementsKernel<'_>,
         red: Reduction,
         out: &mut [f32],
-        upd: &[f32],
+        upd: &[H],
         threads: usize,
     ) -> Option<Result<(), OpError>> {
-        fn go<H: irun_opkit::halves::Half>(
-            kernel: &ElementsKernel<'_>,
-            red: Reduction,
-            out: &mut [f32],
-            upd: &[H],
-            threads: usize,
-        ) -> Option<Result<(), OpError>> {
-            let source = Widening(upd);
-            crate::testing::on_threads(threads, || match red {
-                Reduction::Sum => kernel.run_from::<f32, Sum, _>(out, &source),
-                _ => kernel.run_from::<f32, MaxElements, _>(out, &source),
-            })
+        let source = Widening(upd);
+        crate::testing::on_threads(threads, || match red {
+            Reduction::Sum => kernel.run_from::<f32, Sum, _>(out, &source),
+            _ => kernel.run_from::<f32, MaxElements, _>(out, &source),
+        })
+    }
+    match ty {
+        Narrow::F16 => {
+            let h: Vec<f16> = upd.iter().map(|&v| f16::from_f32(v)).collect();
+            go(kernel, red, out, &h, threads)
         }
-        match self {
-            Narrow::F16 => {
-                let h: Vec<f16> = upd.iter().map(|&v| f16::from_f32(v)).collect();
-                go(kernel, red, out, &h, threads)
-            }
-            Narrow::Bf16 => {
-                let h: Vec<bf16> = upd.iter().map(|&v| bf16::from_f32(v)).collect();
-                go(kernel, red, out, &h, threads)
-            }
+        Narrow::Bf16 => {
+            let h: Vec<bf16> = upd.iter().map(|&v| bf16::from_f32(v)).collect();
+            go(kernel, red, out, &h, threads)
         }
     }
 }
@@ -132,16 +88,16 @@ fn check(case: &str, along: usize, idx: &[i64], direct: &[usize], threads: &[usi
             let what = format!("{case}: {ty:?} {red:?}");
             for &t in direct {
                 let mut out = data.clone();
-                let ran = ty.run_from(&kernel, red, &mut out, &upd, t);
+                let ran = run_from(ty, &kernel, red, &mut out, &upd, t);
                 assert!(matches!(ran, Some(Ok(()))), "{what}, run_from on {t}");
                 let out: Vec<f32> = out.into_iter().map(|v| ty.round(v)).collect();
                 assert!(bits(&out) == bits(&want), "{what}, run_from on {t}");
             }
             let inputs = |idx: &[i64]| {
                 vec![
-                    ty.tensor(&data),
+                    ty.tensor(&[data.len()], &data),
                     crate::testing::i64s(&[n], idx),
-                    ty.tensor(&upd),
+                    ty.tensor(&[upd.len()], &upd),
                     crate::testing::i64s(&[], &[0]),
                 ]
             };
@@ -221,12 +177,12 @@ fn held_half_data_is_left_unchanged() {
             .into_iter()
             .map(|v| ty.round(v))
             .collect();
-        let held = std::sync::Arc::new(ty.tensor(&data));
+        let held = std::sync::Arc::new(ty.tensor(&[data.len()], &data));
         for threads in [1, 2] {
             let inputs = vec![
                 held.clone(),
                 std::sync::Arc::new(crate::testing::i64s(&[idx.len()], &idx)),
-                std::sync::Arc::new(ty.tensor(&upd)),
+                std::sync::Arc::new(ty.tensor(&[upd.len()], &upd)),
                 std::sync::Arc::new(crate::testing::i64s(&[], &[0])),
             ];
             let op = super::seu12(Reduction::Sum, true);

@@ -602,3 +602,5 @@ use offsets::tuple_offsets;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_halves;
