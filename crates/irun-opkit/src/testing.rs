@@ -138,6 +138,11 @@ impl Narrow {
         }
     }
 
+    /// Each of `v` rounded to this type and widened back.
+    pub fn rounded(self, v: &[f32]) -> Vec<f32> {
+        v.iter().map(|&x| self.round(x)).collect()
+    }
+
     /// A tensor of this type of `shape` holding `v`, rounded.
     pub fn tensor(self, shape: &[usize], v: &[f32]) -> Tensor {
         let shape = shape.to_vec();

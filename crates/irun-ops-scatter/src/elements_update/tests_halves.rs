@@ -79,18 +79,14 @@ fn check(case: &str, along: usize, idx: &[i64], direct: &[usize], threads: &[usi
     bad[n - 7] = along as i64;
     for red in [Reduction::Sum, Reduction::Max] {
         for ty in [Narrow::F16, Narrow::Bf16] {
-            let data: Vec<f32> = data.iter().map(|&v| ty.round(v)).collect();
-            let upd: Vec<f32> = upd.iter().map(|&v| ty.round(v)).collect();
-            let want: Vec<f32> = sequential_with_init(red, &data, idx, &upd)
-                .into_iter()
-                .map(|v| ty.round(v))
-                .collect();
+            let (data, upd) = (ty.rounded(&data), ty.rounded(&upd));
+            let want = ty.rounded(&sequential_with_init(red, &data, idx, &upd));
             let what = format!("{case}: {ty:?} {red:?}");
             for &t in direct {
                 let mut out = data.clone();
                 let ran = run_from(ty, &kernel, red, &mut out, &upd, t);
                 assert!(matches!(ran, Some(Ok(()))), "{what}, run_from on {t}");
-                let out: Vec<f32> = out.into_iter().map(|v| ty.round(v)).collect();
+                let out = ty.rounded(&out);
                 assert!(bits(&out) == bits(&want), "{what}, run_from on {t}");
             }
             let inputs = |idx: &[i64]| {
@@ -169,14 +165,8 @@ fn held_half_data_is_left_unchanged() {
         .collect();
     let data: Vec<f32> = (0..along).map(|i| (i % 11) as f32 * 0.25).collect();
     for ty in [Narrow::F16, Narrow::Bf16] {
-        let (data, upd): (Vec<f32>, Vec<f32>) = (
-            data.iter().map(|&v| ty.round(v)).collect(),
-            upd.iter().map(|&v| ty.round(v)).collect(),
-        );
-        let want: Vec<f32> = sequential_with_init(Reduction::Sum, &data, &idx, &upd)
-            .into_iter()
-            .map(|v| ty.round(v))
-            .collect();
+        let (data, upd) = (ty.rounded(&data), ty.rounded(&upd));
+        let want = ty.rounded(&sequential_with_init(Reduction::Sum, &data, &idx, &upd));
         let held = std::sync::Arc::new(ty.tensor(&[data.len()], &data));
         for threads in [1, 2] {
             let inputs = vec![

@@ -46,12 +46,8 @@ fn check(case: &str, rows: &[i64]) {
         .collect();
     for red in [Reduction::Sum, Reduction::Max] {
         for ty in [Narrow::F16, Narrow::Bf16] {
-            let data: Vec<f32> = data.iter().map(|&v| ty.round(v)).collect();
-            let upd: Vec<f32> = upd.iter().map(|&v| ty.round(v)).collect();
-            let want: Vec<f32> = sequential(red, &data, rows, &upd)
-                .into_iter()
-                .map(|v| ty.round(v))
-                .collect();
+            let (data, upd) = (ty.rounded(&data), ty.rounded(&upd));
+            let want = ty.rounded(&sequential(red, &data, rows, &upd));
             let what = format!("{case}: {ty:?} {red:?}");
             for threads in [1, 2, 3] {
                 for shared in [false, true] {
