@@ -131,11 +131,9 @@ def inputs_file(model_path):
 
 def openvino_tensor(arr):
     """An input array as an OpenVINO tensor; bf16 arrays (stored as bit patterns) copied in."""
-    if arr.dtype != bf16.STORAGE:
-        return ov.Tensor(np.ascontiguousarray(arr))
-    t = ov.Tensor(ov.Type.bf16, list(arr.shape))
-    t.data.view(np.uint16)[...] = arr.view(np.uint16)
-    return t
+    if arr.dtype == bf16.STORAGE:
+        return bf16.openvino_tensor(arr)
+    return ov.Tensor(np.ascontiguousarray(arr))
 
 
 def time_openvino(core, model_path, niter):

@@ -11,12 +11,15 @@ import numpy as np
 STORAGE = np.dtype("V2")
 
 
-def to_f32(bits):
+def bits(x):
+    """bf16 bit patterns given as uint16 or V2 -> the same patterns as uint16."""
+    x = np.asarray(x)
+    return x.view(np.uint16) if x.dtype == STORAGE else x.astype(np.uint16, copy=False)
+
+
+def to_f32(x):
     """bf16 bit patterns (uint16 or V2) -> the f32 values they stand for (exactly)."""
-    bits = np.asarray(bits)
-    if bits.dtype == STORAGE:
-        bits = bits.view(np.uint16)
-    return (bits.astype(np.uint32) << 16).view(np.float32)
+    return (bits(x).astype(np.uint32) << 16).view(np.float32)
 
 
 def from_f32(x):
@@ -31,3 +34,15 @@ def from_f32(x):
 def stored(x):
     """f32 values -> a bf16 array as .npz files store it (dtype STORAGE)."""
     return from_f32(x).view(STORAGE)
+
+
+def openvino_tensor(x):
+    """bf16 bit patterns (uint16 or V2) -> an OpenVINO bf16 tensor holding them: OpenVINO's
+    Python API takes no numpy array as bf16, so they are copied into a new tensor. (OpenVINO
+    is imported here, so that the tools that need only numpy do not need it.)"""
+    import openvino as ov
+
+    x = bits(x)
+    t = ov.Tensor(ov.Type.bf16, list(x.shape))
+    t.data.view(np.uint16)[...] = x
+    return t

@@ -353,9 +353,7 @@ def run_openvino(core, model, case):
         name = p.get_friendly_name()
         feeds[name] = case["inputs"][name]
         if p.get_element_type() == ov.Type.bf16:
-            bits = np.asarray(feeds[name], dtype=np.uint16)
-            feeds[name] = ov.Tensor(ov.Type.bf16, list(bits.shape))
-            feeds[name].data.view(np.uint16)[...] = bits
+            feeds[name] = bf16.openvino_tensor(feeds[name])
     r = compiled(feeds)
     if compiled.output(0).get_element_type() == ov.Type.bf16:
         return np.asarray(r[compiled.output(0)]).view(np.uint16)
