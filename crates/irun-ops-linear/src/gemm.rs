@@ -333,6 +333,22 @@ mod tests {
         c
     }
 
+    /// The strides of `a` (m x k) and `b` (k x n) in the four layouts, each transposed or not:
+    /// `(ta, tb, sa, sb)`.
+    fn layouts(
+        m: usize,
+        k: usize,
+        n: usize,
+    ) -> impl Iterator<Item = (bool, bool, (isize, isize), (isize, isize))> {
+        [false, true].into_iter().flat_map(move |ta| {
+            [false, true].into_iter().map(move |tb| {
+                let sa = if ta { (1, m as isize) } else { (k as isize, 1) };
+                let sb = if tb { (1, k as isize) } else { (n as isize, 1) };
+                (ta, tb, sa, sb)
+            })
+        })
+    }
+
     /// Small products round as rten-gemm does: bit for bit its result in every layout (the
     /// direct loops sum products in order with fused multiply-adds), on inexact values.
     #[test]
@@ -351,29 +367,25 @@ mod tests {
         for &(m, k, n) in &shapes {
             let a: Vec<f32> = (0..m * k).map(|i| (i as f32 * 0.37).sin()).collect();
             let b: Vec<f32> = (0..k * n).map(|i| (i as f32 * 0.73).cos()).collect();
-            for ta in [false, true] {
-                for tb in [false, true] {
-                    if n == 1 && tb {
-                        // A column of b not contiguous: a vector product, in its own order.
-                        continue;
-                    }
-                    let sa = if ta { (1, m as isize) } else { (k as isize, 1) };
-                    let sb = if tb { (1, k as isize) } else { (n as isize, 1) };
-                    let mut small = vec![f32::NAN; m * n];
-                    f32::gemm(m, k, n, &a, sa, &b, sb, &mut small);
-                    let mut packed = vec![f32::NAN; m * n];
-                    F32_GEMM.with(|g| {
-                        g.gemm(
-                            &mut packed,
-                            GemmInputA::Unpacked(view(m, k, &a, sa)),
-                            GemmInputB::Unpacked(view(k, n, &b, sb)),
-                            GemmOptions::default(),
-                        )
-                        .unwrap()
-                    });
-                    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
-                    assert_eq!(bits(&small), bits(&packed), "{m}x{k}x{n} ta={ta} tb={tb}");
+            for (ta, tb, sa, sb) in layouts(m, k, n) {
+                if n == 1 && tb {
+                    // A column of b not contiguous: a vector product, in its own order.
+                    continue;
                 }
+                let mut small = vec![f32::NAN; m * n];
+                f32::gemm(m, k, n, &a, sa, &b, sb, &mut small);
+                let mut packed = vec![f32::NAN; m * n];
+                F32_GEMM.with(|g| {
+                    g.gemm(
+                        &mut packed,
+                        GemmInputA::Unpacked(view(m, k, &a, sa)),
+                        GemmInputB::Unpacked(view(k, n, &b, sb)),
+                        GemmOptions::default(),
+                    )
+                    .unwrap()
+                });
+                let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                assert_eq!(bits(&small), bits(&packed), "{m}x{k}x{n} ta={ta} tb={tb}");
             }
         }
     }
@@ -400,19 +412,15 @@ mod tests {
             let b: Vec<f32> = (0..k * n)
                 .map(|i| ((i * 5 % 13) as f32 - 6.0) / 8.0)
                 .collect();
-            for ta in [false, true] {
-                for tb in [false, true] {
-                    let sa = if ta { (1, m as isize) } else { (k as isize, 1) };
-                    let sb = if tb { (1, k as isize) } else { (n as isize, 1) };
-                    let mut c = vec![f32::NAN; m * n];
-                    f32::gemm(m, k, n, &a, sa, &b, sb, &mut c);
-                    let want = reference(m, k, n, &a, sa, &b, sb);
-                    for (got, want) in c.iter().zip(&want) {
-                        assert!(
-                            (*got as f64 - want).abs() <= 1e-5 * (1.0 + want.abs()),
-                            "{m}x{k}x{n} ta={ta} tb={tb}: {got} vs {want}"
-                        );
-                    }
+            for (ta, tb, sa, sb) in layouts(m, k, n) {
+                let mut c = vec![f32::NAN; m * n];
+                f32::gemm(m, k, n, &a, sa, &b, sb, &mut c);
+                let want = reference(m, k, n, &a, sa, &b, sb);
+                for (got, want) in c.iter().zip(&want) {
+                    assert!(
+                        (*got as f64 - want).abs() <= 1e-5 * (1.0 + want.abs()),
+                        "{m}x{k}x{n} ta={ta} tb={tb}: {got} vs {want}"
+                    );
                 }
             }
         }
