@@ -7,12 +7,12 @@
 
 use std::sync::Arc;
 
-use irun_tensor::{Dim, ElementType, PartialShape};
+use irun_tensor::{Dim, PartialShape};
 use realfft::RealFftPlanner;
 
 use crate::attrs::AttrReader;
 use crate::fact::Fact;
-use crate::lines::{axes_and_sizes, fft_axis, per_block, resize, C};
+use crate::lines::{axes_and_sizes, data_input, fft_axis, per_block, resize, C};
 use crate::op::{codes, Op, OpError, Value};
 use crate::rdft::{float_tensor, real_values};
 use crate::util::{ints, known_ints};
@@ -51,23 +51,7 @@ impl Op for Irdft {
     }
 
     fn infer(&self, inputs: &[Fact]) -> Result<Vec<Fact>, OpError> {
-        if !(2..=3).contains(&inputs.len()) {
-            return Err(OpError::new(
-                codes::ARITY,
-                format!("{NAME} takes 2 or 3 inputs, got {}", inputs.len()),
-            ));
-        }
-        let z = &inputs[0];
-        if !matches!(
-            z.ty,
-            ElementType::F32 | ElementType::F16 | ElementType::Bf16 | ElementType::Dynamic
-        ) {
-            return Err(OpError::input(
-                0,
-                codes::ELEMENT_TYPE,
-                format!("{NAME}: data must be f32, f16 or bf16, got {}", z.ty),
-            ));
-        }
+        let z = data_input(inputs, NAME)?;
         let Some(d) = z.shape.dims() else {
             return Ok(vec![Fact::new(z.ty, PartialShape::dynamic_rank())]);
         };

@@ -5,11 +5,37 @@
 use realfft::num_complex::Complex;
 use rustfft::FftPlanner;
 
+use irun_tensor::ElementType;
+
+use crate::fact::Fact;
 use crate::op::{codes, OpError};
 use crate::par;
 use crate::util::norm_axis;
 
 pub type C = Complex<f64>;
+
+/// The data input of a transform with 2 or 3 inputs (data, axes, optionally signal_size),
+/// checked to be f32, f16 or bf16 (or not yet known).
+pub fn data_input<'a>(inputs: &'a [Fact], name: &str) -> Result<&'a Fact, OpError> {
+    if !(2..=3).contains(&inputs.len()) {
+        return Err(OpError::new(
+            codes::ARITY,
+            format!("{name} takes 2 or 3 inputs, got {}", inputs.len()),
+        ));
+    }
+    let data = &inputs[0];
+    if !matches!(
+        data.ty,
+        ElementType::F32 | ElementType::F16 | ElementType::Bf16 | ElementType::Dynamic
+    ) {
+        return Err(OpError::input(
+            0,
+            codes::ELEMENT_TYPE,
+            format!("{name}: data must be f32, f16 or bf16, got {}", data.ty),
+        ));
+    }
+    Ok(data)
+}
 
 /// `axes` normalised against `rank`, checked unique; `sizes` checked against them.
 pub fn axes_and_sizes(

@@ -11,7 +11,7 @@ use realfft::RealFftPlanner;
 
 use crate::attrs::AttrReader;
 use crate::fact::Fact;
-use crate::lines::{axes_and_sizes, fft_axis, per_block, resize, C};
+use crate::lines::{axes_and_sizes, data_input, fft_axis, per_block, resize, C};
 use crate::op::{codes, Op, OpError, Value};
 use crate::util::{ints, known_ints};
 
@@ -84,23 +84,7 @@ impl Op for Rdft {
     }
 
     fn infer(&self, inputs: &[Fact]) -> Result<Vec<Fact>, OpError> {
-        if !(2..=3).contains(&inputs.len()) {
-            return Err(OpError::new(
-                codes::ARITY,
-                format!("{NAME} takes 2 or 3 inputs, got {}", inputs.len()),
-            ));
-        }
-        let x = &inputs[0];
-        if !matches!(
-            x.ty,
-            ElementType::F32 | ElementType::F16 | ElementType::Bf16 | ElementType::Dynamic
-        ) {
-            return Err(OpError::input(
-                0,
-                codes::ELEMENT_TYPE,
-                format!("{NAME}: data must be f32, f16 or bf16, got {}", x.ty),
-            ));
-        }
+        let x = data_input(inputs, NAME)?;
         let shape = match (x.shape.dims(), known_ints(&inputs[1])) {
             (Some(d), Some(axes)) => {
                 let sizes = inputs.get(2).map(known_ints);
@@ -206,5 +190,26 @@ mod tests {
             ])
             .unwrap();
         assert_eq!(f[0].shape.to_string(), "[2,5,2]");
+    }
+
+    /// Both transforms check their inputs alike ([`data_input`]): 2 or 3 of them, real
+    /// data of a float type (IRDFT's complex pairs too).
+    #[test]
+    fn both_transforms_reject_a_wrong_arity_or_data_type() {
+        let axes = Fact::of_static(ElementType::I64, &[1])
+            .with_value(Tensor::from_i64(vec![1], vec![0]).unwrap());
+        let ops: [&dyn Op; 2] = [&Rdft, &crate::irdft::Irdft];
+        for op in ops {
+            let data = Fact::of_static(ElementType::F32, &[4, 2]);
+            let e = op.infer(&[data.clone()]).unwrap_err();
+            assert_eq!(e.code, codes::ARITY, "{}", op.name());
+            let four = [data.clone(), axes.clone(), axes.clone(), axes.clone()];
+            assert_eq!(op.infer(&four).unwrap_err().code, codes::ARITY);
+            let ints = Fact::of_static(ElementType::I32, &[4, 2]);
+            let e = op.infer(&[ints, axes.clone()]).unwrap_err();
+            assert_eq!(e.code, codes::ELEMENT_TYPE, "{}", op.name());
+            assert!(e.message.contains("must be f32, f16 or bf16"), "{e:?}");
+            assert!(op.infer(&[data, axes.clone()]).is_ok(), "{}", op.name());
+        }
     }
 }
