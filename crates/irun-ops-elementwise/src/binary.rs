@@ -217,15 +217,24 @@ pub trait Logic: Debug + Send + Sync + Default + 'static {
 /// A bitwise op: integer or boolean inputs of one type, output of that type.
 pub trait Bits: Debug + Send + Sync + Default + 'static {
     const NAME: &'static str;
-    fn apply<
-        T: Copy
-            + std::ops::BitAnd<Output = T>
-            + std::ops::BitOr<Output = T>
-            + std::ops::BitXor<Output = T>,
-    >(
-        a: T,
-        b: T,
-    ) -> T;
+    fn apply<T: BitValue>(a: T, b: T) -> T;
+}
+
+/// The values a [`Bits`] op takes: the integers and `bool`.
+pub trait BitValue:
+    Copy
+    + std::ops::BitAnd<Output = Self>
+    + std::ops::BitOr<Output = Self>
+    + std::ops::BitXor<Output = Self>
+{
+}
+
+impl<T> BitValue for T where
+    T: Copy
+        + std::ops::BitAnd<Output = T>
+        + std::ops::BitOr<Output = T>
+        + std::ops::BitXor<Output = T>
+{
 }
 
 /// Which of the kinds a [`Binary`] op is; the kernels and type rules follow from it.

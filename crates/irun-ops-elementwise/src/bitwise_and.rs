@@ -2,7 +2,7 @@
 //! i64 is exact (OpenVINO CPU truncates it to i32).
 
 use crate::attrs::AttrReader;
-use crate::binary::{Binary, Bits, BitsKind};
+use crate::binary::{Binary, BitValue, Bits, BitsKind};
 use crate::op::{Op, OpError};
 
 #[derive(Debug, Default)]
@@ -12,15 +12,7 @@ impl Bits for BitwiseAnd {
     const NAME: &'static str = "BitwiseAnd-13";
 
     #[inline(always)]
-    fn apply<
-        T: Copy
-            + std::ops::BitAnd<Output = T>
-            + std::ops::BitOr<Output = T>
-            + std::ops::BitXor<Output = T>,
-    >(
-        a: T,
-        b: T,
-    ) -> T {
+    fn apply<T: BitValue>(a: T, b: T) -> T {
         a & b
     }
 }

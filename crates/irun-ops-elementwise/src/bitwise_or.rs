@@ -1,7 +1,7 @@
 //! BitwiseOr-13: `a | b` on integers or booleans, numpy broadcasting.
 
 use crate::attrs::AttrReader;
-use crate::binary::{Binary, Bits, BitsKind};
+use crate::binary::{Binary, BitValue, Bits, BitsKind};
 use crate::op::{Op, OpError};
 
 #[derive(Debug, Default)]
@@ -11,15 +11,7 @@ impl Bits for BitwiseOr {
     const NAME: &'static str = "BitwiseOr-13";
 
     #[inline(always)]
-    fn apply<
-        T: Copy
-            + std::ops::BitAnd<Output = T>
-            + std::ops::BitOr<Output = T>
-            + std::ops::BitXor<Output = T>,
-    >(
-        a: T,
-        b: T,
-    ) -> T {
+    fn apply<T: BitValue>(a: T, b: T) -> T {
         a | b
     }
 }
