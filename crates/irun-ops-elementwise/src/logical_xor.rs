@@ -26,16 +26,7 @@ mod tests {
     use crate::testing::*;
 
     #[test]
-    fn truth_table() {
-        let op = logic::<LogicalXor>();
-        let out = run(
-            &op,
-            vec![
-                bools(&[2, 2], &[false, false, true, true]),
-                bools(&[2], &[false, true]),
-            ],
-        )
-        .unwrap();
-        assert_eq!(out, bools(&[2, 2], &[false, true, true, false]));
+    fn follows_its_truth_table() {
+        assert_eq!(truth_table::<LogicalXor>(), [false, true, true, false]);
     }
 }

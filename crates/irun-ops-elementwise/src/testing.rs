@@ -55,3 +55,13 @@ pub fn logic<K: crate::binary::Logic>() -> Binary<LogicKind<K>> {
         broadcast: AutoBroadcast::Numpy,
     }
 }
+
+/// Logic op `K` on the four pairs `(false, false), (false, true), (true, false), (true,
+/// true)`, broadcast from [2,1] and [2] to [2,2].
+pub fn truth_table<K: crate::binary::Logic>() -> [bool; 4] {
+    let a = bools(&[2, 1], &[false, true]);
+    let b = bools(&[2], &[false, true]);
+    let out = run(&logic::<K>(), vec![a, b]).unwrap();
+    assert_eq!(out.shape(), &[2, 2]);
+    out.values::<bool>().unwrap().try_into().unwrap()
+}
