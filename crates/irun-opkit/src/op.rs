@@ -238,6 +238,26 @@ pub fn expect_inputs(inputs: &[Fact], n: usize, op: &str) -> Result<(), OpError>
     Ok(())
 }
 
+/// Checks that an op with optional trailing inputs got between `min` and `max` of them.
+pub fn expect_inputs_between(
+    inputs: &[Fact],
+    min: usize,
+    max: usize,
+    op: &str,
+) -> Result<(), OpError> {
+    if !(min..=max).contains(&inputs.len()) {
+        let counts = match max - min {
+            1 => format!("{min} or {max}"),
+            _ => format!("{min} to {max}"),
+        };
+        return Err(OpError::new(
+            codes::ARITY,
+            format!("{op} takes {counts} inputs, got {}", inputs.len()),
+        ));
+    }
+    Ok(())
+}
+
 /// The merged element type of inputs `slots` (dynamic merges with anything), or OpenVINO's
 /// error naming the first input that differs.
 pub fn same_element_type(
@@ -269,4 +289,23 @@ pub fn take_inputs<const N: usize>(inputs: Vec<Value>, op: &str) -> Result<[Valu
             format!("{op} takes {N} inputs, got {}", v.len()),
         )
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn input_counts_out_of_an_optional_range_are_refused_by_name() {
+        let three = vec![Fact::unknown(); 3];
+        assert!(expect_inputs_between(&three, 2, 3, "RDFT-9").is_ok());
+        assert!(expect_inputs_between(&three, 3, 5, "ScaledDotProductAttention-13").is_ok());
+        let e = expect_inputs_between(&three[..1], 2, 3, "RDFT-9").unwrap_err();
+        assert_eq!(e.code, codes::ARITY);
+        assert_eq!(e.message, "RDFT-9 takes 2 or 3 inputs, got 1");
+        let e = expect_inputs_between(&three[..2], 3, 5, "SDPA").unwrap_err();
+        assert_eq!(e.message, "SDPA takes 3 to 5 inputs, got 2");
+        let e = expect_inputs_between(&three, 1, 2, "Squeeze-1").unwrap_err();
+        assert_eq!(e.message, "Squeeze-1 takes 1 or 2 inputs, got 3");
+    }
 }

@@ -9,7 +9,7 @@ use irun_tensor::ElementType;
 use crate::attrs::AttrReader;
 use crate::binary::same_element_type;
 use crate::fact::Fact;
-use crate::op::{codes, Op, OpError, Value};
+use crate::op::{codes, expect_inputs_between, Op, OpError, Value};
 use crate::unary::{map_in_place, map_slices_in_place, unsupported, Real};
 
 #[derive(Debug)]
@@ -30,12 +30,7 @@ impl Op for Swish {
     }
 
     fn infer(&self, inputs: &[Fact]) -> Result<Vec<Fact>, OpError> {
-        if !(1..=2).contains(&inputs.len()) {
-            return Err(OpError::new(
-                codes::ARITY,
-                format!("Swish-4 takes 1 or 2 inputs, got {}", inputs.len()),
-            ));
-        }
+        expect_inputs_between(inputs, 1, 2, "Swish-4")?;
         let slots: Vec<usize> = (0..inputs.len()).collect();
         let ty = same_element_type(inputs, &slots, "Swish-4")?;
         if !ty.is_real() && ty != ElementType::Dynamic {

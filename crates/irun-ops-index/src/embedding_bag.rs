@@ -16,7 +16,7 @@ use irun_tensor::{Dim, ElementType, PartialShape, Scalar, Tensor};
 use crate::attrs::AttrReader;
 use crate::fact::Fact;
 use crate::kernel::IndexValues;
-use crate::op::{codes, Op, OpError, Value};
+use crate::op::{codes, expect_inputs_between, Op, OpError, Value};
 
 #[derive(Debug)]
 pub struct EmbeddingBag {
@@ -239,19 +239,8 @@ impl Op for EmbeddingBag {
     }
 
     fn infer(&self, inputs: &[Fact]) -> Result<Vec<Fact>, OpError> {
-        let range = if self.packed { 2..=3 } else { 3..=5 };
-        if !range.contains(&inputs.len()) {
-            return Err(OpError::new(
-                codes::ARITY,
-                format!(
-                    "{} takes {}..={} inputs, got {}",
-                    self.name,
-                    range.start(),
-                    range.end(),
-                    inputs.len()
-                ),
-            ));
-        }
+        let (min, max) = if self.packed { (2, 3) } else { (3, 5) };
+        expect_inputs_between(inputs, min, max, self.name)?;
         if self.mean && inputs.len() > self.weights_slot() {
             return Err(OpError::attribute(
                 "reduction",

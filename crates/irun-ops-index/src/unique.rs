@@ -13,7 +13,7 @@ use irun_tensor::{with_any_scalar, Dim, ElementType, PartialShape, Scalar, Tenso
 
 use crate::attrs::AttrReader;
 use crate::fact::Fact;
-use crate::op::{codes, take_inputs, Op, OpError, Value};
+use crate::op::{codes, expect_inputs_between, take_inputs, Op, OpError, Value};
 use crate::util::{ints, norm_axis};
 
 #[derive(Debug)]
@@ -167,12 +167,7 @@ impl Op for Unique {
     }
 
     fn infer(&self, inputs: &[Fact]) -> Result<Vec<Fact>, OpError> {
-        if !(1..=2).contains(&inputs.len()) {
-            return Err(OpError::new(
-                codes::ARITY,
-                format!("Unique-10 takes 1 or 2 inputs, got {}", inputs.len()),
-            ));
-        }
+        expect_inputs_between(inputs, 1, 2, "Unique-10")?;
         let x = &inputs[0];
         let total = x
             .shape

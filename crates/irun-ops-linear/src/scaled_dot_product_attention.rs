@@ -15,7 +15,7 @@ use crate::conv::{narrow, widen};
 use crate::fact::Fact;
 use crate::gemm::Mul;
 use crate::kernel::try_zeroed;
-use crate::op::{codes, same_element_type, Op, OpError, Value};
+use crate::op::{codes, expect_inputs_between, same_element_type, Op, OpError, Value};
 use crate::par;
 
 #[derive(Debug)]
@@ -37,12 +37,7 @@ impl Op for Sdpa {
     }
 
     fn infer(&self, inputs: &[Fact]) -> Result<Vec<Fact>, OpError> {
-        if !(3..=5).contains(&inputs.len()) {
-            return Err(OpError::new(
-                codes::ARITY,
-                format!("{NAME} takes 3 to 5 inputs, got {}", inputs.len()),
-            ));
-        }
+        expect_inputs_between(inputs, 3, 5, NAME)?;
         let ty = same_element_type(inputs, &[0, 1, 2], NAME)?;
         if !ty.is_real() && ty != ElementType::Dynamic {
             return Err(OpError::input(

@@ -9,7 +9,7 @@ use irun_tensor::{Dim, PartialShape};
 
 use crate::attrs::AttrReader;
 use crate::fact::Fact;
-use crate::op::{codes, Op, OpError, Value};
+use crate::op::{codes, expect_inputs_between, Op, OpError, Value};
 use crate::strided::{row_major_strides, Strided};
 use crate::util::{expect_int_type, ints, known_ints, norm_axis, output};
 
@@ -99,12 +99,7 @@ impl Op for Slice {
     }
 
     fn infer(&self, inputs: &[Fact]) -> Result<Vec<Fact>, OpError> {
-        if !(4..=5).contains(&inputs.len()) {
-            return Err(OpError::new(
-                codes::ARITY,
-                format!("Slice-8 takes 4 or 5 inputs, got {}", inputs.len()),
-            ));
-        }
+        expect_inputs_between(inputs, 4, 5, "Slice-8")?;
         for slot in 1..inputs.len() {
             expect_int_type(inputs, slot, self.name())?;
         }

@@ -9,7 +9,7 @@ use irun_tensor::{Dim, PartialShape};
 
 use crate::attrs::AttrReader;
 use crate::fact::Fact;
-use crate::op::{codes, Op, OpError, Value};
+use crate::op::{codes, expect_inputs_between, Op, OpError, Value};
 use crate::util::{expect_int_type, ints, known_ints, norm_axis};
 
 #[derive(Debug)]
@@ -55,12 +55,7 @@ impl Op for Squeeze {
     }
 
     fn infer(&self, inputs: &[Fact]) -> Result<Vec<Fact>, OpError> {
-        if !(1..=2).contains(&inputs.len()) {
-            return Err(OpError::new(
-                codes::ARITY,
-                format!("Squeeze-1 takes 1 or 2 inputs, got {}", inputs.len()),
-            ));
-        }
+        expect_inputs_between(inputs, 1, 2, "Squeeze-1")?;
         if inputs.len() == 2 {
             expect_int_type(inputs, 1, self.name())?;
         }

@@ -8,7 +8,7 @@ use rustfft::FftPlanner;
 use irun_tensor::ElementType;
 
 use crate::fact::Fact;
-use crate::op::{codes, OpError};
+use crate::op::{codes, expect_inputs_between, OpError};
 use crate::par;
 use crate::util::norm_axis;
 
@@ -17,12 +17,7 @@ pub type C = Complex<f64>;
 /// The data input of a transform with 2 or 3 inputs (data, axes, optionally signal_size),
 /// checked to be f32, f16 or bf16 (or not yet known).
 pub fn data_input<'a>(inputs: &'a [Fact], name: &str) -> Result<&'a Fact, OpError> {
-    if !(2..=3).contains(&inputs.len()) {
-        return Err(OpError::new(
-            codes::ARITY,
-            format!("{name} takes 2 or 3 inputs, got {}", inputs.len()),
-        ));
-    }
+    expect_inputs_between(inputs, 2, 3, name)?;
     let data = &inputs[0];
     if !matches!(
         data.ty,
