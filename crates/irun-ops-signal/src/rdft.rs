@@ -201,7 +201,7 @@ mod tests {
         let ops: [&dyn Op; 2] = [&Rdft, &crate::irdft::Irdft];
         for op in ops {
             let data = Fact::of_static(ElementType::F32, &[4, 2]);
-            let e = op.infer(&[data.clone()]).unwrap_err();
+            let e = op.infer(std::slice::from_ref(&data)).unwrap_err();
             assert_eq!(e.code, codes::ARITY, "{}", op.name());
             let four = [data.clone(), axes.clone(), axes.clone(), axes.clone()];
             assert_eq!(op.infer(&four).unwrap_err().code, codes::ARITY);
