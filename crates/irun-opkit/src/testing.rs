@@ -173,3 +173,16 @@ impl Narrow {
         }
     }
 }
+
+/// What every op family's unit tests start from: element types by name, tensors and facts,
+/// and the makers above. Each family's `testing.rs` re-exports it beside its own helpers.
+pub mod prelude {
+    pub use irun_tensor::ElementType::*;
+    pub use irun_tensor::Tensor;
+
+    pub use super::scalar_i64 as i64_scalar;
+    pub use super::{
+        bools, f16s, f32s, f64s, fact, i32s, i64_value, i64s, i8s, infer1, u32s, u64s, u8s,
+    };
+    pub use crate::fact::Fact;
+}

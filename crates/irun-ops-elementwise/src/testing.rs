@@ -3,16 +3,11 @@
 // A prelude for the tests: not every test file uses every helper.
 #![allow(unused_imports)]
 
-pub use irun_tensor::ElementType::*;
-pub use irun_tensor::{f16, Tensor};
+pub use crate::testing_kit::prelude::*;
+pub use irun_tensor::f16;
 
 pub use crate::binary::{ArithKind, AutoBroadcast, Binary, BitsKind, CompareKind, LogicKind};
-pub use crate::fact::Fact;
 pub use crate::op::{codes, Op, OpError};
-pub use crate::testing_kit::scalar_i64 as i64_scalar;
-pub use crate::testing_kit::{
-    bools, f16s, f32s, f64s, fact, i32s, i64_value, i64s, i8s, infer1, u32s, u64s, u8s,
-};
 
 /// Runs `op` at 1 and 2 threads (which must agree) on `inputs`.
 pub fn run(op: &dyn Op, inputs: Vec<Tensor>) -> Result<Tensor, OpError> {

@@ -5,15 +5,9 @@
 
 pub use std::sync::Arc;
 
-pub use irun_tensor::ElementType::*;
-pub use irun_tensor::Tensor;
+pub use crate::testing_kit::prelude::*;
 
-pub use crate::fact::Fact;
 pub use crate::op::{codes, Op};
-pub use crate::testing_kit::scalar_i64 as i64_scalar;
-pub use crate::testing_kit::{
-    bools, f16s, f32s, f64s, fact, i32s, i64_value, i64s, i8s, infer1, u32s, u64s, u8s,
-};
 
 /// Runs `op` at 1 and 2 threads (which must agree); the single output.
 #[track_caller]
