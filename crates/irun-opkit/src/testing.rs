@@ -2,7 +2,7 @@
 //! tensors.
 
 use half::{bf16, f16};
-use irun_tensor::{ElementType, PartialShape, Tensor};
+use irun_tensor::{ElementType, PartialShape, Scalar, Tensor};
 
 use crate::fact::Fact;
 use crate::op::{Op, OpError, Value};
@@ -157,21 +157,23 @@ impl Narrow {
 
     /// A tensor of this type's values, widened.
     pub fn values(self, t: &Tensor) -> Vec<f32> {
+        fn widened<H: Scalar + Into<f32>>(t: &Tensor) -> Vec<f32> {
+            let values = t
+                .values::<H>()
+                .expect("a tensor of the half type asked for");
+            values.iter().map(|&h| h.into()).collect()
+        }
         match self {
-            Narrow::F16 => t
-                .values::<f16>()
-                .expect("f16")
-                .iter()
-                .map(|h| h.to_f32())
-                .collect(),
-            Narrow::Bf16 => t
-                .values::<bf16>()
-                .expect("bf16")
-                .iter()
-                .map(|h| h.to_f32())
-                .collect(),
+            Narrow::F16 => widened::<f16>(t),
+            Narrow::Bf16 => widened::<bf16>(t),
         }
     }
+}
+
+/// The bit patterns of `v`, for comparing results bit for bit (NaNs and signed zeros
+/// included).
+pub fn f32_bits(v: &[f32]) -> Vec<u32> {
+    v.iter().map(|x| x.to_bits()).collect()
 }
 
 /// What every op family's unit tests start from: element types by name, tensors and facts,

@@ -13,7 +13,7 @@ use super::tests_eval::{assert_out_of_range, sequential_with_init};
 use super::tests_split::scattered;
 use super::*;
 use crate::reduce::{MaxElements, ReduceKernel, Sum};
-use crate::testing::Narrow;
+use crate::testing::{f32_bits, Narrow};
 use crate::updates::Widening;
 
 /// The kernel's `run_from` on `threads` threads with `upd` stored as `ty`: `None` if it
@@ -51,10 +51,6 @@ fn run_from(
     }
 }
 
-fn bits(v: &[f32]) -> Vec<u32> {
-    v.iter().map(|x| x.to_bits()).collect()
-}
-
 /// One case: `idx` onto `along` elements, sums and maxima, both half types; `run_from`
 /// directly at each of `direct` thread counts, the op at each of `threads`.
 fn check(case: &str, along: usize, idx: &[i64], direct: &[usize], threads: &[usize]) {
@@ -87,7 +83,7 @@ fn check(case: &str, along: usize, idx: &[i64], direct: &[usize], threads: &[usi
                 let ran = run_from(ty, &kernel, red, &mut out, &upd, t);
                 assert!(matches!(ran, Some(Ok(()))), "{what}, run_from on {t}");
                 let out = ty.rounded(&out);
-                assert!(bits(&out) == bits(&want), "{what}, run_from on {t}");
+                assert!(f32_bits(&out) == f32_bits(&want), "{what}, run_from on {t}");
             }
             let inputs = |idx: &[i64]| {
                 vec![
@@ -100,7 +96,10 @@ fn check(case: &str, along: usize, idx: &[i64], direct: &[usize], threads: &[usi
             let op = super::seu12(red, true);
             for &t in threads {
                 let out = crate::testing::eval_with(&op, inputs(idx), t).unwrap();
-                assert!(bits(&ty.values(&out)) == bits(&want), "{what} on {t}");
+                assert!(
+                    f32_bits(&ty.values(&out)) == f32_bits(&want),
+                    "{what} on {t}"
+                );
                 let e = crate::testing::eval_with(&op, inputs(&bad), t).unwrap_err();
                 assert_out_of_range(&e, along, n - 7, &format!("{what} on {t}"));
             }
@@ -180,9 +179,12 @@ fn held_half_data_is_left_unchanged() {
             let out = &out[0];
             assert_eq!(out.element_type(), held.element_type(), "{ty:?}");
             assert_eq!(out.shape(), held.shape(), "{ty:?}");
-            assert!(bits(&ty.values(out)) == bits(&want), "{ty:?} on {threads}");
             assert!(
-                bits(&ty.values(&held)) == bits(&data),
+                f32_bits(&ty.values(out)) == f32_bits(&want),
+                "{ty:?} on {threads}"
+            );
+            assert!(
+                f32_bits(&ty.values(&held)) == f32_bits(&data),
                 "{ty:?}: held data changed"
             );
         }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use super::*;
 use crate::reduce::MaxNd;
-use crate::testing::{i64s, on_threads, Narrow};
+use crate::testing::{f32_bits, i64s, on_threads, Narrow};
 
 const ROWS: usize = 3000;
 const SLICE: usize = 24;
@@ -34,10 +34,6 @@ fn sequential(red: Reduction, data: &[f32], rows: &[i64], upd: &[f32]) -> Vec<f3
     out
 }
 
-fn bits(v: &[f32]) -> Vec<u32> {
-    v.iter().map(|x| x.to_bits()).collect()
-}
-
 fn check(case: &str, rows: &[i64]) {
     let n = rows.len();
     let data: Vec<f32> = (0..ROWS * SLICE).map(|i| (i % 7) as f32 - 3.0).collect();
@@ -61,10 +57,10 @@ fn check(case: &str, rows: &[i64]) {
                     let out = on_threads(threads, || nd(red).eval(inputs)).unwrap();
                     let got = ty.values(&out[0]);
                     let how = format!("{what}, shared={shared}, {threads} threads");
-                    assert!(bits(&got) == bits(&want), "{how}");
+                    assert!(f32_bits(&got) == f32_bits(&want), "{how}");
                     if let Some(keep) = keep {
                         assert!(
-                            bits(&ty.values(&keep)) == bits(&data),
+                            f32_bits(&ty.values(&keep)) == f32_bits(&data),
                             "{how}: data changed"
                         );
                     }
