@@ -170,10 +170,42 @@ impl Narrow {
     }
 }
 
-/// The bit patterns of `v`, for comparing results bit for bit (NaNs and signed zeros
-/// included).
-pub fn f32_bits(v: &[f32]) -> Vec<u32> {
-    v.iter().map(|x| x.to_bits()).collect()
+/// A float whose bit pattern [`assert_same_bits`] compares.
+pub trait BitPattern: Copy + std::fmt::Debug {
+    fn pattern(self) -> u64;
+}
+
+impl BitPattern for f32 {
+    fn pattern(self) -> u64 {
+        self.to_bits().into()
+    }
+}
+
+impl BitPattern for f64 {
+    fn pattern(self) -> u64 {
+        self.to_bits()
+    }
+}
+
+/// Asserts that `got` is `want` bit for bit (NaN payloads and signed zeros included), or
+/// panics with `what`, the first element that differs and both values. The lengths are
+/// compared too: a bitwise test over a zip of the two would pass a short result.
+#[track_caller]
+pub fn assert_same_bits<T: BitPattern>(got: &[T], want: &[T], what: impl std::fmt::Display) {
+    assert_eq!(got.len(), want.len(), "{what}: lengths differ");
+    let first = got
+        .iter()
+        .zip(want)
+        .position(|(g, w)| g.pattern() != w.pattern());
+    if let Some(i) = first {
+        panic!(
+            "{what}: element {i} is {:?}, expected {:?} (bits {:#x} against {:#x})",
+            got[i],
+            want[i],
+            got[i].pattern(),
+            want[i].pattern()
+        );
+    }
 }
 
 /// What every op family's unit tests start from: element types by name, tensors and facts,
@@ -187,4 +219,34 @@ pub mod prelude {
         bools, f16s, f32s, f64s, fact, i32s, i64_value, i64s, i8s, infer1, u32s, u64s, u8s,
     };
     pub use crate::fact::Fact;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::assert_same_bits;
+
+    /// Equal bits pass, NaN payloads included; a flipped sign of zero, another NaN payload
+    /// or a short result fails, naming the element.
+    #[test]
+    fn same_bits_compares_patterns_and_lengths() {
+        let nan = f32::from_bits(0x7fc0_0001);
+        assert_same_bits(&[1.5f32, nan, -0.0], &[1.5, nan, -0.0], "equal");
+        assert_same_bits(&[2.0f64, f64::NAN], &[2.0, f64::NAN], "f64");
+        let fails = |got: Vec<f32>, want: Vec<f32>| {
+            std::panic::catch_unwind(|| assert_same_bits(&got, &want, "case"))
+                .expect_err("a difference")
+                .downcast::<String>()
+                .map(|m| *m)
+                .unwrap_or_default()
+        };
+        let m = fails(vec![1.0, 0.0], vec![1.0, -0.0]);
+        assert!(
+            m.starts_with("case: element 1 is 0.0, expected -0.0"),
+            "{m}"
+        );
+        let m = fails(vec![f32::NAN], vec![nan]);
+        assert!(m.starts_with("case: element 0 is NaN"), "{m}");
+        let m = fails(vec![1.0], vec![1.0, 2.0]);
+        assert!(m.contains("case: lengths differ"), "{m}");
+    }
 }

@@ -430,10 +430,7 @@ mod tests {
                 &mut gemm,
             );
             let want = reference(&w, &x, 1, co, ci, p);
-            assert!(gemm
-                .iter()
-                .zip(&want)
-                .all(|(a, b)| a.to_bits() == b.to_bits()));
+            crate::testing::assert_same_bits(&gemm, &want, format!("{co} x {ci} x {p}"));
         }
     }
 
@@ -480,11 +477,7 @@ mod tests {
                 };
                 e.apply_at(&mut want, 0, layout);
                 let got = f.run(&x, 1, p, Some(&e)).unwrap();
-                let same = got
-                    .iter()
-                    .zip(&want)
-                    .all(|(a, b)| a.to_bits() == b.to_bits());
-                assert!(same, "{e:?}");
+                crate::testing::assert_same_bits(&got, &want, format!("{e:?}"));
             }
         }
     }

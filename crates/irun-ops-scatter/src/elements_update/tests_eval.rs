@@ -2,7 +2,7 @@ use irun_tensor::Tensor;
 
 use super::runtime::{BUCKETED_MIN_INDICES, ROUND_POSITIONS};
 use super::*;
-use crate::testing::{eval1, eval_with, f32s, i32s, i64s};
+use crate::testing::{assert_same_bits, eval1, eval_with, f32s, i32s, i64s};
 
 fn run(op: &ScatterElementsUpdate, data: Tensor, idx: &[i64], upd: Tensor) -> Tensor {
     let n = idx.len();
@@ -347,14 +347,10 @@ fn parallel_splits_agree_with_one_thread() {
             )
             .unwrap();
             let want = sequential_seu(&op, &data, &dshape, &idx, &upd, &shape, axis as usize);
-            let got = out.values::<f32>().unwrap();
-            let same = got
-                .iter()
-                .zip(&want)
-                .all(|(g, w)| g.to_bits() == w.to_bits());
-            assert!(
-                same,
-                "{red:?} {shape:?} axis {axis}: differs from the sequential reference"
+            assert_same_bits(
+                out.values::<f32>().unwrap(),
+                &want,
+                format!("{red:?} {shape:?} axis {axis} against the sequential reference"),
             );
         }
     }
@@ -424,13 +420,11 @@ fn every_index_distribution_matches_the_sequential_reference() {
                         threads,
                     )
                     .unwrap();
-                    let same = out
-                        .values::<f32>()
-                        .unwrap()
-                        .iter()
-                        .zip(&want)
-                        .all(|(g, w)| g.to_bits() == w.to_bits());
-                    assert!(same, "{name} {red:?} {dshape:?} at {threads} threads");
+                    assert_same_bits(
+                        out.values::<f32>().unwrap(),
+                        &want,
+                        format!("{name} {red:?} {dshape:?} at {threads} threads"),
+                    );
                 }
             }
         }
@@ -463,13 +457,7 @@ fn runs_of_one_target_sum_in_order_and_report_bad_indices() {
         ]
     };
     let out = eval1(&seu12(Reduction::Sum, true), args(&idx)).unwrap();
-    let same = out
-        .values::<f32>()
-        .unwrap()
-        .iter()
-        .zip(&want)
-        .all(|(g, w)| g.to_bits() == w.to_bits());
-    assert!(same, "{:?} vs {want:?}", out.values::<f32>());
+    assert_same_bits(out.values::<f32>().unwrap(), &want, "runs of one target");
     idx[2500] = 99;
     let e = eval1(&seu12(Reduction::Sum, true), args(&idx)).unwrap_err();
     assert_eq!(e.code, codes::INDEX_OUT_OF_RANGE);
@@ -492,7 +480,7 @@ fn local_indices_on_a_large_output_match_the_sequential_reference() {
         .collect();
     let upd: Vec<f32> = (0..n).map(|i| (i % 23) as f32 * 0.07).collect();
     let data = vec![0.5f32; targets];
-    for idx in [sorted, scattered] {
+    for (name, idx) in [("sorted", sorted), ("scattered", scattered)] {
         let op = seu12(Reduction::Sum, false);
         let want = sequential_seu(&op, &data, &[targets], &idx, &upd, &[n], 0);
         let out = eval_with(
@@ -506,11 +494,7 @@ fn local_indices_on_a_large_output_match_the_sequential_reference() {
             2,
         )
         .unwrap();
-        let got = out.values::<f32>().unwrap();
-        assert!(got
-            .iter()
-            .zip(&want)
-            .all(|(g, w)| g.to_bits() == w.to_bits()));
+        assert_same_bits(out.values::<f32>().unwrap(), &want, name);
     }
 }
 
@@ -553,14 +537,10 @@ fn row_scatters_match_the_sequential_reference() {
                 let want = sequential_seu(&seu12(red, init), &data, &dshape, &idx, &upd, &shape, 0);
                 for threads in [1, 2, 3] {
                     let out = eval_with(&seu12(red, init), inputs(&idx), threads).unwrap();
-                    let got = out.values::<f32>().unwrap();
-                    let same = got
-                        .iter()
-                        .zip(&want)
-                        .all(|(g, w)| g.to_bits() == w.to_bits());
-                    assert!(
-                        same,
-                        "{red:?} init={init} not_uniform={not_uniform} threads={threads}"
+                    assert_same_bits(
+                        out.values::<f32>().unwrap(),
+                        &want,
+                        format!("{red:?} init={init} not_uniform={not_uniform} threads={threads}"),
                     );
                 }
             }
@@ -623,15 +603,6 @@ pub(super) fn assert_out_of_range(
     assert!(e.message.starts_with(&want), "{context}: {}", e.message);
 }
 
-pub(super) fn same_bits(got: &Tensor, want: &[f32]) -> bool {
-    let got = got.values::<f32>().unwrap();
-    got.len() == want.len()
-        && got
-            .iter()
-            .zip(want)
-            .all(|(g, w)| g.to_bits() == w.to_bits())
-}
-
 /// Local indices run in one chunk of positions per thread when the chunks' target ranges
 /// are disjoint, and in one task when not. Every case equals the sequential reference bit
 /// for bit at 1, 2 and 3 threads: sorted with runs of about five duplicates (so an even
@@ -672,9 +643,10 @@ fn local_chunks_match_the_sequential_reference() {
             let want = sequential_with_init(red, &data, idx, &upd);
             for threads in [1, 2, 3] {
                 let out = scatter_1d(red, &data, idx, &upd, threads).unwrap();
-                assert!(
-                    same_bits(&out, &want),
-                    "{name} {red:?} at {threads} threads"
+                assert_same_bits(
+                    out.values::<f32>().unwrap(),
+                    &want,
+                    format!("{name} {red:?} at {threads} threads"),
                 );
             }
         }

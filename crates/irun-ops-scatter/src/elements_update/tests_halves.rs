@@ -13,7 +13,7 @@ use super::tests_eval::{assert_out_of_range, sequential_with_init};
 use super::tests_split::scattered;
 use super::*;
 use crate::reduce::{MaxElements, ReduceKernel, Sum};
-use crate::testing::{f32_bits, Narrow};
+use crate::testing::{assert_same_bits, Narrow};
 use crate::updates::Widening;
 
 /// The kernel's `run_from` on `threads` threads with `upd` stored as `ty`: `None` if it
@@ -83,7 +83,7 @@ fn check(case: &str, along: usize, idx: &[i64], direct: &[usize], threads: &[usi
                 let ran = run_from(ty, &kernel, red, &mut out, &upd, t);
                 assert!(matches!(ran, Some(Ok(()))), "{what}, run_from on {t}");
                 let out = ty.rounded(&out);
-                assert!(f32_bits(&out) == f32_bits(&want), "{what}, run_from on {t}");
+                assert_same_bits(&out, &want, format!("{what}, run_from on {t}"));
             }
             let inputs = |idx: &[i64]| {
                 vec![
@@ -96,10 +96,7 @@ fn check(case: &str, along: usize, idx: &[i64], direct: &[usize], threads: &[usi
             let op = super::seu12(red, true);
             for &t in threads {
                 let out = crate::testing::eval_with(&op, inputs(idx), t).unwrap();
-                assert!(
-                    f32_bits(&ty.values(&out)) == f32_bits(&want),
-                    "{what} on {t}"
-                );
+                assert_same_bits(&ty.values(&out), &want, format!("{what} on {t}"));
                 let e = crate::testing::eval_with(&op, inputs(&bad), t).unwrap_err();
                 assert_out_of_range(&e, along, n - 7, &format!("{what} on {t}"));
             }
@@ -179,14 +176,8 @@ fn held_half_data_is_left_unchanged() {
             let out = &out[0];
             assert_eq!(out.element_type(), held.element_type(), "{ty:?}");
             assert_eq!(out.shape(), held.shape(), "{ty:?}");
-            assert!(
-                f32_bits(&ty.values(out)) == f32_bits(&want),
-                "{ty:?} on {threads}"
-            );
-            assert!(
-                f32_bits(&ty.values(&held)) == f32_bits(&data),
-                "{ty:?}: held data changed"
-            );
+            assert_same_bits(&ty.values(out), &want, format!("{ty:?} on {threads}"));
+            assert_same_bits(&ty.values(&held), &data, format!("{ty:?}: the held data"));
         }
     }
 }

@@ -3,9 +3,9 @@
 //! against the spec's loop, one update at a time.
 
 use super::runtime::ROUND_POSITIONS;
-use super::tests_eval::{assert_out_of_range, same_bits, scatter_1d, sequential_with_init};
+use super::tests_eval::{assert_out_of_range, scatter_1d, sequential_with_init};
 use super::*;
-use crate::testing::{eval_with, f32s, i64s};
+use crate::testing::{assert_same_bits, eval_with, f32s, i64s};
 
 /// `n` indices spread over `0..along` by a multiplicative hash: no two nearby positions on
 /// nearby targets, so the runs go bucketed or in split rounds, not lean.
@@ -48,7 +48,11 @@ fn split_rounds_match_the_sequential_reference() {
         let want = sequential_with_init(red, &data, &idx, &upd);
         for threads in [2, 3] {
             let out = scatter_1d(red, &data, &idx, &upd, threads).unwrap();
-            assert!(same_bits(&out, &want), "{red:?} at {threads} threads");
+            assert_same_bits(
+                out.values::<f32>().unwrap(),
+                &want,
+                format!("{red:?} at {threads} threads"),
+            );
         }
     }
 }
@@ -80,7 +84,7 @@ fn lean_rounds_match_the_sequential_reference() {
                 };
                 let out = eval_with(&op, inputs(&idx), threads).unwrap();
                 let case = format!("{red:?} at {threads} threads, {since_split}");
-                assert!(same_bits(&out, &want), "{case}");
+                assert_same_bits(out.values::<f32>().unwrap(), &want, &case);
             }
         }
     }
@@ -186,13 +190,7 @@ fn far_outputs_match_the_sequential_reference() {
                     i64s(&[], &[0]),
                 ];
                 let out = eval_with(&op(), inputs, threads).unwrap();
-                let got = out.values::<f64>().unwrap();
-                assert!(
-                    got.iter()
-                        .zip(&want)
-                        .all(|(g, w)| g.to_bits() == w.to_bits()),
-                    "{case}"
-                );
+                assert_same_bits(out.values::<f64>().unwrap(), &want, &case);
                 let inputs = vec![
                     i64s(&[along], &int_data),
                     i64s(&[n], &idx),

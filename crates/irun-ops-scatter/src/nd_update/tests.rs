@@ -1,7 +1,7 @@
 //! ScatterNDUpdate's tests: inference (valid and invalid shapes) and evaluation.
 
 use super::*;
-use crate::testing::{err, fact, infer1};
+use crate::testing::{assert_same_bits, err, fact, infer1};
 
 #[test]
 fn ranges_share_the_tuples_out() {
@@ -318,11 +318,10 @@ mod eval {
             )
             .unwrap();
             let got = out.values::<f32>().unwrap();
-            assert!(
-                got.iter()
-                    .zip(&want)
-                    .all(|(g, w)| g.to_bits() == w.to_bits()),
-                "{threads} threads differ from the sequential reference"
+            assert_same_bits(
+                got,
+                &want,
+                format!("{threads} threads against the sequential reference"),
             );
         }
     }
@@ -384,11 +383,10 @@ mod eval {
                     let out = crate::testing::on_threads(threads, || nd(red).eval(inputs.to_vec()))
                         .unwrap();
                     let got = out[0].values::<f32>().unwrap();
-                    assert!(
-                        got.iter()
-                            .zip(&want)
-                            .all(|(g, w)| g.to_bits() == w.to_bits()),
-                        "{name}, {red:?}, {threads} threads: not the sequential result"
+                    assert_same_bits(
+                        got,
+                        &want,
+                        format!("{name}, {red:?}, {threads} threads against the sequential result"),
                     );
                 }
                 assert_eq!(
@@ -435,11 +433,10 @@ mod eval {
                     ];
                     let out = crate::testing::on_threads(threads, || nd(red).eval(inputs)).unwrap();
                     let got = out[0].values::<f32>().unwrap();
-                    assert!(
-                        got.iter()
-                            .zip(&want)
-                            .all(|(g, w)| g.to_bits() == w.to_bits()),
-                        "{red:?}, shared={shared}, {threads} threads"
+                    assert_same_bits(
+                        got,
+                        &want,
+                        format!("{red:?}, shared={shared}, {threads} threads"),
                     );
                     drop(keep);
                 }
@@ -476,11 +473,10 @@ mod eval {
                 }
             }
             let got = out.values::<f32>().unwrap();
-            assert!(
-                got.iter()
-                    .zip(&want)
-                    .all(|(g, w)| g.to_bits() == w.to_bits()),
-                "{red:?} differs from the sequential reference"
+            assert_same_bits(
+                got,
+                &want,
+                format!("{red:?} against the sequential reference"),
             );
         }
     }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use super::*;
 use crate::reduce::MaxNd;
-use crate::testing::{f32_bits, i64s, on_threads, Narrow};
+use crate::testing::{assert_same_bits, i64s, on_threads, Narrow};
 
 const ROWS: usize = 3000;
 const SLICE: usize = 24;
@@ -57,12 +57,9 @@ fn check(case: &str, rows: &[i64]) {
                     let out = on_threads(threads, || nd(red).eval(inputs)).unwrap();
                     let got = ty.values(&out[0]);
                     let how = format!("{what}, shared={shared}, {threads} threads");
-                    assert!(f32_bits(&got) == f32_bits(&want), "{how}");
+                    assert_same_bits(&got, &want, &how);
                     if let Some(keep) = keep {
-                        assert!(
-                            f32_bits(&ty.values(&keep)) == f32_bits(&data),
-                            "{how}: data changed"
-                        );
+                        assert_same_bits(&ty.values(&keep), &data, format!("{how}: the data"));
                     }
                 }
             }

@@ -63,12 +63,10 @@ fn matches_the_definition_and_the_thread_counts_agree() {
             let one = run(1);
             assert_marked_close(&one, &want, tiles, &format!("case {i}, {tiles:?}"));
             for t in [2, 3] {
-                assert!(
-                    run(t)
-                        .iter()
-                        .zip(&one)
-                        .all(|(a, b)| a.to_bits() == b.to_bits()),
-                    "case {i}, {tiles:?}: {t} threads differ from 1"
+                crate::testing::assert_same_bits(
+                    &run(t),
+                    &one,
+                    format!("case {i}, {tiles:?}: {t} threads against 1"),
                 );
             }
         }
