@@ -19,6 +19,8 @@
 //! lean loops at 14 ns an update, so they are kept to outputs of [`PRIVATE_MAX_OUTPUT_BYTES`].
 
 use std::ops::Range;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 use super::runtime::{ElementsKernel, BUCKETED_MIN_INDICES};
 use crate::op::OpError;
@@ -64,40 +66,109 @@ impl ElementsKernel<'_> {
         out: &mut [T],
         updates: &U,
     ) -> Result<bool, OpError> {
-        let n = self.indices.len();
+        let mut copies = PrivateCopies::default();
+        if !self.fold_privately::<T, C, U>(out, &mut copies, 0..self.indices.len(), updates)? {
+            return Ok(false);
+        }
+        let _ = copies.fold_into::<C>(out);
+        Ok(true)
+    }
+
+    /// `positions` cut into one contiguous chunk per thread, the first applied straight to
+    /// `out` and chunk `k` folded into the `k`th of `copies` (made, at the combine's
+    /// identity, by the chunk's own task the first time, so that its pages are first
+    /// touched by the thread that uses them). `Ok(false)`, with nothing written, when the
+    /// copies cannot be allocated. An index out of range is reported as the lean pass
+    /// reports it, the first position's across chunks.
+    pub(super) fn fold_privately<T: Elem, C: Combine<T>, U: Updates<T> + ?Sized>(
+        &self,
+        out: &mut [T],
+        copies: &mut PrivateCopies<T>,
+        positions: Range<usize>,
+        updates: &U,
+    ) -> Result<bool, OpError> {
+        let n = positions.len();
         let chunks = par::threads().min(n).max(1);
-        let bounds: Vec<usize> = (0..=chunks).map(|k| k * n / chunks).collect();
-        let mut privates: Vec<Vec<T>> = Vec::with_capacity(chunks - 1);
-        for _ in 1..chunks {
-            let mut copy = Vec::new();
-            if copy.try_reserve_exact(out.len()).is_err() {
-                return Ok(false);
-            }
-            privates.push(copy);
+        let bound = |k: usize| positions.start + k * n / chunks;
+        if !copies.reserve(chunks - 1, out.len()) {
+            return Ok(false);
         }
         let along = out.len();
+        let PrivateCopies { copies, fill_nanos } = copies;
+        let fill_nanos = &*fill_nanos;
         let mut work: Vec<(Range<usize>, Fold<'_, T>)> = Vec::with_capacity(chunks);
-        work.push((bounds[0]..bounds[1], Fold::Out(&mut *out)));
-        for (k, copy) in privates.iter_mut().enumerate() {
-            work.push((bounds[k + 1]..bounds[k + 2], Fold::Private(copy)));
+        work.push((bound(0)..bound(1), Fold::Out(&mut *out)));
+        for (k, copy) in copies.iter_mut().take(chunks - 1).enumerate() {
+            work.push((bound(k + 1)..bound(k + 2), Fold::Private(copy)));
         }
         par::try_for_each_mut(&mut work, &|_, (positions, fold)| {
             let dst: &mut [T] = match fold {
                 Fold::Out(out) => out,
                 Fold::Private(copy) => {
-                    // Capacity reserved above: no allocation here.
-                    copy.resize(along, C::NEUTRAL);
+                    // Capacity reserved above: no allocation here. A copy made by an
+                    // earlier round keeps what it holds.
+                    if copy.is_empty() {
+                        let started = Instant::now();
+                        copy.resize(along, C::NEUTRAL);
+                        let took = started.elapsed().as_nanos() as u64;
+                        fill_nanos.fetch_max(took, Ordering::Relaxed);
+                    }
                     copy
                 }
             };
             self.lean_range::<T, C, _>(dst, 0, positions.clone(), updates)
                 .map_err(|e| (positions.start, e))
         })?;
-        drop(work);
-        // The copies into the output, in chunk order, each stretch of it on one task.
-        let privates = &privates;
+        Ok(true)
+    }
+}
+
+/// The private copies of an output that [`ElementsKernel::fold_privately`] folds chunks of
+/// positions into, one per thread after the first: for one run of the private folds, or
+/// kept across the private rounds of a split histogram ([`super::round_modes`]) and folded
+/// into the output once, after its last round.
+pub(super) struct PrivateCopies<T> {
+    copies: Vec<Vec<T>>,
+    /// How long the slowest task took to fill its copy from the identity.
+    fill_nanos: AtomicU64,
+}
+
+impl<T> Default for PrivateCopies<T> {
+    fn default() -> Self {
+        PrivateCopies {
+            copies: Vec::new(),
+            fill_nanos: AtomicU64::new(0),
+        }
+    }
+}
+
+impl<T: Elem> PrivateCopies<T> {
+    /// Room for `count` copies of `len` elements, each allocated once (and left empty, for
+    /// its chunk's task to fill). `false` when an allocation fails.
+    fn reserve(&mut self, count: usize, len: usize) -> bool {
+        while self.copies.len() < count {
+            let mut copy = Vec::new();
+            if copy.try_reserve_exact(len).is_err() {
+                return false;
+            }
+            self.copies.push(copy);
+        }
+        true
+    }
+
+    /// Folds every copy into `out`, in copy order, each stretch of `out` on one task; then
+    /// none is left. A copy still empty (its chunk never ran) holds nothing to fold. Returns
+    /// what the copies cost besides the folds into them: filling them, and this.
+    pub(super) fn fold_into<C: Combine<T>>(self, out: &mut [T]) -> Duration {
+        let started = Instant::now();
+        let filled = Duration::from_nanos(self.fill_nanos.into_inner());
+        let copies: Vec<Vec<T>> = self.copies.into_iter().filter(|c| !c.is_empty()).collect();
+        if copies.is_empty() {
+            return filled;
+        }
+        let copies = &copies;
         par::for_each_split_mut(out, 4096, &|start, stretch| {
-            for copy in privates {
+            for copy in copies {
                 let copy = &copy[start..start + stretch.len()];
                 irun_opkit::simd::widest(
                     #[inline(always)]
@@ -109,6 +180,6 @@ impl ElementsKernel<'_> {
                 );
             }
         });
-        Ok(true)
+        filled + started.elapsed()
     }
 }

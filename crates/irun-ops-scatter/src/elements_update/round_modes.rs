@@ -1,6 +1,9 @@
-//! Whether each round of a split histogram runs split ([`super::split`]) or on one task
-//! alone, the lean loop over all its positions: chosen from what a position has cost each
-//! way, and remembered by the op from one run to the next ([`RoundMemory`]).
+//! Whether each round of a split histogram runs split ([`super::split`]) or without
+//! handing anything between the threads: the lean loop over all its positions on one task,
+//! or, on exact combines that fold apart and commute (integer sums, products, minima,
+//! maxima), a chunk per thread folded into the output or a private copy of it
+//! ([`super::private`]). Chosen from what a position has cost each way, and remembered by
+//! the op from one run to the next ([`RoundMemory`]).
 //!
 //! Splitting pays while a cache line moves between the cores cheaply: the other threads'
 //! apply pass writes lines of the output that the lean task then takes back. These VMs
@@ -8,8 +11,9 @@
 //! round trip between them 330-450 ns instead of 60-170): there the 16M f32 sum with half
 //! its updates on 8 hot targets took 28 ms split on two threads against 14.5 on one, its
 //! lean task slowed from 0.9 to 1.7 ns a position by the lines it took back and its
-//! partitioner at 9.4. Both ways apply every update in position order, round after round,
-//! so the choice changes the time, never the bits.
+//! partitioner at 9.4. Each way gives every element the result of its updates in
+//! position order, round after round (the private folds an order whose result is the same,
+//! on exact combines), so the choice changes the time, never the bits.
 
 use std::sync::Mutex;
 
@@ -18,7 +22,8 @@ use std::sync::Mutex;
 pub(super) enum RoundMode {
     /// Split between the lean task and the partitioners ([`super::split`]).
     Split,
-    /// All positions on the lean task, the other threads idle.
+    /// All positions on the lean task, the other threads idle; or, where the combine
+    /// allows, private folds of a chunk per thread.
     Lean,
 }
 
@@ -111,6 +116,23 @@ impl RoundModes {
         }
         this.push(measured);
         other.since = other.since.saturating_add(1);
+    }
+
+    /// Adds `nanos` a position to what `mode`'s rounds measured: a cost of the run that
+    /// came after them (the private rounds' copies, filled and folded once a run). Each
+    /// kept measure takes it, so that the way's cost shows it whichever measure is lowest.
+    pub(super) fn charge(&mut self, mode: RoundMode, nanos: f64) {
+        if !self.warm {
+            return;
+        }
+        let way = match mode {
+            RoundMode::Split => &mut self.split,
+            RoundMode::Lean => &mut self.lean,
+        };
+        let len = way.len;
+        for m in &mut way.last[3 - len..] {
+            *m += nanos;
+        }
     }
 
     /// Ends a run: from the next on, rounds are measured.
@@ -322,6 +344,26 @@ mod tests {
         assert_eq!(remeasure_after(1.1, lean), 30);
         assert_eq!(remeasure_after(9.0, split), 160);
         assert_eq!(remeasure_after(9.0, lean), 48);
+    }
+
+    /// A run's extra cost, charged to a way, raises every measure it keeps (so its cost),
+    /// and can make the other way the cheaper one; not in the op's first run.
+    #[test]
+    fn charges_raise_a_way_s_cost() {
+        let mut m = RoundModes::default();
+        m.charge(RoundMode::Lean, 5.0);
+        assert_eq!(m.lean.cost(), None);
+        m.finish_run();
+        for (mode, ns) in [(RoundMode::Split, 1000), (RoundMode::Lean, 800)] {
+            for _ in 0..MEASURED_AFTER {
+                m.took(mode, 1000, ns);
+            }
+        }
+        assert_eq!(m.lean.cost(), Some(0.8));
+        assert_eq!(m.next(), RoundMode::Lean);
+        m.charge(RoundMode::Lean, 0.5);
+        assert_eq!(m.lean.cost(), Some(1.3));
+        assert_eq!(m.next(), RoundMode::Split);
     }
 
     /// The memory hands back what it was given; a clone starts empty and compares equal.

@@ -8,6 +8,7 @@ use super::buckets::{BucketMap, Pair, PartLists, MAX_BUCKETS};
 use super::geometry::{hit, Geometry};
 use super::lean::FAR_AHEAD;
 use super::plan::ElementsPlan;
+use super::private::PrivateCopies;
 use super::round_modes::{RoundMemory, RoundMode, RoundModes};
 use super::split::SplitState;
 use crate::fill::{filled, FillFrom};
@@ -159,6 +160,12 @@ impl ElementsKernel<'_> {
         // Only split rounds choose a way: other runs neither read nor keep the memory.
         let memory = self.rounds.filter(|_| split_rounds);
         let mut modes = memory.map(RoundMemory::recall).unwrap_or_default();
+        // Where the one-task way may share its round out instead: on combines that fold
+        // apart and commute, each thread folds a chunk, all but the first into a private
+        // copy of the output, and the copies join the output after the last round.
+        let private_rounds = T::EXACT && C::ASSOCIATIVE && C::IDENTITY && C::COMMUTES;
+        let mut copies = PrivateCopies::default();
+        let mut private_positions = 0;
         let mut next_sample = None;
         for (k, round) in (0..n).step_by(round_len).enumerate() {
             let len = round_len.min(n - round);
@@ -171,7 +178,19 @@ impl ElementsKernel<'_> {
             };
             if split_rounds && modes.next() == RoundMode::Lean {
                 let started = Instant::now();
-                self.lean_round::<T, C, _>(out, round..round + len, updates)?;
+                let positions = round..round + len;
+                let folded = private_rounds
+                    && self.fold_privately::<T, C, U>(
+                        out,
+                        &mut copies,
+                        positions.clone(),
+                        updates,
+                    )?;
+                if folded {
+                    private_positions += len;
+                } else {
+                    self.lean_round::<T, C, _>(out, positions, updates)?;
+                }
                 measured(&mut modes, RoundMode::Lean, started);
                 next_sample = None;
                 continue;
@@ -212,6 +231,14 @@ impl ElementsKernel<'_> {
                 // SAFETY: task `b` reaches only the offsets `partition` put in bucket `b`.
                 unsafe { apply_lists::<T, C, TRACK>(parts, b, 0, &out, &counts, init) };
             });
+        }
+        // Those combines commute, so what the private rounds folded apart may join the
+        // output after the rounds that came later. Filling and folding the copies is part
+        // of what those rounds cost, which their own measures did not see.
+        let extra = copies.fold_into::<C>(out);
+        if private_positions > 0 {
+            let per_position = extra.as_nanos() as f64 / private_positions as f64;
+            modes.charge(RoundMode::Lean, per_position);
         }
         if let Some(memory) = memory {
             modes.finish_run();

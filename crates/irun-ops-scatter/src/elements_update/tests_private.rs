@@ -184,3 +184,67 @@ fn without_init_values_the_counted_path_runs() {
         );
     }
 }
+
+/// Private rounds: an integer histogram too large for the private folds but run in split
+/// rounds, whose rounds without hand-offs ([`super::round_modes`]) fold a chunk per thread
+/// into the output or a private copy kept across rounds. Every round that way, or four
+/// before split ones take over (the copies then join the output after rounds that came
+/// later): the spec's loop for every combine that folds apart, at 2 and 3 threads. A bad
+/// index in a private round is the first reported, also with another in a later chunk of
+/// the same round.
+#[test]
+fn private_rounds_match_the_sequential_reference() {
+    use super::round_modes::RoundMemory;
+    use super::runtime::{ROUND_POSITIONS, SPLIT_MIN_POSITIONS};
+    let n = SPLIT_MIN_POSITIONS + ROUND_POSITIONS / 3;
+    // 1.2 MB of i32: past the private folds' 1 MB, within the split rounds' 8 MB.
+    let along = 300_007usize;
+    let idx = scattered(n, along);
+    let upd: Vec<i32> = (0..n as i32)
+        .map(|i| i.wrapping_mul(1_103_515_245) >> 5)
+        .collect();
+    let data: Vec<i32> = (0..along as i32).map(|i| i * 3 - 7000).collect();
+    let inputs = |idx: &[i64]| {
+        vec![
+            i32s(&[along], &data),
+            i64s(&[n], idx),
+            i32s(&[n], &upd),
+            i64s(&[], &[0]),
+        ]
+    };
+    let op = |red, since_split| ScatterElementsUpdate {
+        rounds: RoundMemory::leaning(since_split),
+        ..seu12(red, true)
+    };
+    let cases: [Case<i32>; 4] = [
+        (Reduction::Sum, i32::wrapping_add),
+        (Reduction::Prod, i32::wrapping_mul),
+        (Reduction::Max, |a, u| a.max(u)),
+        (Reduction::Min, |a, u| a.min(u)),
+    ];
+    for (red, apply) in cases {
+        let want = sequential(&data, &idx, &upd, apply);
+        for threads in [2, 3] {
+            // Due a split measure after 2 rounds measured (46): 4 private rounds, then
+            // split ones; or no split round in the run (0).
+            for since_split in [46, 0] {
+                let out = eval_with(&op(red, since_split), inputs(&idx), threads).unwrap();
+                let case = format!("{red:?} at {threads} threads, {since_split}");
+                assert_eq!(out.values::<i32>().unwrap(), &want[..], "{case}");
+            }
+        }
+    }
+    let mut bad = idx.clone();
+    let round = 2 * ROUND_POSITIONS;
+    let at = [round + ROUND_POSITIONS * 2 / 3, round + ROUND_POSITIONS / 5];
+    bad[at[0]] = along as i64;
+    for threads in [2, 3] {
+        let e = eval_with(&op(Reduction::Sum, 0), inputs(&bad), threads).unwrap_err();
+        assert_out_of_range(&e, along, at[0], "one bad index");
+    }
+    bad[at[1]] = -(along as i64) - 1;
+    for threads in [2, 3] {
+        let e = eval_with(&op(Reduction::Sum, 0), inputs(&bad), threads).unwrap_err();
+        assert_out_of_range(&e, -(along as i64) - 1, at[1], "two in one round");
+    }
+}
