@@ -17,6 +17,11 @@
 //! against 25.8. On larger outputs the copies double what the random read-modify-writes
 //! reach: onto 1M i64 (8 MB) the folds took 92-101 ms against 72-92 in split rounds, their
 //! lean loops at 14 ns an update, so they are kept to outputs of [`PRIVATE_MAX_OUTPUT_BYTES`].
+//!
+//! On larger outputs the same folds are a split histogram's way without hand-offs
+//! ([`super::round_modes`]), taken instead of one thread's lean loop when the VM makes
+//! handing lines between the cores dear: [`ElementsKernel::fold_privately`] runs one
+//! round, and the run's [`PrivateCopies`] join the output after its last round.
 
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -160,12 +165,13 @@ impl<T: Elem> PrivateCopies<T> {
     /// none is left. A copy still empty (its chunk never ran) holds nothing to fold. Returns
     /// what the copies cost besides the folds into them: filling them, and this.
     pub(super) fn fold_into<C: Combine<T>>(self, out: &mut [T]) -> Duration {
-        let started = Instant::now();
         let filled = Duration::from_nanos(self.fill_nanos.into_inner());
         let copies: Vec<Vec<T>> = self.copies.into_iter().filter(|c| !c.is_empty()).collect();
         if copies.is_empty() {
+            // No clock read: a run that made no copy may be on a target without one.
             return filled;
         }
+        let started = Instant::now();
         let copies = &copies;
         par::for_each_split_mut(out, 4096, &|start, stretch| {
             for copy in copies {
