@@ -40,6 +40,16 @@ fn sequential<T: Copy>(data: &[T], idx: &[i64], upd: &[T], apply: impl Fn(T, T) 
 /// A reduction and the spec's combine for it.
 type Case<T> = (Reduction, fn(T, T) -> T);
 
+/// The combines that fold apart on i32: wrapping sum and product, maximum, minimum.
+fn i32_cases() -> [Case<i32>; 4] {
+    [
+        (Reduction::Sum, i32::wrapping_add),
+        (Reduction::Prod, i32::wrapping_mul),
+        (Reduction::Max, |a, u| a.max(u)),
+        (Reduction::Min, |a, u| a.min(u)),
+    ]
+}
+
 fn scatter(red: Reduction, data: Tensor, idx: &[i64], upd: Tensor, threads: usize) -> Tensor {
     let n = idx.len();
     let inputs = vec![data, i64s(&[n], idx), upd, i64s(&[], &[0])];
@@ -60,13 +70,7 @@ fn integer_folds_match_the_sequential_reference() {
     let data32: Vec<i32> = (0..along as i32).map(|i| i * 7 - 5000).collect();
     let upd64: Vec<i64> = upd32.iter().map(|&u| i64::from(u) << 20).collect();
     let data64: Vec<i64> = data32.iter().map(|&d| i64::from(d)).collect();
-    let cases32: [Case<i32>; 4] = [
-        (Reduction::Sum, i32::wrapping_add),
-        (Reduction::Prod, i32::wrapping_mul),
-        (Reduction::Max, |a, u| a.max(u)),
-        (Reduction::Min, |a, u| a.min(u)),
-    ];
-    check_cases(&cases32, &data32, &idx, &upd32, |v| i32s(&[v.len()], v));
+    check_cases(&i32_cases(), &data32, &idx, &upd32, |v| i32s(&[v.len()], v));
     let cases64: [Case<i64>; 4] = [
         (Reduction::Sum, i64::wrapping_add),
         (Reduction::Prod, i64::wrapping_mul),
@@ -216,13 +220,7 @@ fn private_rounds_match_the_sequential_reference() {
         rounds: RoundMemory::leaning(since_split),
         ..seu12(red, true)
     };
-    let cases: [Case<i32>; 4] = [
-        (Reduction::Sum, i32::wrapping_add),
-        (Reduction::Prod, i32::wrapping_mul),
-        (Reduction::Max, |a, u| a.max(u)),
-        (Reduction::Min, |a, u| a.min(u)),
-    ];
-    for (red, apply) in cases {
+    for (red, apply) in i32_cases() {
         let want = sequential(&data, &idx, &upd, apply);
         for threads in [2, 3] {
             // Due a split measure after 2 rounds measured (46): 4 private rounds, then
