@@ -43,9 +43,18 @@ enum Fold<'a, T> {
     Private(&'a mut Vec<T>),
 }
 
+/// Whether a chunk's updates folded into a copy that starts at the combine's identity, the
+/// copy then applied to the output as one update an element, give what applying them one
+/// by one gives: exact elements and an associative combine with an identity (the module's
+/// note). The private folds ask this; the split rounds' private rounds also need the
+/// combine to commute.
+pub(super) fn folds_from_identity<T: Elem, C: Combine<T>>() -> bool {
+    T::EXACT && C::ASSOCIATIVE && C::IDENTITY
+}
+
 impl ElementsKernel<'_> {
-    /// Whether [`ElementsKernel::run_private_folds`] applies: exact elements and an
-    /// associative combine with an identity, a single flat row, no counts, several
+    /// Whether [`ElementsKernel::run_private_folds`] applies: updates that fold from the
+    /// identity ([`folds_from_identity`]), a single flat row, no counts, several
     /// threads, an output of at most [`PRIVATE_MAX_OUTPUT_BYTES`], and at least as many
     /// positions as output elements and as [`BUCKETED_MIN_INDICES`] (fewer would not pay
     /// for making and folding the copies). Local indices run in lean chunks before this
@@ -53,9 +62,7 @@ impl ElementsKernel<'_> {
     pub(super) fn private_foldable<T: Elem, C: Combine<T>>(&self, out_len: usize) -> bool {
         let threads = par::threads();
         let out_bytes = out_len.saturating_mul(std::mem::size_of::<T>());
-        T::EXACT
-            && C::ASSOCIATIVE
-            && C::IDENTITY
+        folds_from_identity::<T, C>()
             && !self.track_counts
             && threads > 1
             && self.geometry.single_flat_row()

@@ -8,7 +8,7 @@ use super::buckets::{BucketMap, Pair, PartLists, MAX_BUCKETS};
 use super::geometry::{hit, Geometry};
 use super::lean::FAR_AHEAD;
 use super::plan::ElementsPlan;
-use super::private::PrivateCopies;
+use super::private::{folds_from_identity, PrivateCopies};
 use super::round_modes::{RoundMemory, RoundMode, RoundModes};
 use super::split::SplitState;
 use crate::fill::{filled, FillFrom};
@@ -163,7 +163,7 @@ impl ElementsKernel<'_> {
         // Where the one-task way may share its round out instead: on combines that fold
         // apart and commute, each thread folds a chunk, all but the first into a private
         // copy of the output, and the copies join the output after the last round.
-        let private_rounds = T::EXACT && C::ASSOCIATIVE && C::IDENTITY && C::COMMUTES;
+        let private_rounds = folds_from_identity::<T, C>() && C::COMMUTES;
         let mut copies = PrivateCopies::default();
         let mut private_positions = 0;
         let mut next_sample = None;
