@@ -1,5 +1,6 @@
 //! The linear-algebra family: MatMul, Einsum, Convolution, GroupConvolution, MaxPool, AvgPool,
-//! ScaledDotProductAttention. One file per op; `gemm.rs` is the one matrix
+//! ScaledDotProductAttention, and the recurrent LSTM/GRU/RNN sequences and cells
+//! (`recurrent/`). One file per op; `gemm.rs` is the one matrix
 //! product (f32 on rten-gemm, f64 on matrixmultiply, integers exact with wrapping), `conv.rs`
 //! the convolution kernel (`direct_conv/` its AVX-512 direct case, `conv_gemm.rs` its
 //! GEMMs on packed filters, `depthwise/` its one-channel-per-group case, by phases on
@@ -32,6 +33,7 @@ pub mod matmul;
 pub mod max_pool;
 pub mod pointwise;
 pub mod pool;
+pub mod recurrent;
 mod row_max;
 mod rows;
 pub mod scaled_dot_product_attention;

@@ -166,6 +166,18 @@ pub static REGISTRY: &[Entry] = &[
         13,
         linear::scaled_dot_product_attention::build,
     ),
+    // Recurrent.
+    op("GRUCell", 3, 3, linear::recurrent::gru_cell::build),
+    op("GRUSequence", 5, 5, linear::recurrent::gru_sequence::build),
+    op("LSTMCell", 4, 4, linear::recurrent::lstm_cell::build),
+    op(
+        "LSTMSequence",
+        5,
+        5,
+        linear::recurrent::lstm_sequence::build,
+    ),
+    op("RNNCell", 1, 0, linear::recurrent::rnn_cell::build),
+    op("RNNSequence", 5, 5, linear::recurrent::rnn_sequence::build),
     // Reductions and normalisation.
     op("LogSoftmax", 5, 5, rd::log_softmax::build),
     op("MVN", 2, 0, rd::mvn::build_v1),
