@@ -395,6 +395,61 @@ def pillar_max():
     return model([("pooled", pooled), ("kept", kept)], [x, y], "pillar_max"), inputs
 
 
+def recurrent():
+    """LSTMSequence-5, GRUSequence-5, RNNSequence-5 in every direction, and LSTMCell-4,
+    GRUCell-3, RNNCell-0: weights as constants (as converters write them), sequence lengths
+    that end early, are the whole sequence or zero (the state then reads zero, as OpenVINO's
+    reference and CPU give), clip, non-default activations, and GRU's linear_before_reset."""
+    r = np.random.default_rng(20261126)
+    b, t, i, h = 3, 5, 4, 3
+
+    def w(*shape):
+        return const(r.standard_normal(shape) * 0.6, np.float32)
+
+    x = param("x", np.float32, [b, t, i])
+    h1 = param("h1", np.float32, [b, 1, h])
+    c1 = param("c1", np.float32, [b, 1, h])
+    h2 = param("h2", np.float32, [b, 2, h])
+    c2 = param("c2", np.float32, [b, 2, h])
+    lens = param("lens", np.int32, [b])
+    x0 = param("x0", np.float32, [b, i])
+    h0 = param("h0", np.float32, [b, h])
+    c0 = param("c0", np.float32, [b, h])
+    full = const([t] * b, np.int64)
+    lstm_f = o5.lstm_sequence(x, h1, c1, lens, w(1, 4 * h, i), w(1, 4 * h, h), w(1, 4 * h), h, "forward")
+    lstm_r = o5.lstm_sequence(x, h1, c1, lens, w(1, 4 * h, i), w(1, 4 * h, h), w(1, 4 * h), h, "reverse",
+                              activations=["sigmoid", "relu", "tanh"], clip=0.8)
+    lstm_b = o5.lstm_sequence(x, h2, c2, full, w(2, 4 * h, i), w(2, 4 * h, h), w(2, 4 * h), h, "bidirectional")
+    gru_f = o5.gru_sequence(x, h1, lens, w(1, 3 * h, i), w(1, 3 * h, h), w(1, 3 * h), h, "forward")
+    gru_b = o5.gru_sequence(x, h2, lens, w(2, 3 * h, i), w(2, 3 * h, h), w(2, 4 * h), h, "bidirectional",
+                            linear_before_reset=True, clip=1.5)
+    rnn_r = o5.rnn_sequence(x, h1, lens, w(1, h, i), w(1, h, h), w(1, h), h, "reverse")
+    rnn_b = o5.rnn_sequence(x, h2, full, w(2, h, i), w(2, h, h), w(2, h), h, "bidirectional",
+                            activations=["relu"], clip=2.0)
+    lstm_cell = o4.lstm_cell(x0, h0, c0, w(4 * h, i), w(4 * h, h), w(4 * h), h)
+    gru_cell = o3.gru_cell(x0, h0, w(3 * h, i), w(3 * h, h), w(4 * h), h, linear_before_reset=True)
+    gru_cell_reset = o3.gru_cell(x0, h0, w(3 * h, i), w(3 * h, h), w(3 * h), h,
+                                 activations=["sigmoid", "relu"], clip=1.0)
+    rnn_cell = o3.rnn_cell(x0, h0, w(h, i), w(h, h), w(h), h, ["tanh"], [], [], 0.0)
+    outs = []
+    for name, node, parts in [("lstm_f", lstm_f, "yhc"), ("lstm_r", lstm_r, "yhc"), ("lstm_b", lstm_b, "yhc"),
+                              ("gru_f", gru_f, "yh"), ("gru_b", gru_b, "yh"), ("rnn_r", rnn_r, "yh"),
+                              ("rnn_b", rnn_b, "yh"), ("lstm_cell", lstm_cell, "hc"), ("gru_cell", gru_cell, "h"),
+                              ("gru_cell_reset", gru_cell_reset, "h"), ("rnn_cell", rnn_cell, "h")]:
+        outs += [(f"{name}_{part}", node.output(k)) for k, part in enumerate(parts)]
+    return model(outs, [x, h1, c1, h2, c2, lens, x0, h0, c0], "recurrent"), {
+        "x": r.standard_normal((b, t, i)).astype(np.float32),
+        "h1": r.standard_normal((b, 1, h)).astype(np.float32),
+        "c1": r.standard_normal((b, 1, h)).astype(np.float32),
+        "h2": r.standard_normal((b, 2, h)).astype(np.float32),
+        "c2": r.standard_normal((b, 2, h)).astype(np.float32),
+        "lens": np.array([t, 2, 0], dtype=np.int32),
+        "x0": r.standard_normal((b, i)).astype(np.float32),
+        "h0": r.standard_normal((b, h)).astype(np.float32),
+        "c0": r.standard_normal((b, h)).astype(np.float32),
+    }
+
+
 def converted():
     """The committed PyTorch conversions that irun can run: inputs for each."""
     n, f, e = 10, 16, 40
@@ -406,13 +461,26 @@ def converted():
         "torch_kv_cache": {"k": rng.standard_normal((1, 4, 3, 16)).astype(np.float32),
                            "pos": np.array([5, 63, 0], dtype=np.int64)},
     }
+    # ONNX's LSTM test with peepholes, converted by OpenVINO's ONNX frontend, which drops the
+    # peepholes (P is left unconnected): the expected values are those of the IR as written.
+    r = np.random.default_rng(20261126)
+    cases["onnx_test_lstm_with_peepholes"] = {
+        "X": r.standard_normal((1, 2, 4)).astype(np.float32),
+        "W": (r.standard_normal((1, 12, 4)) * 0.5).astype(np.float32),
+        "R": (r.standard_normal((1, 12, 3)) * 0.5).astype(np.float32),
+        "B": (r.standard_normal((1, 24)) * 0.5).astype(np.float32),
+        "sequence_lens": np.array([1, 1], dtype=np.int32),
+        "initial_h": r.standard_normal((1, 2, 3)).astype(np.float32),
+        "initial_c": r.standard_normal((1, 2, 3)).astype(np.float32),
+        "P": r.standard_normal((1, 9)).astype(np.float32),
+    }
     return cases
 
 
 def main():
     only = set(sys.argv[1:])
     for build in (shape_ops, int_arith, activations, gather_split_tile, reduce_norm, small_cnn, index_ops, attention, fft, einsum,
-                  pillar_max):
+                  pillar_max, recurrent):
         name = build.__name__
         if only and name not in only:
             continue
