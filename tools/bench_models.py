@@ -9,6 +9,11 @@ mean, and each tool's peak RSS.
   bert_block  4 transformer encoder layers (hidden 256, 4 heads, sequence 128, GELU MLP 1024,
               LayerNorm as MVN), the attention written out as MatMul/Softmax the way
               converted BERT models have it
+  lstm        LSTMSequence-5, batch 1, 128 steps, 256 inputs and units (a speech or text
+              encoder run one utterance at a time)
+  lstm_bidir  bidirectional LSTMSequence-5, batch 16, 64 steps, 256 inputs and units
+  gru         GRUSequence-5, batch 8, 100 steps, 128 inputs, 256 units
+  rnn         reverse RNNSequence-5, batch 4, 200 steps, 64 inputs, 128 units
 
 OpenVINO: CPU, INFERENCE_NUM_THREADS=2, PERFORMANCE_HINT=LATENCY, INFERENCE_PRECISION_HINT=f32.
 irun: `irun bench MODEL -niter N --threads 2`.
@@ -29,6 +34,7 @@ from pathlib import Path
 import numpy as np
 import openvino as ov
 import openvino.opset1 as o1
+import openvino.opset5 as o5
 import openvino.opset6 as o6
 import openvino.opset7 as o7
 import openvino.opset8 as o8
@@ -95,11 +101,42 @@ def bert_block(layers=4, hidden=256, heads=4, seq=128, mlp=1024):
     return ov.Model([o1.result(y)], [x], "bert_block"), {"hidden": rng.standard_normal((1, seq, hidden)).astype(np.float32)}
 
 
-MODELS = {"resnet18": resnet18, "bert_block": bert_block}
+def recurrent(kind, batch, steps, inputs, hidden, direction):
+    """A `kind` sequence layer with constant weights (scaled so the states stay in range),
+    zero initial states and full lengths, as converted PyTorch nn.LSTM/GRU/RNN layers have."""
+    dirs = 2 if direction == "bidirectional" else 1
+    gates = {"lstm": 4, "gru": 3, "rnn": 1}[kind]
+    x = o1.parameter([batch, steps, inputs], np.float32, name="x")
+    x.output(0).set_names({"x"})
+    zeros = const(np.zeros((batch, dirs, hidden)))
+    lengths = const(np.full(batch, steps), np.int32)
+    w = const(rng.standard_normal((dirs, gates * hidden, inputs)) / np.sqrt(inputs))
+    r = const(rng.standard_normal((dirs, gates * hidden, hidden)) / np.sqrt(hidden))
+    b = const(rng.standard_normal((dirs, gates * hidden)) * 0.1)
+    if kind == "lstm":
+        y = o5.lstm_sequence(x, zeros, zeros, lengths, w, r, b, hidden, direction)
+    elif kind == "gru":
+        y = o5.gru_sequence(x, zeros, lengths, w, r, b, hidden, direction)
+    else:
+        y = o5.rnn_sequence(x, zeros, lengths, w, r, b, hidden, direction)
+    return ov.Model([o1.result(y.output(0))], [x], kind), {
+        "x": rng.standard_normal((batch, steps, inputs)).astype(np.float32)}
 
 
-def write(out_dir):
+MODELS = {
+    "resnet18": resnet18,
+    "bert_block": bert_block,
+    "lstm": lambda: recurrent("lstm", 1, 128, 256, 256, "forward"),
+    "lstm_bidir": lambda: recurrent("lstm", 16, 64, 256, 256, "bidirectional"),
+    "gru": lambda: recurrent("gru", 8, 100, 128, 256, "forward"),
+    "rnn": lambda: recurrent("rnn", 4, 200, 64, 128, "reverse"),
+}
+
+
+def write(out_dir, names):
     for name, build in MODELS.items():
+        if name not in names:
+            continue
         d = Path(out_dir) / name
         d.mkdir(parents=True, exist_ok=True)
         model, inputs = build()
@@ -149,11 +186,13 @@ def main():
     ap.add_argument("--no-write", action="store_true")
     ap.add_argument("--extra", nargs="*", default=[],
                     help="more model directories (model.xml + inputs.npz), e.g. tools/out/real/*")
+    ap.add_argument("--only", nargs="*", default=list(MODELS), choices=list(MODELS),
+                    help="the built models to write and time (default: all)")
     args = ap.parse_args()
     if not args.no_write:
-        write(args.dir)
+        write(args.dir, args.only)
     rows = []
-    paths = [(name, Path(args.dir) / name / "model.xml") for name in MODELS]
+    paths = [(name, Path(args.dir) / name / "model.xml") for name in args.only]
     paths += [(Path(d).name, Path(d) / "model.xml") for d in args.extra]
     for name, path in paths:
         ov_ms, irun_ms, ov_rss, irun_rss, loads, ov_loads = [], [], 0.0, 0.0, [], []
