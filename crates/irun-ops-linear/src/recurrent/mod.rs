@@ -288,6 +288,17 @@ impl Recurrent {
         }
     }
 
+    /// Where the size of a fixed role comes from, for messages.
+    fn why(&self, role: Role) -> String {
+        let hs = self.hidden_size;
+        match role {
+            Role::Dirs => format!(" (direction {:?})", self.direction),
+            Role::Gates => format!(" ({} x {hs})", self.kind.gates()),
+            Role::Bias => format!(" ({} x {hs})", self.kind.bias_blocks()),
+            _ => String::new(),
+        }
+    }
+
     /// The output shapes, `Y` (sequences), `H` and (LSTM) `C`, from the batch and steps.
     fn output_shapes<D: Copy>(&self, batch: D, steps: D, size: impl Fn(u64) -> D) -> Vec<Vec<D>> {
         let (dirs, hs) = (
@@ -347,7 +358,7 @@ impl Recurrent {
                 ));
             }
             for (&role, &d) in layout.iter().zip(dims) {
-                let shape_error = |rule: std::string::String| {
+                let shape_error = |rule: String| {
                     OpError::input(
                         slot,
                         codes::SHAPE,
@@ -357,10 +368,9 @@ impl Recurrent {
                 if let Some(want) = self.fixed(role) {
                     if !d.contains(want) {
                         return Err(shape_error(format!(
-                            "must have {} = {want} (hidden_size={}, direction {:?})",
+                            "must have {} = {want}{}",
                             role.what(),
-                            self.hidden_size,
-                            self.direction
+                            self.why(role)
                         )));
                     }
                 } else if let Some((_, merged)) = shared.iter_mut().find(|(r, _)| *r == role) {

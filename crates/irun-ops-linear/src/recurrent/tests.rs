@@ -229,7 +229,15 @@ fn shape_errors_name_the_input_and_the_rule() {
     };
     let e = with(1, fact(F32, "2,1,3"));
     assert_eq!((e.code, e.port.map(|p| p.1)), (codes::SHAPE, Some(1)));
-    assert!(e.message.contains("directions = 2"), "{}", e.message);
+    assert_eq!(
+        e.message,
+        "test: input 1 [2,1,3] must have directions = 2 (direction Bidirectional)"
+    );
+    let e = with(3, fact(F32, "2,4,5"));
+    assert_eq!(
+        e.message,
+        "test: input 3 [2,4,5] must have gates x hidden_size = 3 (1 x 3)"
+    );
     let e = with(4, fact(F32, "2,3,4"));
     assert!(e.message.contains("hidden_size = 3"), "{}", e.message);
     let e = with(3, fact(F32, "2,3,6"));
