@@ -16,14 +16,10 @@ pub fn build(a: &AttrReader) -> Result<Box<dyn Op>, OpError> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::tests::built;
+    use super::super::tests::{built, sigmoid};
     use super::build;
     use crate::testing::eval_all;
     use crate::testing::prelude::*;
-
-    fn sigmoid(x: f64) -> f64 {
-        1.0 / (1.0 + (-x).exp())
-    }
 
     /// Two units, so that the reset gate multiplying `h` before `R_h` (the default) and
     /// after it (`linear_before_reset`) give different results; both written out from the

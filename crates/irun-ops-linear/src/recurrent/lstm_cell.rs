@@ -18,14 +18,10 @@ pub fn build(a: &AttrReader) -> Result<Box<dyn Op>, OpError> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::tests::built;
+    use super::super::tests::{built, sigmoid};
     use super::build;
     use crate::testing::eval_all;
     use crate::testing::prelude::*;
-
-    fn sigmoid(x: f64) -> f64 {
-        1.0 / (1.0 + (-x).exp())
-    }
 
     /// One hidden unit, one input: each gate is `x w + h r + b` with its own w, r, b, in the
     /// order f, i, c, o, worked out from the spec's equations.

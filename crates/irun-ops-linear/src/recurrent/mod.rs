@@ -288,6 +288,27 @@ impl Recurrent {
         }
     }
 
+    /// Direction `d`'s weights out of all of W and R, prepared for `steps` x `batch`.
+    fn weights_of<T: Real>(
+        &self,
+        d: usize,
+        w: &[T],
+        r: &[T],
+        input: usize,
+        steps: usize,
+        batch: usize,
+    ) -> Weights<T> {
+        let rows = self.kind.gates() * self.hidden_size;
+        Weights::new(
+            self,
+            per_direction(w, d, rows * input),
+            per_direction(r, d, rows * self.hidden_size),
+            input,
+            steps,
+            batch,
+        )
+    }
+
     /// Where the size of a fixed role comes from, for messages.
     fn why(&self, role: Role) -> String {
         let hs = self.hidden_size;
@@ -455,7 +476,7 @@ impl Recurrent {
             (false, &[b, i]) => (b, 1, i),
             _ => return Err(bad(0)),
         };
-        let (hs, g, dirs) = (self.hidden_size, self.kind.gates(), self.direction.count());
+        let (hs, dirs) = (self.hidden_size, self.direction.count());
         for (slot, input) in inputs.iter().enumerate().skip(1) {
             let want: Vec<usize> = self
                 .layout(slot)
@@ -518,14 +539,7 @@ impl Recurrent {
             let weights = match prepared.and_then(|p| p.get(d)) {
                 Some(p) if p.serves(steps, batch) => p,
                 _ => {
-                    fresh = Weights::new(
-                        self,
-                        per_direction(w, d, g * hs * input_size),
-                        per_direction(r, d, g * hs * hs),
-                        input_size,
-                        steps,
-                        batch,
-                    );
+                    fresh = self.weights_of(d, w, r, input_size, steps, batch);
                     &fresh
                 }
             };
@@ -633,16 +647,7 @@ impl Op for Recurrent {
             return None; // the run reports them
         }
         let weights = (0..dirs)
-            .map(|d| {
-                Weights::new(
-                    self,
-                    per_direction(wv, d, g * hs * input),
-                    per_direction(rv, d, g * hs * hs),
-                    input,
-                    steps,
-                    batch,
-                )
-            })
+            .map(|d| self.weights_of(d, wv, rv, input, steps, batch))
             .collect();
         Some(Box::new(PreparedWeights {
             op: self.clone(),

@@ -24,6 +24,11 @@ pub(crate) fn built(
     build(&AttrReader::new(&model.layers[0]))
 }
 
+/// The logistic function, as the spec writes it.
+pub(crate) fn sigmoid(x: f64) -> f64 {
+    1.0 / (1.0 + (-x).exp())
+}
+
 /// An op of `kind` with its default activations.
 pub(crate) fn op(kind: Kind, hidden: usize, direction: Direction, cell: bool) -> Recurrent {
     Recurrent {
