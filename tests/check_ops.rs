@@ -153,3 +153,28 @@ fn unknown_types_are_errors_unsupported_ones_warnings() {
     assert_eq!(o.code, 0, "{}{}", o.stdout, o.stderr);
     assert!(format!("{}{}", o.stdout, o.stderr).contains("warning[W0402]"));
 }
+
+/// Split's `num_splits` is its output count: beyond the declared ports it is an attribute
+/// error, not `num_splits` output facts (a fuzzed 2^62 aborted on a capacity overflow).
+#[test]
+fn split_counts_beyond_the_declared_outputs_are_attribute_errors() {
+    for count in ["2", "4611686018427387904"] {
+        let xml = model(
+            "Split",
+            "opset1",
+            &format!("num_splits=\"{count}\""),
+            &[0, 2],
+            &[],
+            &[0, 2],
+        );
+        let out = check(&xml);
+        assert_eq!(out.code, 1, "{}", out.stderr);
+        assert!(
+            out.stderr.contains(&format!(
+                "`num_splits=\"{count}\"` is more than the 1 output port(s) the layer declares"
+            )),
+            "{}",
+            out.stderr
+        );
+    }
+}

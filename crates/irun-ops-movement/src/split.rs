@@ -27,6 +27,15 @@ pub fn build(a: &AttrReader) -> Result<Box<dyn Op>, OpError> {
                 format!("`num_splits=\"{}\"` is not a positive integer", attr.value),
             )
         })?;
+    // One output per split: more than the layer declares cannot be wired, and a huge count
+    // would be allocated as that many output facts (found by fuzzing: a capacity overflow).
+    let declared = a.layer.outputs.len();
+    if num_splits > declared {
+        return Err(OpError::attribute(
+            "num_splits",
+            format!("`num_splits=\"{num_splits}\"` is more than the {declared} output port(s) the layer declares"),
+        ));
+    }
     Ok(Box::new(Split { num_splits }))
 }
 
