@@ -340,3 +340,71 @@ fn half_floats_round_once() {
     let got = eval_all(&gru, half).unwrap();
     assert_eq!(got[0].values::<half::f16>().unwrap(), &want[..]);
 }
+
+/// Weights prepared when the model is compiled give the run's results bit for bit, for the
+/// batch they were prepared for and for another one (which the run prepares afresh).
+#[test]
+fn prepared_weights_give_the_same_bits() {
+    let kinds = [
+        (Kind::Lstm, Direction::Bidirectional),
+        (
+            Kind::Gru {
+                linear_before_reset: false,
+            },
+            Direction::Forward,
+        ),
+    ];
+    let (steps, input, hidden) = (3, 5, 4);
+    let vals = |n: usize, seed: usize| -> Vec<f32> {
+        (0..n)
+            .map(|i| ((i * 31 + seed * 17) % 37) as f32 / 18.0 - 1.0)
+            .collect()
+    };
+    for (kind, direction) in kinds {
+        let op = op(kind, hidden, direction, false);
+        let dirs = direction.count();
+        let rows = kind.gates() * hidden;
+        let inputs = |batch: usize| -> Vec<Tensor> {
+            let mut v = vec![
+                f32s(&[batch, steps, input], &vals(batch * steps * input, 1)),
+                f32s(&[batch, dirs, hidden], &vals(batch * dirs * hidden, 2)),
+            ];
+            if kind == Kind::Lstm {
+                v.push(f32s(
+                    &[batch, dirs, hidden],
+                    &vals(batch * dirs * hidden, 3),
+                ));
+            }
+            let lengths: Vec<i32> = (0..batch).map(|b| (steps - b % 2) as i32).collect();
+            v.push(i32s(&[batch], &lengths));
+            v.push(f32s(&[dirs, rows, input], &vals(dirs * rows * input, 4)));
+            v.push(f32s(&[dirs, rows, hidden], &vals(dirs * rows * hidden, 5)));
+            v.push(f32s(&[dirs, rows], &vals(dirs * rows, 6)));
+            v
+        };
+        for (compiled, run) in [(1, 1), (3, 3), (1, 3), (3, 1)] {
+            let at_compile = inputs(compiled);
+            let facts: Vec<Fact> = at_compile
+                .iter()
+                .map(|t| Fact::of_static(t.element_type(), t.shape()))
+                .collect();
+            let w = at_compile.len() - 3;
+            let constants: Vec<Option<Value>> = (0..at_compile.len())
+                .map(|j| (j == w || j == w + 1).then(|| Arc::new(at_compile[j].clone())))
+                .collect();
+            let kernel = op
+                .prepare(&facts, &constants)
+                .expect("f32 constants prepare");
+            let values: Vec<Value> = inputs(run).into_iter().map(Arc::new).collect();
+            let prepared = kernel.eval(values.clone()).unwrap();
+            let plain = op.eval(values).unwrap();
+            for (p, q) in prepared.iter().zip(&plain) {
+                crate::testing::assert_same_bits(
+                    p.values::<f32>().unwrap(),
+                    q.values::<f32>().unwrap(),
+                    format!("{kind:?}, prepared for batch {compiled}, run on {run}"),
+                );
+            }
+        }
+    }
+}
