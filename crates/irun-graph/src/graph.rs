@@ -355,6 +355,24 @@ impl Graph {
                 .at(unreachable[0].pos),
             );
         }
+        // An input that feeds nothing is still an input (OpenVINO keeps it), but whoever
+        // feeds it values should know they change nothing.
+        for &p in &self.parameters {
+            if self.nodes[p].consumers.iter().all(Vec::is_empty) {
+                let l = &self.model.layers[p];
+                self.diagnostics.push(
+                    Diagnostic::note(
+                        codes::UNUSED_INPUT,
+                        format!(
+                            "input \"{}\" feeds no layer: its values are ignored",
+                            l.name
+                        ),
+                    )
+                    .at(l.pos)
+                    .on_layer(l.layer_ref()),
+                );
+            }
+        }
     }
 
     /// The name OpenVINO's `get_any_name` gives a model output: the lexicographically smallest

@@ -78,6 +78,17 @@ fn unreachable_layers_are_a_note() {
     // An unused Parameter is still a model input and is ordered, as in OpenVINO.
     assert_eq!(g.parameters, vec![0, 4]);
     assert!(g.order.contains(&4));
+    // ... and a note says its values are ignored; `x`, which feeds layers, gets none.
+    let unused_inputs: Vec<&str> = g
+        .diagnostics
+        .iter()
+        .filter(|d| d.code == codes::UNUSED_INPUT)
+        .map(|d| d.message.as_str())
+        .collect();
+    assert_eq!(
+        unused_inputs,
+        ["input \"p_unused\" feeds no layer: its values are ignored"]
+    );
 }
 
 #[test]

@@ -231,4 +231,7 @@ pub mod codes {
     pub const DUPLICATE_VARIABLE: &str = "E0308";
     /// An Assign stores a variable no ReadValue reads (warning: the store has no effect).
     pub const UNREAD_VARIABLE: &str = "W0309";
+    /// A Parameter feeds no layer (note: the model ignores that input's values; OpenVINO's
+    /// ONNX frontend leaves an LSTM's peepholes so).
+    pub const UNUSED_INPUT: &str = "N0310";
 }
