@@ -103,7 +103,7 @@ def bert_block(layers=4, hidden=256, heads=4, seq=128, mlp=1024):
 
 def recurrent(kind, batch, steps, inputs, hidden, direction):
     """A `kind` sequence layer with constant weights (scaled so the states stay in range),
-    zero initial states and full lengths, as converted PyTorch nn.LSTM/GRU/RNN layers have."""
+    zero initial states and full lengths."""
     dirs = 2 if direction == "bidirectional" else 1
     gates = {"lstm": 4, "gru": 3, "rnn": 1}[kind]
     x = o1.parameter([batch, steps, inputs], np.float32, name="x")
