@@ -232,12 +232,11 @@ impl Recurrent {
     /// Rows of R that multiply the state before the gates are known: all, but for a GRU
     /// whose reset gate multiplies the state itself (z and r; the candidate's rows follow).
     fn early_rows(&self) -> usize {
-        let width = self.kind.gates() * self.hidden_size;
         match self.kind {
             Kind::Gru {
                 linear_before_reset: false,
             } => 2 * self.hidden_size,
-            _ => width,
+            _ => self.kind.gates() * self.hidden_size,
         }
     }
 
@@ -286,6 +285,21 @@ impl Recurrent {
             Role::Bias => Some(hs.saturating_mul(self.kind.bias_blocks() as u64)),
             Role::Batch | Role::Steps | Role::Input => None,
         }
+    }
+
+    /// The shape input `slot` must have for these batch, steps and input sizes.
+    fn shape_of(&self, slot: usize, batch: usize, steps: usize, input: usize) -> Vec<usize> {
+        self.layout(slot)
+            .iter()
+            .map(|&role| match role {
+                Role::Batch => batch,
+                Role::Steps => steps,
+                Role::Input => input,
+                fixed => self
+                    .fixed(fixed)
+                    .expect("the attributes fix the other roles") as usize,
+            })
+            .collect()
     }
 
     /// Direction `d`'s weights out of all of W and R, prepared for `steps` x `batch`.
@@ -360,8 +374,7 @@ impl Recurrent {
             expect_int_type(inputs, l, name)?;
         }
         // Batch, Steps and Input as the inputs that have them agree on them.
-        let mut shared = [Role::Batch, Role::Steps, Role::Input]
-            .map(|role| (role, Dim::interval(0, None).expect("0.. is an interval")));
+        let mut shared = [Role::Batch, Role::Steps, Role::Input].map(|role| (role, Dim::DYNAMIC));
         for (slot, input) in inputs.iter().enumerate() {
             let layout = self.layout(slot);
             let Some(dims) = input.shape.dims() else {
@@ -478,20 +491,7 @@ impl Recurrent {
         };
         let (hs, dirs) = (self.hidden_size, self.direction.count());
         for (slot, input) in inputs.iter().enumerate().skip(1) {
-            let want: Vec<usize> = self
-                .layout(slot)
-                .iter()
-                .map(|&role| match role {
-                    Role::Batch => batch,
-                    Role::Steps => steps,
-                    Role::Input => input_size,
-                    fixed => self
-                        .fixed(fixed)
-                        .expect("the attributes fix the other roles")
-                        as usize,
-                })
-                .collect();
-            if input.shape() != want {
+            if input.shape() != self.shape_of(slot, batch, steps, input_size) {
                 return Err(bad(slot));
             }
         }
@@ -639,14 +639,12 @@ impl Op for Recurrent {
         // one if that is what comes.
         let batch = known(0).unwrap_or(2);
         let steps = if self.cell { Some(1) } else { known(1) }.unwrap_or(2);
-        let (hs, g, dirs) = (self.hidden_size, self.kind.gates(), self.direction.count());
-        let lead = usize::from(!self.cell);
-        let w_shape = [&[dirs][..lead], &[g * hs, input]].concat();
-        let r_shape = [&[dirs][..lead], &[g * hs, hs]].concat();
-        if w.shape() != w_shape || r.shape() != r_shape {
+        if w.shape() != self.shape_of(s.w, batch, steps, input)
+            || r.shape() != self.shape_of(s.w + 1, batch, steps, input)
+        {
             return None; // the run reports them
         }
-        let weights = (0..dirs)
+        let weights = (0..self.direction.count())
             .map(|d| self.weights_of(d, wv, rv, input, steps, batch))
             .collect();
         Some(Box::new(PreparedWeights {
