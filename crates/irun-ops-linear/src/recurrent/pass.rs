@@ -15,9 +15,6 @@ pub(super) struct Weights<T: Product> {
     w: T::Prepared,
     early: T::Prepared,
     candidate: T::Prepared,
-    /// Input rows and batch rows the preparation is for.
-    rows: usize,
-    batch: usize,
 }
 
 impl<T: Real> Weights<T> {
@@ -26,22 +23,19 @@ impl<T: Real> Weights<T> {
         let hs = op.hidden_size;
         let width = op.kind.gates() * hs;
         let early = op.early_rows();
-        let rows = steps * batch;
         Weights {
-            w: T::prepare(w, width, input, rows),
+            w: T::prepare(w, width, input, steps * batch),
             early: T::prepare(&r[..early * hs], early, hs, batch),
             candidate: T::prepare(&r[early * hs..width * hs], width - early, hs, batch),
-            rows,
-            batch,
         }
     }
 
-    /// Whether these serve `steps` x `batch`.
+    /// Whether these serve `steps` x `batch` (each product serves the rows it was prepared
+    /// for, and maybe others).
     pub fn serves(&self, steps: usize, batch: usize) -> bool {
-        let rows = steps * batch;
-        (self.rows == rows || T::serves(&self.w, rows))
-            && (self.batch == batch
-                || T::serves(&self.early, batch) && T::serves(&self.candidate, batch))
+        T::serves(&self.w, steps * batch)
+            && T::serves(&self.early, batch)
+            && T::serves(&self.candidate, batch)
     }
 
     pub fn byte_size(&self) -> usize {
