@@ -575,25 +575,13 @@ impl Recurrent {
             Ok((y, h, c))
         };
         let passes = par::try_map_tasks(dirs, &|d| direction(d).map_err(|e| (d, e)))?;
-        // Interleaved into [batch, dirs, ...].
-        let mut y = try_zeroed::<T>(y_len)?;
-        let mut h_out = try_zeroed::<T>(batch * dirs * hs)?;
-        let mut c_out = try_zeroed::<T>(if c0.is_some() { batch * dirs * hs } else { 0 })?;
-        for (d, (yd, hd, cd)) in passes.iter().enumerate() {
-            for b in 0..batch {
-                let run = steps * hs;
-                y[(b * dirs + d) * run..][..run].copy_from_slice(&yd[b * run..][..run]);
-                let at = (b * dirs + d) * hs;
-                h_out[at..at + hs].copy_from_slice(&hd[b * hs..][..hs]);
-                if let Some(cd) = cd {
-                    c_out[at..at + hs].copy_from_slice(&cd[b * hs..][..hs]);
-                }
-            }
-        }
+        // One direction's outputs are already [batch, 1, ...]; two are interleaved.
+        let (y, h_out, c_out) = match <[DirectionOutputs<T>; 1]>::try_from(passes) {
+            Ok([only]) => only,
+            Err(passes) => interleave(&passes, batch, steps * hs, hs)?,
+        };
         let mut values = vec![h_out];
-        if c0.is_some() {
-            values.push(c_out);
-        }
+        values.extend(c_out);
         if seq {
             values.insert(0, y);
         }
@@ -677,6 +665,35 @@ impl Prepared for PreparedWeights {
 
 /// One direction's Y `[batch, steps, hidden]`, final H and (LSTM) C `[batch, hidden]`.
 type DirectionOutputs<T> = (Vec<T>, Vec<T>, Option<Vec<T>>);
+
+/// The directions' outputs interleaved into `[batch, dirs, ...]`: Y by runs of
+/// `y_run` values, the states by `hs`.
+fn interleave<T: Copy + Default>(
+    passes: &[DirectionOutputs<T>],
+    batch: usize,
+    y_run: usize,
+    hs: usize,
+) -> Result<DirectionOutputs<T>, OpError> {
+    let dirs = passes.len();
+    let mut y = try_zeroed::<T>(batch * dirs * y_run)?;
+    let mut h = try_zeroed::<T>(batch * dirs * hs)?;
+    let mut c = if passes.first().is_some_and(|p| p.2.is_some()) {
+        Some(try_zeroed::<T>(batch * dirs * hs)?)
+    } else {
+        None
+    };
+    for (d, (yd, hd, cd)) in passes.iter().enumerate() {
+        for b in 0..batch {
+            let at = b * dirs + d;
+            y[at * y_run..][..y_run].copy_from_slice(&yd[b * y_run..][..y_run]);
+            h[at * hs..][..hs].copy_from_slice(&hd[b * hs..][..hs]);
+            if let (Some(c), Some(cd)) = (&mut c, cd) {
+                c[at * hs..][..hs].copy_from_slice(&cd[b * hs..][..hs]);
+            }
+        }
+    }
+    Ok((y, h, c))
+}
 
 /// Where an op's inputs are.
 struct Slots {
