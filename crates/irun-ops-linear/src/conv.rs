@@ -10,7 +10,7 @@
 use std::sync::Arc;
 
 use half::{bf16, f16};
-use irun_tensor::{ElementType, Tensor};
+use irun_tensor::{with_int, ElementType, Tensor};
 
 use crate::depthwise::Depthwise;
 use crate::direct_conv::{DirectFilters, Shape2};
@@ -264,10 +264,10 @@ pub fn grouped_with(
             let wide = g.run::<f32>(&widen(data)?, &widen(filters)?, shape)?;
             narrow(&wide, ty)
         }
-        ty => Err(OpError::new(
+        ty => with_int!(ty, T => g.run::<T>(data, filters, shape), else Err(OpError::new(
             codes::UNSUPPORTED_TYPE,
             format!("{name} on {ty}"),
-        )),
+        ))),
     }?;
     let mut out = out;
     if let Some(e) = epilogue.filter(|_| !applied) {

@@ -1,9 +1,11 @@
 //! Convolution-1: cross-correlation of `data [N, Cin, *sp]` (1 to 3 spatial dims) with
 //! `filters [Cout, Cin, *k]`, zero padding, no bias. `strides`, `pads_begin`, `pads_end` and
 //! `dilations` per spatial dim (dilations omitted: 1s); `auto_pad` explicit, valid, same_upper
-//! or same_lower (see `spatial.rs`). Float types; f16/bf16 computed in f32.
+//! or same_lower (see `spatial.rs`). Float types, f16/bf16 computed in f32; integer types
+//! (ONNX ConvInteger converts to i32) sum in their own type with wrapping, as OpenVINO's
+//! reference does, which is exact whenever the true sum fits the type.
 
-use irun_tensor::{Dim, ElementType, PartialShape};
+use irun_tensor::{with_int, Dim, ElementType, PartialShape};
 
 use crate::attrs::AttrReader;
 use crate::conv::{grouped, grouped_view, PreparedConv};
@@ -64,12 +66,13 @@ pub fn conv_shape(
     out_channels: Dim,
     kernel: &[Dim],
 ) -> Result<PartialShape, OpError> {
-    if !data.ty.is_real() && data.ty != ElementType::Dynamic {
+    let numeric = data.ty.is_real() || with_int!(data.ty, T => true, else false);
+    if !numeric && data.ty != ElementType::Dynamic {
         return Err(OpError::input(
             0,
             codes::ELEMENT_TYPE,
             format!(
-                "{name}: data must be a floating-point type, got {}",
+                "{name}: data must be a floating-point or integer type, got {}",
                 data.ty
             ),
         ));
@@ -218,6 +221,46 @@ mod tests {
                 "s{s} p{p}"
             );
         }
+    }
+
+    /// Integer data (ONNX ConvInteger, converted to i32): exact sums, and sums past the type
+    /// wrap as the reference's sums in the type do (i8: 4 * 100 * 1 = 400 wraps to -112).
+    #[test]
+    fn integer_types_sum_exactly_and_wrap() {
+        let (c, h, w, o, k) = (3, 9, 11, 4, 3);
+        let x: Vec<f64> = (0..c * h * w)
+            .map(|i| ((i * 7) % 17) as f64 - 8.0)
+            .collect();
+        let f: Vec<f64> = (0..o * c * k * k)
+            .map(|i| ((i * 5) % 7) as f64 - 3.0)
+            .collect();
+        let want: Vec<i32> = naive(&x, (c, h, w), &f, (o, k), 2, 1)
+            .iter()
+            .map(|&v| v as i32)
+            .collect();
+        let ints = |shape: Vec<usize>, v: &[f64]| {
+            Tensor::from_i32(shape, v.iter().map(|&v| v as i32).collect()).unwrap()
+        };
+        let op = conv(2, 1, 1, AutoPad::Explicit);
+        let facts = [fact(I32, "1,3,9,11"), fact(I32, "4,3,3,3")];
+        assert_eq!(infer1(&op, &facts).unwrap().ty, I32);
+        let out = eval1(
+            &op,
+            vec![ints(vec![1, c, h, w], &x), ints(vec![o, c, k, k], &f)],
+        )
+        .unwrap();
+        assert_eq!(out.values::<i32>().unwrap(), want.as_slice());
+
+        let x = Tensor::from_i8(vec![1, 4, 1, 1], vec![100; 4]).unwrap();
+        let f = Tensor::from_i8(vec![1, 4, 1, 1], vec![1; 4]).unwrap();
+        let out = eval1(&conv(1, 0, 1, AutoPad::Explicit), vec![x, f]).unwrap();
+        assert_eq!(out.values::<i8>().unwrap(), &[-112]);
+
+        let bad = infer1(&op, &[fact(Boolean, "1,3,9,11"), fact(Boolean, "4,3,3,3")]);
+        assert!(bad
+            .unwrap_err()
+            .message
+            .contains("floating-point or integer type, got boolean"));
     }
 
     /// Filters packed at compile time (whose GEMM gathers the patches itself) give the
