@@ -1,5 +1,6 @@
-//! AvgPool-1 and -14: the mean of each window. Attributes as MaxPool's but no dilations;
-//! `exclude-pad` (required by the spec; omitted, true, as the loader behaves): the divisor is
+//! AvgPool-1, -14 and -16: the mean of each window. Attributes as MaxPool's, with `dilations`
+//! only from version 16 (each window samples every d-th cell and spans `(k - 1) * d + 1`;
+//! the divisors count the sampled cells); `exclude-pad` (required by the spec; omitted, true, as the loader behaves): the divisor is
 //! the window's cells inside the input, or with `false` those plus the explicit or same_*
 //! padding cells, never the cells that only ceil rounding added. A window wholly in padding
 //! gives 0/0 = NaN with exclude-pad (as OpenVINO CPU), 0 without. Floats only; computed in f64.
@@ -26,7 +27,7 @@ pub struct AvgPool {
 fn build(a: &AttrReader, version: u32) -> Result<Box<dyn Op>, OpError> {
     Ok(Box::new(AvgPool {
         version,
-        spatial: Spatial::read(a, true, version >= 14, false)?,
+        spatial: Spatial::read(a, true, version >= 14, version >= 16)?,
         kernel: list(a, "kernel", None)?,
         exclude_pad: a.bool_or("exclude-pad", true)?,
     }))
@@ -37,6 +38,9 @@ pub fn build_v1(a: &AttrReader) -> Result<Box<dyn Op>, OpError> {
 }
 pub fn build_v14(a: &AttrReader) -> Result<Box<dyn Op>, OpError> {
     build(a, 14)
+}
+pub fn build_v16(a: &AttrReader) -> Result<Box<dyn Op>, OpError> {
+    build(a, 16)
 }
 
 impl AvgPool {
@@ -83,10 +87,10 @@ impl AvgPool {
 
 impl Op for AvgPool {
     fn name(&self) -> &'static str {
-        if self.version == 1 {
-            "AvgPool-1"
-        } else {
-            "AvgPool-14"
+        match self.version {
+            1 => "AvgPool-1",
+            14 => "AvgPool-14",
+            _ => "AvgPool-16",
         }
     }
 
@@ -133,6 +137,32 @@ mod tests {
             kernel: vec![2, 2],
             exclude_pad,
         }
+    }
+
+    /// AvgPool-16's dilations: windows sample every d-th cell and the divisor counts the
+    /// sampled cells (ONNX's `test_averagepool_2d_dilations`, whose values OpenVINO CPU gives:
+    /// a 4x4 input, k2 s1 d2 -> [[6, 7], [10, 11]]); padding cells counted only without
+    /// exclude-pad, one per sampled tap.
+    #[test]
+    fn dilated_windows_sample_every_dth_cell() {
+        let x = Tensor::from_f32(vec![1, 1, 4, 4], (1..=16).map(|v| v as f32).collect()).unwrap();
+        let mut pool = op(true, 0, Rounding::Floor);
+        pool.version = 16;
+        pool.spatial.strides = vec![1, 1];
+        pool.spatial.dilations = vec![2, 2];
+        assert_eq!(pool.name(), "AvgPool-16");
+        let out = eval1(&pool, vec![x.clone()]).unwrap();
+        assert_eq!(out.shape(), &[1, 1, 2, 2]);
+        assert_eq!(out.values::<f32>().unwrap(), &[6., 7., 10., 11.]);
+        // Pads 1: window (0, 0) samples rows and columns -1 and 1: one input cell (6).
+        pool.spatial.pads_begin = vec![1, 1];
+        pool.spatial.pads_end = vec![1, 1];
+        let out = eval1(&pool, vec![x.clone()]).unwrap();
+        assert_eq!(out.shape(), &[1, 1, 4, 4]);
+        assert_eq!(out.values::<f32>().unwrap()[0], 6.);
+        pool.exclude_pad = false;
+        let out = eval1(&pool, vec![x]).unwrap();
+        assert_eq!(out.values::<f32>().unwrap()[0], 6. / 4.);
     }
 
     #[test]

@@ -153,6 +153,7 @@ pub static REGISTRY: &[Entry] = &[
     // Linear algebra.
     op("AvgPool", 1, 1, linear::avg_pool::build_v1),
     op("AvgPool", 14, 14, linear::avg_pool::build_v14),
+    op("AvgPool", 16, 16, linear::avg_pool::build_v16),
     op("Convolution", 1, 1, linear::convolution::build),
     op("GroupConvolution", 1, 1, linear::group_convolution::build),
     op("Einsum", 7, 7, linear::einsum::build),
@@ -262,7 +263,16 @@ pub fn resolve(layer: &Layer) -> Resolution {
             format!("version \"{}\" is not an opset (OpenVINO 2026.4 reads opset1 to opset{NEWEST_OPSET})", layer.version),
         ));
     };
-    let Some(entry) = lookup(&layer.type_name, opset) else {
+    // OpenVINO's version of the type in this opset, when it has several: a layer irun would
+    // read as an older version is unsupported rather than misread.
+    let openvino = crate::known::openvino_version_at(&layer.type_name, opset);
+    let entry = lookup(&layer.type_name, opset);
+    if let Some(since) = openvino {
+        if entry.is_none_or(|e| e.since_opset < since) {
+            return Resolution::Unsupported;
+        }
+    }
+    let Some(entry) = entry else {
         if let Some(first) = REGISTRY
             .iter()
             .filter(|e| e.type_name.eq_ignore_ascii_case(&layer.type_name))
@@ -328,6 +338,8 @@ mod tests {
         assert_eq!(v("ScatterUpdate", 16), Some(3));
         assert_eq!(v("ShapeOf", 2), Some(1));
         assert_eq!(v("ShapeOf", 3), Some(3));
+        assert_eq!(v("AvgPool", 15), Some(14));
+        assert_eq!(v("AvgPool", 16), Some(16));
         assert_eq!(parse_opset("opset16"), Some(16));
         assert_eq!(parse_opset("opset17"), None);
         assert_eq!(parse_opset("experimental"), None);
