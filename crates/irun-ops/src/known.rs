@@ -215,6 +215,54 @@ pub static OPENVINO_OP_TYPES: &[&str] = &[
     "Xor",
 ];
 
+/// The opsets in which OpenVINO 2026.4 introduced a version of each op type that has more than
+/// one (the `version` string its serializer writes for that version), so that a layer is never
+/// read as an older version than the one its file names: an older version may lack one of the
+/// layer's attributes (AvgPool-16's `dilations`) or give it another meaning (OneHot-16's
+/// negative indices). Types with a single version are not listed: irun's own registry knows
+/// when they were introduced.
+pub static OPENVINO_VERSIONS: &[(&str, &[u32])] = &[
+    ("Assign", &[3, 6]),
+    ("AvgPool", &[1, 14, 16]),
+    ("BatchNormInference", &[1, 5]),
+    ("Broadcast", &[1, 3]),
+    ("DeformableConvolution", &[1, 8]),
+    ("DetectionOutput", &[1, 8]),
+    ("Gather", &[1, 7, 8]),
+    ("GatherND", &[5, 8]),
+    ("Gelu", &[2, 7]),
+    ("Interpolate", &[1, 4, 11]),
+    ("LSTMCell", &[1, 4]),
+    ("LSTMSequence", &[1, 5]),
+    ("MaxPool", &[1, 8, 14]),
+    ("MulticlassNms", &[8, 9]),
+    ("MVN", &[2, 6]),
+    ("NonMaxSuppression", &[1, 3, 4, 5, 9]),
+    ("OneHot", &[1, 16]),
+    ("Pad", &[1, 12]),
+    ("PriorBox", &[1, 8]),
+    ("Proposal", &[1, 4]),
+    ("Range", &[1, 4]),
+    ("ReadValue", &[3, 6]),
+    ("ROIAlign", &[3, 9]),
+    ("ScatterElementsUpdate", &[3, 12]),
+    ("ScatterNDUpdate", &[4, 15]),
+    ("ShapeOf", &[1, 3]),
+    ("SoftMax", &[1, 8]),
+    ("Squeeze", &[1, 15]),
+    ("TopK", &[1, 3, 11]),
+];
+
+/// The opset that introduced the version of `type_name` that `opset` holds, when the type has
+/// several versions: the newest listed in [`OPENVINO_VERSIONS`] at or before `opset` (`None`
+/// for an unlisted type, or an opset before the type's first version).
+pub fn openvino_version_at(type_name: &str, opset: u32) -> Option<u32> {
+    OPENVINO_VERSIONS
+        .iter()
+        .find(|(t, _)| t.eq_ignore_ascii_case(type_name))
+        .and_then(|(_, since)| since.iter().copied().filter(|&s| s <= opset).max())
+}
+
 /// Whether `name` is an op type of some OpenVINO opset.
 pub fn is_openvino_type(name: &str) -> bool {
     OPENVINO_OP_TYPES
@@ -268,5 +316,20 @@ mod tests {
         let mut sorted = OPENVINO_OP_TYPES.to_vec();
         sorted.sort_by_key(|t| t.to_ascii_lowercase());
         assert_eq!(sorted, OPENVINO_OP_TYPES, "kept sorted");
+    }
+
+    #[test]
+    fn versions_are_real_types_in_order() {
+        for (t, since) in OPENVINO_VERSIONS {
+            assert!(is_openvino_type(t), "{t}");
+            assert!(
+                since.len() > 1 && since.windows(2).all(|w| w[0] < w[1]),
+                "{t}"
+            );
+        }
+        assert_eq!(openvino_version_at("avgpool", 16), Some(16));
+        assert_eq!(openvino_version_at("AvgPool", 15), Some(14));
+        assert_eq!(openvino_version_at("GatherND", 4), None);
+        assert_eq!(openvino_version_at("Add", 16), None);
     }
 }
