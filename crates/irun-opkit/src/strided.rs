@@ -183,11 +183,18 @@ impl Strided {
                     rest /= outer[k];
                 }
                 let dst = &mut chunk[done..done + run * b];
+                // Only 4-byte words: a cast of 2- or 8-byte words to u32 also succeeds when
+                // lengths and alignment allow, but gives two values per 8-byte word (i64
+                // indices came out with their halves mixed) or half as many (f16 read past
+                // the block's end).
+                let four_byte = std::mem::size_of::<W>() == 4 && sb > 0;
                 if let (Some(src), Some(dst)) = (
                     bytemuck::try_cast_slice::<W, u32>(src)
                         .ok()
-                        .filter(|_| sb > 0),
-                    bytemuck::try_cast_slice_mut::<W, u32>(dst).ok(),
+                        .filter(|_| four_byte),
+                    bytemuck::try_cast_slice_mut::<W, u32>(dst)
+                        .ok()
+                        .filter(|_| four_byte),
                 ) {
                     // 4-byte values: 16 x 16 blocks in registers, a line of 16 values each
                     // way per load and store (the loop below moves a value at a time).
@@ -244,6 +251,28 @@ mod tests {
 
     fn run(s: &Strided, src: &[u32]) -> Vec<u32> {
         s.copy(src).unwrap()
+    }
+
+    /// The transposing copy of a `[rows, cols]` matrix in words of type `W`, against the
+    /// definition: every width, square and not, small (the i64 indices of a 2x2 MaxPool came
+    /// out with halves of two values mixed) and past one 16 x 16 block.
+    fn transposes_words_of<W: Word + From<u8> + PartialEq + std::fmt::Debug>() {
+        for (rows, cols) in [(2, 2), (3, 5), (16, 16), (17, 40), (40, 33)] {
+            let src: Vec<W> = (0..rows * cols).map(|v| W::from((v % 251) as u8)).collect();
+            let t = Strided::permuted(&[rows, cols], &[1, 0]);
+            let want: Vec<W> = (0..cols * rows)
+                .map(|o| src[(o % rows) * cols + o / rows])
+                .collect();
+            assert_eq!(t.copy(&src).unwrap(), want, "{rows}x{cols}");
+        }
+    }
+
+    #[test]
+    fn transposes_every_word_width() {
+        transposes_words_of::<u8>();
+        transposes_words_of::<u16>();
+        transposes_words_of::<u32>();
+        transposes_words_of::<u64>();
     }
 
     #[test]
