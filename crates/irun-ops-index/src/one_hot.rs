@@ -2,6 +2,10 @@
 //! `axis` (required; counted in the output rank, -1 is a new last axis). `indices` i32/i64,
 //! `depth` a rank-0 integer, `on_value`/`off_value` rank-0 of the output type. An index that
 //! is negative or at least `depth` gives an all-off row (reference and CPU).
+//!
+//! OneHot-16 adds `negative_indices_mode`: `ignore_negative` (omitted; as OneHot-1) or
+//! `normalize`, where an index in `[-depth, -1]` counts from the end (`i + depth`, as ONNX's
+//! OneHot, which OpenVINO's ONNX frontend converts to this mode).
 
 use irun_tensor::{with_words, Dim, PartialShape, Word, WordVec, Words};
 
@@ -14,16 +18,41 @@ use crate::util::{ints, known_ints, no_strings, norm_axis, output};
 #[derive(Debug)]
 pub struct OneHot {
     pub axis: i64,
+    pub version: u32,
+    /// Negative indices count from the end (OneHot-16's `normalize`).
+    pub normalize: bool,
 }
 
 pub fn build(a: &AttrReader) -> Result<Box<dyn Op>, OpError> {
     let axis = a.i64_or("axis", None)?;
-    Ok(Box::new(OneHot { axis }))
+    Ok(Box::new(OneHot {
+        axis,
+        version: 1,
+        normalize: false,
+    }))
+}
+
+pub fn build_v16(a: &AttrReader) -> Result<Box<dyn Op>, OpError> {
+    let axis = a.i64_or("axis", None)?;
+    let mode = a.enum_or(
+        "negative_indices_mode",
+        &["ignore_negative", "normalize"],
+        "ignore_negative",
+    )?;
+    Ok(Box::new(OneHot {
+        axis,
+        version: 16,
+        normalize: mode == "normalize",
+    }))
 }
 
 impl Op for OneHot {
     fn name(&self) -> &'static str {
-        "OneHot-1"
+        if self.version == 16 {
+            "OneHot-16"
+        } else {
+            "OneHot-1"
+        }
     }
 
     fn value_inputs(&self) -> &'static [usize] {
@@ -75,9 +104,14 @@ impl Op for OneHot {
                     "OneHot-1: depth must be one non-negative integer",
                 )
             })? as usize;
-        let idx = IndexValues::of(&indices)
+        let mut idx = IndexValues::of(&indices)
             .ok_or_else(|| OpError::input(0, codes::ELEMENT_TYPE, "indices must be integers"))?
             .to_vec();
+        if self.normalize {
+            for i in idx.iter_mut().filter(|i| **i < 0) {
+                *i += depth as i64;
+            }
+        }
         let is = indices.shape();
         let axis = norm_axis(self.axis, is.len() + 1, None, self.name())?;
         let (outer, inner): (usize, usize) =
@@ -136,10 +170,49 @@ mod tests {
     use super::*;
     use crate::testing::*;
 
+    fn v1(axis: i64) -> OneHot {
+        OneHot {
+            axis,
+            version: 1,
+            normalize: false,
+        }
+    }
+
+    /// OneHot-16 `normalize`: -1 is the last class, -depth the first, below that all off;
+    /// `ignore_negative` is OneHot-1's rule.
+    #[test]
+    fn normalize_counts_negative_indices_from_the_end() {
+        let inputs = || {
+            vec![
+                i64s(&[4], &[-1, -3, -4, 1]),
+                i64s(&[], &[3]),
+                f32s(&[], &[1.]),
+                f32s(&[], &[0.]),
+            ]
+        };
+        let normalize = OneHot {
+            axis: -1,
+            version: 16,
+            normalize: true,
+        };
+        assert_eq!(normalize.name(), "OneHot-16");
+        let out = run(&normalize, inputs()).unwrap();
+        #[rustfmt::skip]
+        let want = [0., 0., 1.,  1., 0., 0.,  0., 0., 0.,  0., 1., 0.];
+        assert_eq!(out[0], f32s(&[4, 3], &want));
+        let ignore = OneHot {
+            normalize: false,
+            ..normalize
+        };
+        #[rustfmt::skip]
+        let want = [0., 0., 0.,  0., 0., 0.,  0., 0., 0.,  0., 1., 0.];
+        assert_eq!(run(&ignore, inputs()).unwrap()[0], f32s(&[4, 3], &want));
+    }
+
     #[test]
     fn rows_of_on_and_off() {
         let out = run(
-            &OneHot { axis: -1 },
+            &v1(-1),
             vec![
                 i64s(&[3], &[1, -1, 5]),
                 i64s(&[], &[3]),
@@ -150,7 +223,7 @@ mod tests {
         .unwrap();
         assert_eq!(out[0], f32s(&[3, 3], &[0., 1., 0., 0., 0., 0., 0., 0., 0.]));
         let out = run(
-            &OneHot { axis: 0 },
+            &v1(0),
             vec![
                 i32s(&[2], &[0, 2]),
                 i32s(&[], &[3]),
@@ -161,7 +234,7 @@ mod tests {
         .unwrap();
         assert_eq!(out[0], i64s(&[3, 2], &[5, -1, -1, -1, -1, 5]));
         let f = infer1(
-            &OneHot { axis: 1 },
+            &v1(1),
             &[
                 fact(I64, "2,?"),
                 i64_scalar(4),

@@ -143,6 +143,7 @@ pub static REGISTRY: &[Entry] = &[
     op("GatherElements", 6, 6, ix::gather_elements::build),
     op("NonZero", 3, 3, ix::non_zero::build),
     op("OneHot", 1, 1, ix::one_hot::build),
+    op("OneHot", 16, 16, ix::one_hot::build_v16),
     op("TopK", 1, 1, ix::top_k::build_v1),
     op("TopK", 3, 3, ix::top_k::build_v3),
     op("TopK", 11, 11, ix::top_k::build_v11),
