@@ -178,3 +178,44 @@ fn split_counts_beyond_the_declared_outputs_are_attribute_errors() {
         );
     }
 }
+
+/// `info` on a model with an inference error still prints its summary (histogram, inputs,
+/// outputs) on stdout; the error goes to stderr and the exit code is 1.
+#[test]
+fn info_summarises_a_model_with_errors() {
+    let o = irun(&[
+        "info",
+        "models/check/seu12_mean_noinit_interval_constaxis__output_dim/model.xml",
+    ]);
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    assert!(
+        o.stdout.contains("1  ScatterElementsUpdate-opset12")
+            && o.stdout.contains("data  f32 [2..6,5]")
+            && o.stdout.contains("Result_616  f32 [2..6,5]"),
+        "{}",
+        o.stdout
+    );
+    assert!(o.stderr.contains("error[E0505]"), "{}", o.stderr);
+}
+
+/// A layer whose opset names a version of its type that irun does not have is unsupported (a
+/// warning), never read as an older version: Squeeze in opset15 is Squeeze-15 (its
+/// `allow_axis_skip` changes which axes it removes), not Squeeze-1.
+#[test]
+fn newer_versions_than_irun_knows_are_unsupported_not_misread() {
+    let xml = model(
+        "Squeeze",
+        "opset15",
+        "allow_axis_skip=\"true\"",
+        &[1, 2],
+        &[1],
+        &[2],
+    );
+    let o = check(&xml);
+    assert_eq!(o.code, 0, "{}{}", o.stdout, o.stderr);
+    let all = format!("{}{}", o.stdout, o.stderr);
+    assert!(
+        all.contains("warning[W0402]") && all.contains("Squeeze-opset15"),
+        "{all}"
+    );
+}
