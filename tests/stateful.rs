@@ -63,8 +63,14 @@ fn assert_outputs(what: &str, got: &[(String, Tensor)], want: &[(String, Tensor)
     }
 }
 
+mod goldens;
+
 fn replay(name: &str, threads: usize) {
     let dir = case(name);
+    // The step count is written beside the data, so a lost step file fails.
+    let steps = goldens::manifest("stateful")["goldens"][name]
+        .as_u64()
+        .unwrap_or_else(|| panic!("models/stateful/manifest.json lists no {name}"));
     let exe = compile(&dir, threads);
     let mut state = exe.new_state();
     let mut k = 0;
@@ -76,7 +82,7 @@ fn replay(name: &str, threads: usize) {
         assert_outputs(&format!("{name} step {k} ({threads} threads)"), &out, &want);
         k += 1;
     }
-    assert!(k >= 3, "{name}: {k} steps");
+    assert_eq!(k as u64, steps, "{name}: steps replayed");
     let want_state = npz(&dir.join("state_expected.npz"));
     assert_eq!(state.values().count(), want_state.len());
     for (id, want) in &want_state {
@@ -304,4 +310,14 @@ fn info_lists_the_variables() {
         .render("m.xml")
         .contains("variables:\n  history  f32 [1,?,4]\n"));
     assert_eq!(exe.variables()[0].id, "history");
+}
+
+/// The replays above cover exactly the stateful goldens the manifest lists.
+#[test]
+fn every_stateful_golden_is_replayed() {
+    let names: Vec<String> = goldens::golden_dirs("stateful", &["model.xml", "state_expected.npz"])
+        .iter()
+        .map(|d| d.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names, ["growing", "kv_cache"]);
 }

@@ -136,7 +136,7 @@ def int_arith():
     sq = o1.squared_difference(a, b)
     outs = [("div", div), ("trunc", trunc), ("floor_mod", fmod), ("mod", mod), ("pow", pw),
             ("select", sel), ("not_equal", o1.not_equal(a, b)), ("ge", o1.greater_equal(a, b)),
-            ("lt", o1.less(a, b)), ("and", o1.logical_and(gt, le)), ("sqdiff", sq)]
+            ("lt", o1.less(a, b)), ("and", o1.logical_and(o1.greater_equal(a, b), o1.less(a, const(10, np.int32)))), ("sqdiff", sq)]
     av = rng.integers(-20, 20, (3, 4)).astype(np.int32)
     bv = np.array([3, -4, 7, -2], dtype=np.int32)
     reference = {"div": (np.floor_divide(av, bv),
