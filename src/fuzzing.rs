@@ -336,6 +336,8 @@ fn mutate_tensor(t: &Tensor, input: &mut Bytes) -> Tensor {
 
 /// A committed model: its XML text, weights and (for running) inputs.
 struct Seed {
+    /// The model's path under `models/`, `/`-separated.
+    name: String,
     xml: String,
     weights: Weights,
     inputs: Vec<(String, Tensor)>,
@@ -346,6 +348,21 @@ struct Seeds {
     check: Vec<Seed>,
     /// The committed models with inputs that run in milliseconds.
     run: Vec<Seed>,
+}
+
+/// The first two bytes of an input to `check_mutated` or `run_mutated` that choose the model
+/// `name` (its path under `models/`, such as `converted/torch_gcn/model.xml`) as the seed, or
+/// `None` when that target has no such seed. A stored regression input names its model (the
+/// index of a model shifts whenever a model that sorts before it is added) and gets these bytes
+/// when it is replayed.
+pub fn seed_selector(target: &str, name: &str) -> Option<[u8; 2]> {
+    let list = match target {
+        "check_mutated" => &seeds().check,
+        "run_mutated" => &seeds().run,
+        _ => return None,
+    };
+    let i = list.iter().position(|s| s.name == name)?;
+    u16::try_from(i).ok().map(u16::to_le_bytes)
 }
 
 /// The committed models, read once per process.
@@ -371,14 +388,23 @@ fn seeds() -> &'static Seeds {
                 .ok()
                 .and_then(|f| read_npz(std::io::BufReader::new(f)).ok())
                 .filter(|_| runnable);
+            let name = path
+                .strip_prefix(&root)
+                .unwrap_or(&path)
+                .components()
+                .map(|c| c.as_os_str().to_string_lossy())
+                .collect::<Vec<_>>()
+                .join("/");
             if let Some(inputs) = inputs {
                 seeds.run.push(Seed {
+                    name: name.clone(),
                     xml: xml.clone(),
                     weights: weights.clone(),
                     inputs,
                 });
             }
             seeds.check.push(Seed {
+                name,
                 xml,
                 weights,
                 inputs: Vec::new(),

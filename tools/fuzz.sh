@@ -6,7 +6,10 @@
 # campaigns (not committed); the committed seeds in fuzz/seeds/TARGET start it. A crash, a
 # hang over 10 s or more than 2 GiB of memory stops the campaign with the input saved under
 # fuzz/artifacts/TARGET/; once fixed, copy that input into fuzz/regressions/TARGET/ so that
-# `cargo test` replays it (tests/fuzz_regressions.rs).
+# `cargo test` replays it (tests/fuzz_regressions.rs). For check_mutated and run_mutated,
+# also write NAME.seed beside it with the seed model's path under models/ (the model its
+# first two bytes chose when it crashed: see the target's log), so that the replay still
+# mutates that model after others are committed.
 #
 # Leak detection is off: each input compiles a model with its own thread pool, and glibc's
 # per-thread destructor list of the pool's exiting workers is reported as a 64-byte leak
