@@ -197,15 +197,20 @@ mod tests {
         out
     }
 
+    type Dims = (usize, usize, usize, usize, usize);
+
+    /// `(c, h, w, o, k)`, data `[1, c, h, w]` and filters `[o, c, k, k]` of small integers
+    /// (exact in any numeric type).
+    fn small_integers() -> (Dims, Vec<f64>, Vec<f64>) {
+        let (c, h, w, o, k) = (3, 9, 11, 4, 3);
+        let x = (0..c * h * w).map(|i| ((i * 7) % 17) as f64 - 8.0);
+        let f = (0..o * c * k * k).map(|i| ((i * 5) % 7) as f64 - 3.0);
+        ((c, h, w, o, k), x.collect(), f.collect())
+    }
+
     #[test]
     fn matches_a_direct_convolution() {
-        let (c, h, w, o, k) = (3, 9, 11, 4, 3);
-        let x: Vec<f64> = (0..c * h * w)
-            .map(|i| ((i * 7) % 17) as f64 - 8.0)
-            .collect();
-        let f: Vec<f64> = (0..o * c * k * k)
-            .map(|i| ((i * 5) % 7) as f64 - 3.0)
-            .collect();
+        let ((c, h, w, o, k), x, f) = small_integers();
         for (s, p) in [(1, 0), (2, 1), (1, 1)] {
             let out = eval1(
                 &conv(s, p, 1, AutoPad::Explicit),
@@ -227,13 +232,7 @@ mod tests {
     /// wrap as the reference's sums in the type do (i8: 4 * 100 * 1 = 400 wraps to -112).
     #[test]
     fn integer_types_sum_exactly_and_wrap() {
-        let (c, h, w, o, k) = (3, 9, 11, 4, 3);
-        let x: Vec<f64> = (0..c * h * w)
-            .map(|i| ((i * 7) % 17) as f64 - 8.0)
-            .collect();
-        let f: Vec<f64> = (0..o * c * k * k)
-            .map(|i| ((i * 5) % 7) as f64 - 3.0)
-            .collect();
+        let ((c, h, w, o, k), x, f) = small_integers();
         let want: Vec<i32> = naive(&x, (c, h, w), &f, (o, k), 2, 1)
             .iter()
             .map(|&v| v as i32)
