@@ -346,7 +346,9 @@ mod avx512 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::spatial::{AutoPad, Rounding, Spatial};
     use crate::testing::on_threads;
+    use irun_tensor::Tensor;
 
     /// rten-gemm's sums, written out: per output, a chain of fused multiply-adds from 0 over
     /// each block of 256 input channels, the blocks' chains added in order.
@@ -376,13 +378,52 @@ mod tests {
             .collect()
     }
 
+    /// The kernel this machine runs for 1x1 convolutions: these filters where AVX-512 is
+    /// found, else the GEMM over the input planes, which the tests check instead of skipping.
+    fn machine_path() -> &'static str {
+        if crate::avx512f() {
+            "pointwise filters (AVX-512)"
+        } else {
+            "GEMM over the input planes (no AVX-512)"
+        }
+    }
+
+    /// Two spatial dims, stride 1, no padding.
+    fn unit_spatial() -> Spatial {
+        Spatial {
+            strides: vec![1, 1],
+            pads_begin: vec![0, 0],
+            pads_end: vec![0, 0],
+            dilations: vec![1, 1],
+            auto_pad: AutoPad::Explicit,
+            rounding: Rounding::Floor,
+        }
+    }
+
+    /// The 1x1 convolution of `x` `[n, ci, p]` (as `[n, ci, 1, p]`) as the Convolution op
+    /// runs it on this machine from filters it did not prepare, on `threads` threads, with
+    /// `epilogue` applied as the op applies it.
+    fn through_the_op(
+        (w, x): (&[f32], &[f32]),
+        (n, co, ci, p): (usize, usize, usize, usize),
+        threads: usize,
+        epilogue: Option<&Epilogue>,
+    ) -> Vec<f32> {
+        let sp = unit_spatial();
+        let data = std::sync::Arc::new(Tensor::from_f32(vec![n, ci, 1, p], x.to_vec()).unwrap());
+        let filters = Tensor::from_f32(vec![1, co, ci, 1, 1], w.to_vec()).unwrap();
+        let out = on_threads(threads, || {
+            crate::conv::grouped_with(&data, &filters, 1, &sp, "Convolution-1", None, epilogue)
+        })
+        .unwrap();
+        out.values::<f32>().unwrap().to_vec()
+    }
+
     /// Partial channel tiles, position tails of every width, several depth blocks, batches,
     /// at 1, 2 and 3 threads: the reference's bits every time.
     #[test]
     fn sums_as_rten_gemm_does_at_any_thread_count() {
-        if !crate::avx512f() {
-            return;
-        }
+        eprintln!("1x1 convolution path: {}", machine_path());
         let cases = [
             (1, 8, 16, 48),
             (1, 3, 5, 1),
@@ -395,9 +436,13 @@ mod tests {
         for (n, co, ci, p) in cases {
             let (w, x) = (values(co * ci, 1), values(n * ci * p, 2));
             let want = reference(&w, &x, n, co, ci, p);
-            let f = PointwiseFilters::new(&w, co, ci).unwrap();
+            let f = PointwiseFilters::new(&w, co, ci);
+            assert_eq!(f.is_some(), crate::avx512f());
             for threads in [1, 2, 3] {
-                let got = on_threads(threads, || f.run(&x, n, p, None).unwrap());
+                let got = match &f {
+                    Some(f) => on_threads(threads, || f.run(&x, n, p, None).unwrap()),
+                    None => through_the_op((&w, &x), (n, co, ci, p), threads, None),
+                };
                 let bad = got
                     .iter()
                     .zip(&want)
@@ -438,9 +483,7 @@ mod tests {
     /// with NaN, -0, infinities and values around HSwish's bends among them.
     #[test]
     fn applies_the_epilogue_as_the_ops_do() {
-        if !crate::avx512f() {
-            return;
-        }
+        eprintln!("1x1 convolution path: {}", machine_path());
         let (co, ci, p) = (11, 3, 37);
         let mut x = values(ci * p, 3);
         let specials = [
@@ -461,8 +504,12 @@ mod tests {
             .iter_mut()
             .enumerate()
             .for_each(|(c, v)| *v = (c == 0) as u8 as f32);
-        let f = PointwiseFilters::new(&w, co, ci).unwrap();
-        let plain = f.run(&x, 1, p, None).unwrap();
+        let f = PointwiseFilters::new(&w, co, ci);
+        let run = |e: Option<&Epilogue>| match &f {
+            Some(f) => f.run(&x, 1, p, e).unwrap(),
+            None => through_the_op((&w, &x), (1, co, ci, p), 2, e),
+        };
+        let plain = run(None);
         for activation in [Activation::None, Activation::Relu, Activation::HSwish] {
             for bias in [None, Some(values(co, 5))] {
                 let e = Epilogue {
@@ -476,7 +523,7 @@ mod tests {
                     plane: p,
                 };
                 e.apply_at(&mut want, 0, layout);
-                let got = f.run(&x, 1, p, Some(&e)).unwrap();
+                let got = run(Some(&e));
                 crate::testing::assert_same_bits(&got, &want, format!("{e:?}"));
             }
         }
@@ -486,6 +533,16 @@ mod tests {
     #[test]
     fn rejects_an_input_of_the_wrong_size() {
         if !crate::avx512f() {
+            // Never built here, so never run: the op takes the GEMM, whose shapes
+            // `grouped_with` checks.
+            assert!(PointwiseFilters::new(&values(8, 1), 2, 4).is_none());
+            let data =
+                std::sync::Arc::new(Tensor::from_f32(vec![1, 3, 1, 9], values(27, 2)).unwrap());
+            let filters = Tensor::from_f32(vec![1, 2, 4, 1, 1], values(8, 1)).unwrap();
+            let sp = unit_spatial();
+            let out =
+                crate::conv::grouped_with(&data, &filters, 1, &sp, "Convolution-1", None, None);
+            assert!(out.is_err(), "3 input channels for filters of 4");
             return;
         }
         let f = PointwiseFilters::new(&values(8, 1), 2, 4).unwrap();

@@ -1,5 +1,7 @@
 use super::{Tiles, WinogradFilters};
-use crate::direct_conv::tests::{assert_within, filters, geometry, reference, values};
+use crate::direct_conv::tests::{
+    assert_within, check_the_op, filters, geometry, machine_path, reference, values,
+};
 use crate::direct_conv::DirectFilters;
 
 /// `got` against the f64 definition, with `each`'s mark (`1 + index % 7`, added once to
@@ -33,9 +35,7 @@ fn mark(start: usize, dst: &mut [f32]) {
 
 #[test]
 fn matches_the_definition_and_the_thread_counts_agree() {
-    if !DirectFilters::supported() {
-        return;
-    }
+    eprintln!("3x3 convolution path: {}", machine_path());
     // (n, co, ci, input, pad begin, pad end): odd output sizes (the last tiles cut), padding
     // that differs by side and none, padding of 2 (outputs beyond the input's edge), output
     // channels off the 8-channel tiles, narrow planes whose bands take several tile rows
@@ -56,6 +56,10 @@ fn matches_the_definition_and_the_thread_counts_agree() {
         let s = geometry(n, input, [3, 3], [1, 1], [1, 1], [pad, pad_end]).unwrap();
         let x = values(n * ci * input[0] * input[1], 11 + i as u32);
         let w = values(co * ci * 9, 211 + i as u32);
+        if !DirectFilters::supported() {
+            check_the_op(&x, &w, co, ci, [3, 3], &s, &format!("case {i}"));
+            continue;
+        }
         let want = reference(&x, &w, co, ci, [3, 3], &s);
         for tiles in [Tiles::F2, Tiles::F4] {
             let f = WinogradFilters::new(&w, co, ci, tiles).unwrap();
@@ -75,9 +79,6 @@ fn matches_the_definition_and_the_thread_counts_agree() {
 
 #[test]
 fn run_takes_the_transform_that_suits_the_plane_and_the_tiles_elsewhere() {
-    if !DirectFilters::supported() {
-        return;
-    }
     // 32 channels: F4 on 64x64, F2 on 30x30, the direct tiles at stride 2 and on 14x14.
     let (co, ci) = (32, 32);
     let cases = [
@@ -87,6 +88,15 @@ fn run_takes_the_transform_that_suits_the_plane_and_the_tiles_elsewhere() {
         ([14, 14], [1, 1], None),
     ];
     let w = values(co * ci * 9, 6);
+    if !DirectFilters::supported() {
+        // No transform without AVX-512: the op's path on every plane.
+        for (input, stride, _) in cases {
+            let s = geometry(1, input, [3, 3], stride, [1, 1], [[1, 1], [1, 1]]).unwrap();
+            let x = values(ci * input[0] * input[1], 5);
+            check_the_op(&x, &w, co, ci, [3, 3], &s, machine_path());
+        }
+        return;
+    }
     let run = |f: &DirectFilters, input: [usize; 2], stride| {
         let s = geometry(1, input, [3, 3], stride, [1, 1], [[1, 1], [1, 1]]).unwrap();
         let x = values(ci * input[0] * input[1], 5);
