@@ -360,34 +360,71 @@ fn a_reader_that_goes_away_ends_the_output_quietly() {
     }
 }
 
+/// Every tensor of `got` equals the one of `want` with its key: same type and shape, floats
+/// within 1e-5 absolute + relative of OpenVINO's, other types exactly.
+fn assert_matches(what: &str, got: &[(String, Tensor)], want: &[(String, Tensor)]) {
+    assert_eq!(got.len(), want.len(), "{what}: entries");
+    for (key, w) in want {
+        let (_, g) = got
+            .iter()
+            .find(|(k, _)| k == key)
+            .unwrap_or_else(|| panic!("{what}: no {key}"));
+        assert_eq!(
+            (g.element_type(), g.shape()),
+            (w.element_type(), w.shape()),
+            "{what} {key}"
+        );
+        match (g.values::<f32>(), w.values::<f32>()) {
+            (Some(g), Some(w)) => {
+                for (i, (a, b)) in g.iter().zip(w).enumerate() {
+                    assert!(
+                        (a - b).abs() <= 1e-5 + 1e-5 * b.abs(),
+                        "{what} {key}[{i}]: {a} vs OpenVINO's {b}"
+                    );
+                }
+            }
+            _ => assert_eq!(g, w, "{what} {key}"),
+        }
+    }
+}
+
 /// A stateful model stepped from the command line: --state-out of one run is --state-in of
-/// the next; the second step's outputs are OpenVINO's second step's.
+/// the next; every step's outputs are OpenVINO's for that step (one infer request stepped),
+/// and the state file after the last step holds OpenVINO's final variables.
 #[test]
 fn state_files_carry_a_kv_cache_from_step_to_step() {
     let dir = scratch_dir("state");
     let m = "models/stateful/kv_cache";
-    let (s1, s2, out) = (dir.join("s1.npz"), dir.join("s2.npz"), dir.join("out.npz"));
-    let (s1, s2, out) = (
-        s1.to_str().unwrap(),
-        s2.to_str().unwrap(),
-        out.to_str().unwrap(),
-    );
     let xml = format!("{m}/model.xml");
+    let read = |path: &str| read_npz(std::fs::File::open(path).unwrap()).unwrap();
     let step = |k: usize, extra: &[&str]| {
         let inputs = format!("{m}/step{k}_inputs.npz");
         let mut args = vec!["run", xml.as_str(), "--inputs", inputs.as_str()];
         args.extend_from_slice(extra);
         irun(&args)
     };
-    assert_eq!(step(0, &["--state-out", s1]).code, 0);
-    let o = step(1, &["--state-in", s1, "--state-out", s2, "--outputs", out]);
-    assert_eq!(o.code, 0, "{}", o.stderr);
-    let got = read_npz(std::fs::File::open(out).unwrap()).unwrap();
-    let want = read_npz(std::fs::File::open(format!("{m}/step1_expected.npz")).unwrap()).unwrap();
-    assert_eq!(got[1], want[1], "the step counter");
-    let state = read_npz(std::fs::File::open(s2).unwrap()).unwrap();
-    let ids: Vec<&str> = state.iter().map(|(k, _)| k.as_str()).collect();
+    let steps = 4;
+    let state = |k: usize| dir.join(format!("s{k}.npz")).to_str().unwrap().to_string();
+    for k in 0..steps {
+        let (state_in, state_out) = (state(k), state(k + 1));
+        let out = dir
+            .join(format!("out{k}.npz"))
+            .to_str()
+            .unwrap()
+            .to_string();
+        let mut extra = vec!["--state-out", state_out.as_str(), "--outputs", out.as_str()];
+        if k > 0 {
+            extra.extend(["--state-in", state_in.as_str()]);
+        }
+        let o = step(k, &extra);
+        assert_eq!(o.code, 0, "step {k}: {}", o.stderr);
+        let want = read(&format!("{m}/step{k}_expected.npz"));
+        assert_matches(&format!("step {k}"), &read(&out), &want);
+    }
+    let last = read(&state(steps));
+    let ids: Vec<&str> = last.iter().map(|(k, _)| k.as_str()).collect();
     assert_eq!(ids, ["steps", "v_cache", "k_cache"]);
+    assert_matches("state", &last, &read(&format!("{m}/state_expected.npz")));
     // A state file for another model, or with a value of the wrong shape: exit 2.
     let o = step(
         1,
