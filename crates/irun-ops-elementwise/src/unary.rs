@@ -47,6 +47,25 @@ pub trait Real:
     fn erf(self) -> Self;
     fn ln_1p(self) -> Self;
     fn is_nan(self) -> bool;
+    fn tan(self) -> Self;
+    fn asin(self) -> Self;
+    fn acos(self) -> Self;
+    fn atan(self) -> Self;
+    fn sinh(self) -> Self;
+    fn cosh(self) -> Self;
+    fn asinh(self) -> Self;
+    fn acosh(self) -> Self;
+    fn atanh(self) -> Self;
+}
+
+/// Methods that forward to the standard library's function of the same name.
+macro_rules! libm_forms {
+    ($t:ty; $($f:ident),*) => {$(
+        #[inline(always)]
+        fn $f(self) -> Self {
+            <$t>::$f(self)
+        }
+    )*};
 }
 
 macro_rules! real {
@@ -104,9 +123,11 @@ macro_rules! real {
             fn is_nan(self) -> bool {
                 <$t>::is_nan(self)
             }
+            libm_forms!($t; tan, asin, acos, atan, sinh, cosh, asinh, acosh, atanh);
         }
     };
 }
+
 real!(f32, libm::erff);
 real!(f64, libm::erf);
 
