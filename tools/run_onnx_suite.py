@@ -70,6 +70,9 @@ def model_inputs(core, xml, feed):
     names = set()
     for port in core.read_model(xml).inputs:
         names.update(port.get_names())
+        # A Parameter whose tensor took another name (an identity Max of one input) is
+        # still fed by its own name.
+        names.add(port.get_node().get_friendly_name())
     return {k: v for k, v in feed.items() if k in names}
 
 
@@ -100,10 +103,10 @@ def run_openvino(core, xml, feed):
     try:
         req = compiled.create_infer_request()
         by_name = {}
-        for port in compiled.inputs:
-            for n in port.get_names():
+        for i, port in enumerate(compiled.inputs):
+            for n in sorted(port.get_names()) + [port.get_node().get_friendly_name()]:
                 if n in feed:
-                    by_name[port.get_any_name()] = feed[n]
+                    by_name[i] = feed[n]
         res = req.infer(by_name)
         return "ran", [np.asarray(res[o]) for o in compiled.outputs], None
     except Exception as e:  # noqa: BLE001
