@@ -73,6 +73,7 @@ pub mod not_equal;
 pub mod power;
 pub mod prelu;
 pub mod relu;
+pub mod round;
 pub mod select;
 pub mod selu;
 pub mod sigmoid;

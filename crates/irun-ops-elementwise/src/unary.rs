@@ -56,6 +56,10 @@ pub trait Real:
     fn asinh(self) -> Self;
     fn acosh(self) -> Self;
     fn atanh(self) -> Self;
+    /// To the nearest integer, halves away from zero.
+    fn round(self) -> Self;
+    /// To the nearest integer, halves to the even one.
+    fn round_ties_even(self) -> Self;
 }
 
 /// Methods that forward to the standard library's function of the same name.
@@ -123,7 +127,7 @@ macro_rules! real {
             fn is_nan(self) -> bool {
                 <$t>::is_nan(self)
             }
-            libm_forms!($t; tan, asin, acos, atan, sinh, cosh, asinh, acosh, atanh);
+            libm_forms!($t; tan, asin, acos, atan, sinh, cosh, asinh, acosh, atanh, round, round_ties_even);
         }
     };
 }

@@ -19,6 +19,7 @@ mod testing;
 pub mod broadcast;
 pub mod concat;
 pub mod gather;
+pub mod identity;
 pub mod reshape;
 pub mod slice;
 pub mod split;

@@ -132,6 +132,7 @@ pub static REGISTRY: &[Entry] = &[
     op("IsNaN", 10, 10, ew::is_nan::build),
     op("IsInf", 10, 10, ew::is_inf::build),
     op("IsFinite", 10, 10, ew::is_finite::build),
+    op("Round", 5, 5, ew::round::build),
     // Index ops.
     op(
         "EmbeddingBagOffsetsSum",
@@ -217,6 +218,7 @@ pub static REGISTRY: &[Entry] = &[
     op("Gather", 1, 1, mv::gather::build_v1),
     op("Gather", 7, 7, mv::gather::build_v7),
     op("Gather", 8, 8, mv::gather::build_v8),
+    op("Identity", 16, 16, mv::identity::build),
     op("Reshape", 1, 1, mv::reshape::build),
     op("Slice", 8, 8, mv::slice::build),
     op("Split", 1, 1, mv::split::build),
