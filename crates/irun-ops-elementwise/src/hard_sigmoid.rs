@@ -35,7 +35,7 @@ mod tests {
         let x = f32s(&[5], &[-10.0, -1.0, 0.0, 1.0, f32::NAN]);
         let out = run(&op, vec![x, f32s(&[], &[0.2]), f32s(&[1], &[0.5])]).unwrap();
         let got = out.values::<f32>().unwrap();
-        assert_eq!(got[..4], [0.0, 0.2f32 * -1.0 + 0.5, 0.5, 0.2f32 + 0.5]);
+        assert_eq!(got[..4], [0.0, -0.2f32 + 0.5, 0.5, 0.2f32 + 0.5]);
         assert!(got[4].is_nan());
         let e = op
             .infer(&[fact(F32, "2"), fact(F32, "2"), fact(F32, "")])
