@@ -16,12 +16,15 @@ pub(crate) use irun_opkit::{attrs, fact, kernel, op, par, strided, util};
 #[cfg(test)]
 mod testing;
 
+pub mod blocks;
 pub mod broadcast;
 pub mod concat;
+pub mod depth_to_space;
 pub mod gather;
 pub mod identity;
 pub mod reshape;
 pub mod slice;
+pub mod space_to_depth;
 pub mod split;
 pub mod squeeze;
 pub mod tile;

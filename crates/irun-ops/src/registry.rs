@@ -219,6 +219,8 @@ pub static REGISTRY: &[Entry] = &[
     op("Gather", 7, 7, mv::gather::build_v7),
     op("Gather", 8, 8, mv::gather::build_v8),
     op("Identity", 16, 16, mv::identity::build),
+    op("DepthToSpace", 1, 1, mv::depth_to_space::build),
+    op("SpaceToDepth", 1, 1, mv::space_to_depth::build),
     op("Reshape", 1, 1, mv::reshape::build),
     op("Slice", 8, 8, mv::slice::build),
     op("Split", 1, 1, mv::split::build),
