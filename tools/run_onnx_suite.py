@@ -117,14 +117,14 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("ir_dir", nargs="?", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "out", "onnx"))
     ap.add_argument("--irun", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "target", "release", "irun"))
-    ap.add_argument("--only", default="")
+    ap.add_argument("--only", default="", help="comma-separated substrings; a case runs if its name holds one")
     ap.add_argument("--json")
     args = ap.parse_args()
     core = ov.Core()
     results = {}
     with tempfile.TemporaryDirectory() as tmp:
         for case in collect_testcases():
-            if args.only not in case.name:
+            if not any(part in case.name for part in args.only.split(",")):
                 continue
             xml = os.path.join(args.ir_dir, case.name, "model.xml")
             if not os.path.exists(xml) or not case.data_sets:

@@ -93,6 +93,54 @@ impl<'a> AttrReader<'a> {
         })
     }
 
+    /// A comma-separated list of integers (`begin_mask="1,0"`); empty text is the empty
+    /// list; `default` when omitted (`None`: the attribute is required).
+    pub fn i64_list_or(
+        &self,
+        name: &'a str,
+        default: Option<Vec<i64>>,
+    ) -> Result<Vec<i64>, OpError> {
+        self.list_or(name, default, "integers")
+    }
+
+    /// A comma-separated list of numbers (`scales="2.0,2.0"`), as [`Self::i64_list_or`].
+    pub fn f64_list_or(
+        &self,
+        name: &'a str,
+        default: Option<Vec<f64>>,
+    ) -> Result<Vec<f64>, OpError> {
+        self.list_or(name, default, "numbers")
+    }
+
+    fn list_or<T: std::str::FromStr>(
+        &self,
+        name: &'a str,
+        default: Option<Vec<T>>,
+        what: &str,
+    ) -> Result<Vec<T>, OpError> {
+        let Some(a) = self.get(name) else {
+            return default.ok_or_else(|| {
+                OpError::attribute(
+                    name,
+                    format!("{} requires the attribute `{name}`", self.layer.type_name),
+                )
+            });
+        };
+        if a.value.trim().is_empty() {
+            return Ok(Vec::new());
+        }
+        a.value
+            .split(',')
+            .map(|s| s.trim().parse::<T>())
+            .collect::<Result<_, _>>()
+            .map_err(|_| {
+                OpError::attribute(
+                    name,
+                    format!("`{name}=\"{}\"` is not a list of {what}", a.value),
+                )
+            })
+    }
+
     /// A floating-point attribute (`alpha="0.5"`, `min="-inf"` is not valid IR); `default`
     /// when omitted, which is what OpenVINO's loader gives for omitted required attributes.
     pub fn f64_or(&self, name: &'a str, default: f64) -> Result<f64, OpError> {

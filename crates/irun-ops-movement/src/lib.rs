@@ -16,17 +16,21 @@ pub(crate) use irun_opkit::{attrs, fact, kernel, op, par, strided, util};
 #[cfg(test)]
 mod testing;
 
+pub mod axis_map;
 pub mod blocks;
 pub mod broadcast;
 pub mod concat;
 pub mod depth_to_space;
 pub mod gather;
 pub mod identity;
+pub mod pad;
 pub mod reshape;
+pub mod reverse;
 pub mod slice;
 pub mod space_to_depth;
 pub mod split;
 pub mod squeeze;
+pub mod strided_slice;
 pub mod tile;
 pub mod transpose;
 pub mod unsqueeze;

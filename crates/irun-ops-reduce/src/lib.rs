@@ -20,6 +20,7 @@ pub mod reduce;
 #[cfg(test)]
 mod testing;
 
+pub mod cum_sum;
 pub mod log_softmax;
 pub mod mvn;
 pub mod reduce_l1;

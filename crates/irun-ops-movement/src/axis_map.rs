@@ -1,0 +1,152 @@
+//! A copy where every output dim reads its own input index through a table: output
+//! `[o0, .., ok]` takes input `[t0[o0], .., tk[ok]]`, or the fill value where any table entry is
+//! `None`. Pad (every mode), nearest Interpolate and ShuffleChannels-like moves are such maps;
+//! the tables are checked against the input's dims when they are built, so the copy cannot
+//! read out of bounds.
+
+use irun_tensor::{with_words, Tensor, Word};
+
+use crate::op::{codes, OpError, Value};
+use crate::par::for_each_split_mut;
+use crate::util::{no_strings, output};
+
+/// Per output dim, the input index each output index reads (`None`: the fill value).
+#[derive(Debug, Clone, PartialEq)]
+pub struct AxisMap {
+    tables: Vec<Vec<Option<usize>>>,
+}
+
+impl AxisMap {
+    /// The map of `tables` over an input of `in_shape`; an error (naming `op`) if a table
+    /// entry is past its input dim or the ranks differ.
+    pub fn new(
+        tables: Vec<Vec<Option<usize>>>,
+        in_shape: &[usize],
+        op: &str,
+    ) -> Result<AxisMap, OpError> {
+        let fits = tables.len() == in_shape.len()
+            && tables
+                .iter()
+                .zip(in_shape)
+                .all(|(t, &d)| t.iter().flatten().all(|&i| i < d));
+        if !fits {
+            return Err(OpError::new(
+                codes::INTERNAL,
+                format!("{op}: an index table does not fit the input {in_shape:?}"),
+            ));
+        }
+        Ok(AxisMap { tables })
+    }
+
+    pub fn out_shape(&self) -> Vec<usize> {
+        self.tables.iter().map(Vec::len).collect()
+    }
+
+    /// The mapped copy of `x`; `fill` (a one-element tensor of `x`'s type) where a table
+    /// says `None`.
+    pub fn apply(&self, x: &Tensor, fill: Option<&Tensor>, op: &str) -> Result<Value, OpError> {
+        let words = x.words().ok_or_else(|| no_strings(op))?;
+        let fill_words = fill.map(|f| f.words().ok_or_else(|| no_strings(op)));
+        let out = with_words!(words, w => {
+            let fill = match fill_words {
+                Some(f) => first_word(f?, w)?,
+                None => Default::default(),
+            };
+            Word::into_word_vec(self.gather(w, x.shape(), fill))
+        });
+        output(x.element_type(), self.out_shape(), out)
+    }
+
+    fn gather<W: Word>(&self, src: &[W], in_shape: &[usize], fill: W) -> Vec<W> {
+        let out_shape = self.out_shape();
+        let len: usize = out_shape.iter().product();
+        let mut out = vec![fill; len];
+        let Some((last, outer)) = self.tables.split_last() else {
+            // Rank 0: the one value.
+            out.copy_from_slice(src);
+            return out;
+        };
+        let row = last.len();
+        if row == 0 || len == 0 {
+            return out;
+        }
+        let strides = crate::strided::row_major_strides(in_shape);
+        // Input offsets of the last dim's entries, and whether they are one contiguous run.
+        let run_start = last[0].filter(|_| {
+            last.iter()
+                .enumerate()
+                .all(|(j, &i)| i == last[0].map(|s| s + j))
+        });
+        for_each_split_mut(&mut out, row, &|at, chunk| {
+            for (r, dst) in chunk.chunks_mut(row).enumerate() {
+                // The outer coordinates of this row, from the last outer dim up.
+                let mut rest = at / row + r;
+                let mut base = 0usize;
+                let mut inside = true;
+                for (t, &s) in outer.iter().zip(&strides).rev() {
+                    let o = rest % t.len();
+                    rest /= t.len();
+                    match t[o] {
+                        Some(i) => base += i * s as usize,
+                        None => inside = false,
+                    }
+                }
+                if !inside {
+                    continue;
+                }
+                match run_start {
+                    Some(s) => dst.copy_from_slice(&src[base + s..base + s + row]),
+                    None => {
+                        for (d, &i) in dst.iter_mut().zip(last) {
+                            if let Some(i) = i {
+                                *d = src[base + i];
+                            }
+                        }
+                    }
+                }
+            }
+        });
+        out
+    }
+}
+
+/// The first word of `f`, which must have the width of `like`.
+fn first_word<W: Word>(f: irun_tensor::Words<'_>, _like: &[W]) -> Result<W, OpError> {
+    W::of(f).and_then(|v| v.first().copied()).ok_or_else(|| {
+        OpError::new(
+            codes::RUN_VALUE,
+            "the fill value is empty or of another type",
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::*;
+
+    #[test]
+    fn maps_each_dim_and_fills() {
+        let x = i32s(&[2, 3], &[1, 2, 3, 4, 5, 6]);
+        let map = AxisMap::new(
+            vec![
+                vec![None, Some(1), Some(0)],
+                vec![Some(2), Some(2), None, Some(0)],
+            ],
+            &[2, 3],
+            "t",
+        )
+        .unwrap();
+        let out = map.apply(&x, Some(&i32s(&[], &[9])), "t").unwrap();
+        assert_eq!(*out, i32s(&[3, 4], &[9, 9, 9, 9, 6, 6, 9, 4, 3, 3, 9, 1]));
+        // A contiguous last dim is copied as a run.
+        let map = AxisMap::new(vec![vec![Some(1)], vec![Some(1), Some(2)]], &[2, 3], "t").unwrap();
+        assert_eq!(*map.apply(&x, None, "t").unwrap(), i32s(&[1, 2], &[5, 6]));
+    }
+
+    #[test]
+    fn tables_past_the_input_are_refused() {
+        assert!(AxisMap::new(vec![vec![Some(2)]], &[2], "t").is_err());
+        assert!(AxisMap::new(vec![vec![Some(0)]], &[2, 1], "t").is_err());
+    }
+}
