@@ -13,6 +13,7 @@ pub mod epilogue;
 pub mod fact;
 pub mod halves;
 pub mod kernel;
+pub mod number;
 pub mod op;
 pub mod par;
 pub mod simd;

@@ -15,6 +15,7 @@ use irun_ops_movement as mv;
 use irun_ops_reduce as rd;
 use irun_ops_scatter as scatter;
 use irun_ops_signal as signal;
+use irun_ops_vision as vision;
 
 /// The newest opset OpenVINO 2026.4 has; `opset17` and later are rejected as it rejects them.
 pub const NEWEST_OPSET: u32 = 16;
@@ -234,6 +235,10 @@ pub static REGISTRY: &[Entry] = &[
     op("Transpose", 1, 1, mv::transpose::build),
     op("Unsqueeze", 1, 1, mv::unsqueeze::build),
     op("VariadicSplit", 1, 1, mv::variadic_split::build),
+    // Image and detection.
+    op("Interpolate", 1, 0, vision::interpolate::build_v1),
+    op("Interpolate", 4, 4, vision::interpolate::build_v4),
+    op("Interpolate", 11, 11, vision::interpolate::build_v11),
 ];
 
 /// How a layer's `(type, version)` resolved.

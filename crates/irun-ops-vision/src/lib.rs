@@ -1,0 +1,14 @@
+//! The image and detection family: Interpolate-1/4/11. One file per op; `resample.rs` is
+//! Interpolate's arithmetic (coordinates, nearest rounding, each filter's taps, the
+//! separable pass).
+//!
+//! Architecture invariant: filtering modes compute in f64 and round to the element type
+//! once (the pillow modes also after their first pass, as Pillow does); every output
+//! element is a fixed sum in a fixed order, so results do not depend on the thread count.
+
+// The kit under the paths the op files use (`crate::op::Op`, ...).
+#[allow(unused_imports)]
+pub(crate) use irun_opkit::{attrs, fact, kernel, op, par, util};
+
+pub mod interpolate;
+pub mod resample;
