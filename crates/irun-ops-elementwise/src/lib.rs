@@ -45,6 +45,7 @@ pub mod elu;
 pub mod equal;
 pub mod erf;
 pub mod exp;
+pub mod fake_quantize;
 pub mod floor;
 pub mod floor_mod;
 pub mod gelu;

@@ -94,6 +94,7 @@ pub static REGISTRY: &[Entry] = &[
     op("BitwiseXor", 13, 13, ew::bitwise_xor::build),
     op("BitwiseNot", 13, 13, ew::bitwise_not::build),
     op("PReLU", 1, 1, ew::prelu::build),
+    op("FakeQuantize", 1, 1, ew::fake_quantize::build),
     // Elementwise: unary math and activations.
     op("Abs", 1, 1, ew::abs::build),
     op("Ceiling", 1, 1, ew::ceiling::build),
