@@ -1,4 +1,4 @@
-//! The image and detection family: Interpolate-1/4/11. One file per op; `resample.rs` is
+//! The image and detection family: Interpolate-1/4/11, GridSample-9. One file per op; `resample.rs` is
 //! Interpolate's arithmetic (coordinates, nearest rounding, each filter's taps, the
 //! separable pass).
 //!
@@ -10,5 +10,6 @@
 #[allow(unused_imports)]
 pub(crate) use irun_opkit::{attrs, fact, kernel, op, par, util};
 
+pub mod grid_sample;
 pub mod interpolate;
 pub mod resample;

@@ -237,6 +237,7 @@ pub static REGISTRY: &[Entry] = &[
     op("Unsqueeze", 1, 1, mv::unsqueeze::build),
     op("VariadicSplit", 1, 1, mv::variadic_split::build),
     // Image and detection.
+    op("GridSample", 9, 9, vision::grid_sample::build),
     op("Interpolate", 1, 0, vision::interpolate::build_v1),
     op("Interpolate", 4, 4, vision::interpolate::build_v4),
     op("Interpolate", 11, 11, vision::interpolate::build_v11),

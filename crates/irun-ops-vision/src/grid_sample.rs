@@ -1,0 +1,308 @@
+//! GridSample-9: `data [N, C, H, W]` sampled at the points of `grid [N, Ho, Wo, 2]` (floats
+//! in [-1, 1] across the image; `[.., 0]` is x, `[.., 1]` is y), giving `[N, C, Ho, Wo]`.
+//!
+//! - A grid value `v` on an axis of length L is the pixel coordinate `(v + 1) / 2 * (L - 1)`
+//!   with `align_corners`, else `((v + 1) * L - 1) / 2`.
+//! - `mode`: `bilinear` (the 2 x 2 neighbours), `nearest` (rounded half to even), `bicubic`
+//!   (the 4 x 4 neighbours from `floor - 1`, Keys' kernel with -0.75).
+//! - `padding_mode` acts on each integer tap: `zeros` reads 0 outside, `border` clamps,
+//!   `reflection` mirrors (about the edge pixels' centres with `align_corners`, about their
+//!   outer edges without).
+//!
+//! The taps of a grid point are found once and applied to every channel, in f64.
+
+use irun_tensor::{with_number, ElementType, PartialShape, Scalar, Tensor};
+
+use crate::attrs::AttrReader;
+use crate::fact::Fact;
+use crate::op::{codes, expect_inputs, take_inputs, Op, OpError, Value};
+use crate::resample::keys;
+use irun_opkit::number::Number;
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Mode {
+    Bilinear,
+    Bicubic,
+    Nearest,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Padding {
+    Zeros,
+    Border,
+    Reflection,
+}
+
+#[derive(Debug)]
+pub struct GridSample {
+    pub align_corners: bool,
+    pub mode: Mode,
+    pub padding: Padding,
+}
+
+pub fn build(a: &AttrReader) -> Result<Box<dyn Op>, OpError> {
+    let mode = match a.enum_or("mode", &["bilinear", "bicubic", "nearest"], "bilinear")? {
+        "bicubic" => Mode::Bicubic,
+        "nearest" => Mode::Nearest,
+        _ => Mode::Bilinear,
+    };
+    let padding = match a.enum_or("padding_mode", &["zeros", "border", "reflection"], "zeros")? {
+        "border" => Padding::Border,
+        "reflection" => Padding::Reflection,
+        _ => Padding::Zeros,
+    };
+    Ok(Box::new(GridSample {
+        align_corners: a.bool_or("align_corners", false)?,
+        mode,
+        padding,
+    }))
+}
+
+impl GridSample {
+    fn unnormalise(&self, v: f64, len: usize) -> f64 {
+        let l = len as f64;
+        if self.align_corners {
+            (v + 1.0) / 2.0 * (l - 1.0)
+        } else {
+            ((v + 1.0) * l - 1.0) / 2.0
+        }
+    }
+
+    /// Tap `k` on an axis of `len` after padding; `None`: reads 0.
+    fn tap(&self, k: i64, len: usize) -> Option<usize> {
+        let l = len as i64;
+        if (0..l).contains(&k) {
+            return Some(k as usize);
+        }
+        match self.padding {
+            Padding::Zeros => None,
+            Padding::Border => Some(k.clamp(0, l - 1) as usize),
+            Padding::Reflection if self.align_corners => {
+                let period = if l == 1 { 1 } else { 2 * (l - 1) };
+                let k = k.abs() % period;
+                Some(if k >= l { period - k } else { k } as usize)
+            }
+            Padding::Reflection => {
+                let k = k.rem_euclid(2 * l);
+                Some(if k >= l { 2 * l - 1 - k } else { k } as usize)
+            }
+        }
+    }
+
+    /// One axis's taps of coordinate `u`: `(index, weight)`.
+    fn axis_taps(&self, u: f64, len: usize) -> Vec<(Option<usize>, f64)> {
+        match self.mode {
+            Mode::Nearest => vec![(self.tap(u.round_ties_even() as i64, len), 1.0)],
+            Mode::Bilinear => {
+                let f = u.floor();
+                let t = u - f;
+                let k = f as i64;
+                vec![(self.tap(k, len), 1.0 - t), (self.tap(k + 1, len), t)]
+            }
+            Mode::Bicubic => {
+                let f = u.floor();
+                let t = u - f;
+                let k = f as i64;
+                let w = [
+                    keys(t + 1.0, -0.75),
+                    keys(t, -0.75),
+                    keys(1.0 - t, -0.75),
+                    keys(2.0 - t, -0.75),
+                ];
+                (0..4)
+                    .map(|j| (self.tap(k - 1 + j, len), w[j as usize]))
+                    .collect()
+            }
+        }
+    }
+
+    /// The plane offsets and weights a grid point `(x, y)` reads on an `h x w` image.
+    fn taps(&self, x: f64, y: f64, h: usize, w: usize) -> Vec<(usize, f64)> {
+        if !(x.is_finite() && y.is_finite()) {
+            return Vec::new();
+        }
+        let tx = self.axis_taps(self.unnormalise(x, w), w);
+        let ty = self.axis_taps(self.unnormalise(y, h), h);
+        let mut taps = Vec::with_capacity(tx.len() * ty.len());
+        for &(iy, wy) in &ty {
+            for &(ix, wx) in &tx {
+                if let (Some(iy), Some(ix)) = (iy, ix) {
+                    taps.push((iy * w + ix, wy * wx));
+                }
+            }
+        }
+        taps
+    }
+}
+
+impl Op for GridSample {
+    fn name(&self) -> &'static str {
+        "GridSample-9"
+    }
+
+    fn infer(&self, inputs: &[Fact]) -> Result<Vec<Fact>, OpError> {
+        expect_inputs(inputs, 2, self.name())?;
+        let (data, grid) = (&inputs[0], &inputs[1]);
+        if grid.ty != ElementType::Dynamic && !grid.ty.is_real() {
+            return Err(OpError::input(
+                1,
+                codes::ELEMENT_TYPE,
+                format!("GridSample-9: the grid must be floats, got {}", grid.ty),
+            ));
+        }
+        for (slot, f) in [(0, data), (1, grid)] {
+            if f.rank().is_some_and(|r| r != 4) {
+                return Err(OpError::input(
+                    slot,
+                    codes::RANK,
+                    format!("GridSample-9: input {slot} {} must be 4-D", f.shape),
+                ));
+            }
+        }
+        let (Some(d), Some(g)) = (data.shape.dims(), grid.shape.dims()) else {
+            return Ok(vec![Fact::new(data.ty, PartialShape::dynamic_of_rank(4))]);
+        };
+        if g[3].get_static().is_some_and(|v| v != 2) {
+            return Err(OpError::input(
+                1,
+                codes::SHAPE,
+                format!("GridSample-9: the grid {} must end in 2", grid.shape),
+            ));
+        }
+        let n = d[0].intersect(g[0]).ok_or_else(|| {
+            OpError::input(
+                1,
+                codes::SHAPE,
+                format!(
+                    "GridSample-9: batch of data {} and grid {} differ",
+                    data.shape, grid.shape
+                ),
+            )
+        })?;
+        Ok(vec![Fact::new(
+            data.ty,
+            PartialShape::new(vec![n, d[1], g[1], g[2]]),
+        )])
+    }
+
+    fn eval(&self, inputs: Vec<Value>) -> Result<Vec<Value>, OpError> {
+        let [data, grid] = take_inputs::<2>(inputs, self.name())?;
+        let (ds, gs) = (data.shape(), grid.shape());
+        if ds.len() != 4 || gs.len() != 4 || gs[3] != 2 || gs[0] != ds[0] {
+            return Err(OpError::new(
+                codes::RUN_SHAPE,
+                format!("GridSample-9: data {ds:?} and grid {gs:?} do not fit"),
+            ));
+        }
+        let (n, c, h, w) = (ds[0], ds[1], ds[2], ds[3]);
+        let points = gs[1] * gs[2];
+        let gty = grid.element_type();
+        let g: Vec<f64> = with_number!(gty, G => grid.values::<G>().map(|v| v.iter().map(|x| x.to_f64()).collect()), else None)
+            .ok_or_else(|| OpError::new(codes::UNSUPPORTED_TYPE, format!("GridSample-9: a grid of {gty}")))?;
+        let taps: Vec<Vec<(usize, f64)>> = (0..n * points)
+            .map(|p| self.taps(g[2 * p], g[2 * p + 1], h, w))
+            .collect();
+        let ty = data.element_type();
+        let out_shape = vec![n, c, gs[1], gs[2]];
+        let out = with_number!(ty, T => {
+            let x = data.values::<T>().ok_or_else(|| OpError::new(codes::INTERNAL, "storage"))?;
+            let mut y = vec![T::default(); n * c * points];
+            let plane = h * w;
+            irun_opkit::par::for_each_split_mut(&mut y, points.max(1), &|at, chunk| {
+                for (i, out_plane) in chunk.chunks_mut(points.max(1)).enumerate() {
+                    let nc = at / points.max(1) + i;
+                    let src = &x[nc * plane..][..plane];
+                    let taps = &taps[(nc / c.max(1)) * points..][..points];
+                    for (o, t) in out_plane.iter_mut().zip(taps) {
+                        let v: f64 = t.iter().map(|&(k, wt)| wt * src[k].to_f64()).sum();
+                        *o = T::from_f64(if T::IS_INTEGER { v.round() } else { v });
+                    }
+                }
+            });
+            Tensor::new(ty, out_shape, T::wrap(y))
+        }, else return Err(OpError::new(codes::UNSUPPORTED_TYPE, format!("GridSample-9 on {ty}"))));
+        let out = out.map_err(|e| OpError::new(codes::RUN_SHAPE, e.to_string()))?;
+        Ok(vec![std::sync::Arc::new(out)])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use irun_opkit::testing::eval1;
+    use irun_opkit::testing::prelude::*;
+
+    fn gs(mode: Mode, padding: Padding, align_corners: bool) -> GridSample {
+        GridSample {
+            align_corners,
+            mode,
+            padding,
+        }
+    }
+
+    /// A 2 x 2 image [[1, 2], [3, 4]] sampled at its centre, its corners and outside.
+    #[test]
+    fn bilinear_points() {
+        let x = f32s(&[1, 1, 2, 2], &[1., 2., 3., 4.]);
+        let grid = f32s(&[1, 1, 3, 2], &[0., 0., -1., -1., 1., 1.]);
+        let y = eval1(
+            &gs(Mode::Bilinear, Padding::Zeros, true),
+            vec![x.clone(), grid.clone()],
+        )
+        .unwrap();
+        assert_eq!(y, f32s(&[1, 1, 1, 3], &[2.5, 1., 4.]));
+        // Without align_corners -1 is the outer edge: a quarter of pixel (0, 0), the rest 0.
+        let y = eval1(
+            &gs(Mode::Bilinear, Padding::Zeros, false),
+            vec![x.clone(), grid.clone()],
+        )
+        .unwrap();
+        assert_eq!(y, f32s(&[1, 1, 1, 3], &[2.5, 0.25, 1.]));
+        let y = eval1(&gs(Mode::Bilinear, Padding::Border, false), vec![x, grid]).unwrap();
+        assert_eq!(y, f32s(&[1, 1, 1, 3], &[2.5, 1., 4.]));
+    }
+
+    /// Reflection: without align_corners the mirror is the outer edge (tap -1 reads 0,
+    /// tap 2 reads 1 on a length-2 axis); with it the edge pixel (tap -1 reads 1).
+    #[test]
+    fn reflection_taps() {
+        let r = gs(Mode::Nearest, Padding::Reflection, false);
+        assert_eq!(
+            [r.tap(-1, 2), r.tap(2, 2), r.tap(-3, 2)],
+            [Some(0), Some(1), Some(1)]
+        );
+        let r = gs(Mode::Nearest, Padding::Reflection, true);
+        assert_eq!(
+            [r.tap(-1, 3), r.tap(3, 3), r.tap(-5, 3)],
+            [Some(1), Some(1), Some(1)]
+        );
+        assert_eq!(r.tap(5, 1), Some(0));
+    }
+
+    /// Nearest rounds half to even: 0.5 of the way between pixels 0 and 1 reads pixel 0.
+    #[test]
+    fn nearest_ties_go_to_even() {
+        let x = f32s(&[1, 1, 1, 3], &[10., 20., 30.]);
+        // align_corners: x = -0.5 is pixel coordinate 0.5, x = 0.5 is 1.5.
+        let grid = f32s(&[1, 1, 2, 2], &[-0.5, 0., 0.5, 0.]);
+        let y = eval1(&gs(Mode::Nearest, Padding::Zeros, true), vec![x, grid]).unwrap();
+        assert_eq!(y, f32s(&[1, 1, 1, 2], &[10., 30.]));
+    }
+
+    #[test]
+    fn shapes() {
+        let op = gs(Mode::Bicubic, Padding::Zeros, false);
+        let f = op
+            .infer(&[fact(F32, "2,3,8,8"), fact(F32, "2,5,6,2")])
+            .unwrap();
+        assert_eq!(f[0].shape.to_string(), "[2,3,5,6]");
+        let e = op
+            .infer(&[fact(F32, "2,3,8,8"), fact(F32, "2,5,6,3")])
+            .unwrap_err();
+        assert_eq!(e.code, codes::SHAPE);
+        let e = op
+            .infer(&[fact(F32, "2,3,8,8"), fact(F32, "3,5,6,2")])
+            .unwrap_err();
+        assert_eq!(e.code, codes::SHAPE);
+    }
+}
