@@ -21,6 +21,7 @@ pub(crate) use irun_opkit::{attrs, broadcast, fact, kernel, op, par, simd, util}
 
 pub mod avg_pool;
 pub mod conv;
+pub mod conv_backprop;
 mod conv_gemm;
 pub mod convolution;
 pub mod depthwise;

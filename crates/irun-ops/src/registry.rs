@@ -177,6 +177,18 @@ pub static REGISTRY: &[Entry] = &[
     op("AvgPool", 16, 16, linear::avg_pool::build_v16),
     op("Convolution", 1, 1, linear::convolution::build),
     op("GroupConvolution", 1, 1, linear::group_convolution::build),
+    op(
+        "ConvolutionBackpropData",
+        1,
+        1,
+        linear::conv_backprop::build,
+    ),
+    op(
+        "GroupConvolutionBackpropData",
+        1,
+        1,
+        linear::conv_backprop::build_grouped,
+    ),
     op("Einsum", 7, 7, linear::einsum::build),
     op("MatMul", 1, 1, linear::matmul::build),
     op("MaxPool", 1, 1, linear::max_pool::build_v1),
