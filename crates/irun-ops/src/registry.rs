@@ -251,6 +251,18 @@ pub static REGISTRY: &[Entry] = &[
     // Image and detection.
     op("GridSample", 9, 9, vision::grid_sample::build),
     op("Interpolate", 1, 0, vision::interpolate::build_v1),
+    op(
+        "NonMaxSuppression",
+        5,
+        5,
+        vision::non_max_suppression::build_v5,
+    ),
+    op(
+        "NonMaxSuppression",
+        9,
+        9,
+        vision::non_max_suppression::build_v9,
+    ),
     op("Interpolate", 4, 4, vision::interpolate::build_v4),
     op("Interpolate", 11, 11, vision::interpolate::build_v11),
 ];
