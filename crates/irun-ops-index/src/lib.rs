@@ -1,4 +1,4 @@
-//! The index family: GatherElements, OneHot, NonZero, TopK, Unique and the embedding bags
+//! The index family: GatherElements, GatherND, OneHot, NonZero, TopK, Unique and the embedding bags
 //! (the scatter ops, also index ops, have their own crate). One file per op, named after it;
 //! the four embedding-bag ops share `embedding_bag.rs`.
 //!
@@ -17,6 +17,7 @@ mod testing;
 
 pub mod embedding_bag;
 pub mod gather_elements;
+pub mod gather_nd;
 pub mod non_zero;
 pub mod one_hot;
 pub mod top_k;

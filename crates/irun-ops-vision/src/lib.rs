@@ -1,4 +1,5 @@
-//! The image and detection family: Interpolate-1/4/11, GridSample-9, NonMaxSuppression-5/9. One file per op; `resample.rs` is
+//! The image and detection family: Interpolate-1/4/11, GridSample-9, NonMaxSuppression-5/9,
+//! ROIAlign-3/9. One file per op; `resample.rs` is
 //! Interpolate's arithmetic (coordinates, nearest rounding, each filter's taps, the
 //! separable pass).
 //!
@@ -14,3 +15,4 @@ pub mod grid_sample;
 pub mod interpolate;
 pub mod non_max_suppression;
 pub mod resample;
+pub mod roi_align;

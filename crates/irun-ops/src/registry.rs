@@ -16,6 +16,7 @@ use irun_ops_reduce as rd;
 use irun_ops_scatter as scatter;
 use irun_ops_signal as signal;
 use irun_ops_vision as vision;
+use irun_ops_vision::non_max_suppression as nms;
 
 /// The newest opset OpenVINO 2026.4 has; `opset17` and later are rejected as it rejects them.
 pub const NEWEST_OPSET: u32 = 16;
@@ -161,6 +162,8 @@ pub static REGISTRY: &[Entry] = &[
         ix::embedding_bag::build_packed,
     ),
     op("GatherElements", 6, 6, ix::gather_elements::build),
+    op("GatherND", 5, 5, ix::gather_nd::build_v5),
+    op("GatherND", 8, 8, ix::gather_nd::build_v8),
     op("NonZero", 3, 3, ix::non_zero::build),
     op("OneHot", 1, 1, ix::one_hot::build),
     op("OneHot", 16, 16, ix::one_hot::build_v16),
@@ -251,20 +254,12 @@ pub static REGISTRY: &[Entry] = &[
     // Image and detection.
     op("GridSample", 9, 9, vision::grid_sample::build),
     op("Interpolate", 1, 0, vision::interpolate::build_v1),
-    op(
-        "NonMaxSuppression",
-        5,
-        5,
-        vision::non_max_suppression::build_v5,
-    ),
-    op(
-        "NonMaxSuppression",
-        9,
-        9,
-        vision::non_max_suppression::build_v9,
-    ),
     op("Interpolate", 4, 4, vision::interpolate::build_v4),
     op("Interpolate", 11, 11, vision::interpolate::build_v11),
+    op("NonMaxSuppression", 5, 5, nms::build_v5),
+    op("NonMaxSuppression", 9, 9, nms::build_v9),
+    op("ROIAlign", 3, 3, vision::roi_align::build_v3),
+    op("ROIAlign", 9, 9, vision::roi_align::build_v9),
 ];
 
 /// How a layer's `(type, version)` resolved.

@@ -1,0 +1,413 @@
+//! ROIAlign-3 and -9: each box of `rois [R, 4]` (`x1, y1, x2, y2` in input pixels, scaled
+//! by `spatial_scale`) on image `batch_indices[r]` of `data [N, C, H, W]` is cut into
+//! `pooled_h x pooled_w` bins, each bin sampled on a grid and pooled: `[R, C, pooled_h,
+//! pooled_w]`.
+//!
+//! - Box corners: `asymmetric` (v3's only mode) `v * s`, `half_pixel_for_nn` `v * s - 0.5`,
+//!   `half_pixel` `(v + 0.5) * s - 0.5`; the box is at least 1 x 1 in `asymmetric` mode only.
+//! - Each bin holds `sampling_ratio` x `sampling_ratio` samples (0: `ceil` of the bin size
+//!   per axis) at the centres of equal sub-bins, bilinearly interpolated. A sample more than
+//!   one pixel outside the image reads 0; otherwise its coordinate is clamped to 0 and to
+//!   the last pixel.
+//! - `avg` averages the samples (those outside count); `max` takes their maximum starting
+//!   from 0, as OpenVINO's reference and CPU do (so it is never negative).
+//!
+//! Coordinates and weights are f32, as the reference computes them; sums are f64.
+
+use std::sync::Arc;
+
+use irun_opkit::number::Number;
+use irun_tensor::{with_float, Dim, ElementType, PartialShape, Scalar, Tensor};
+
+use crate::attrs::AttrReader;
+use crate::fact::Fact;
+use crate::kernel::IndexValues;
+use crate::op::{codes, expect_inputs, take_inputs, Op, OpError, Value};
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Aligned {
+    Asymmetric,
+    HalfPixelForNn,
+    HalfPixel,
+}
+
+#[derive(Debug)]
+pub struct RoiAlign {
+    pub v9: bool,
+    pub pooled_h: usize,
+    pub pooled_w: usize,
+    pub sampling_ratio: usize,
+    pub spatial_scale: f32,
+    pub max: bool,
+    pub aligned: Aligned,
+}
+
+fn read(a: &AttrReader, v9: bool) -> Result<Box<dyn Op>, OpError> {
+    let positive = |name: &'static str| -> Result<usize, OpError> {
+        let v = a.i64_or(name, None)?;
+        usize::try_from(v)
+            .ok()
+            .filter(|&v| v > 0)
+            .ok_or_else(|| OpError::attribute(name, format!("{name} must be positive, got {v}")))
+    };
+    let pooled_h = positive("pooled_h")?;
+    let pooled_w = positive("pooled_w")?;
+    let sr = a.i64_or("sampling_ratio", None)?;
+    let sampling_ratio = usize::try_from(sr).map_err(|_| {
+        OpError::attribute(
+            "sampling_ratio",
+            format!("sampling_ratio must be >= 0, got {sr}"),
+        )
+    })?;
+    let spatial_scale = a.f64_or("spatial_scale", 1.0)? as f32;
+    if !(spatial_scale > 0.0) {
+        return Err(OpError::attribute(
+            "spatial_scale",
+            "spatial_scale must be positive",
+        ));
+    }
+    let max = a.enum_or("mode", &["avg", "max"], "avg")? == "max";
+    let aligned = if v9 {
+        match a.enum_or(
+            "aligned_mode",
+            &["asymmetric", "half_pixel_for_nn", "half_pixel"],
+            "asymmetric",
+        )? {
+            "half_pixel_for_nn" => Aligned::HalfPixelForNn,
+            "half_pixel" => Aligned::HalfPixel,
+            _ => Aligned::Asymmetric,
+        }
+    } else {
+        Aligned::Asymmetric
+    };
+    Ok(Box::new(RoiAlign {
+        v9,
+        pooled_h,
+        pooled_w,
+        sampling_ratio,
+        spatial_scale,
+        max,
+        aligned,
+    }))
+}
+
+pub fn build_v3(a: &AttrReader) -> Result<Box<dyn Op>, OpError> {
+    read(a, false)
+}
+
+pub fn build_v9(a: &AttrReader) -> Result<Box<dyn Op>, OpError> {
+    read(a, true)
+}
+
+/// One sample: the four pixel offsets in a plane and their weights (all 0 outside).
+type Sample = [(usize, f32); 4];
+
+impl RoiAlign {
+    fn name_str(&self) -> &'static str {
+        if self.v9 {
+            "ROIAlign-9"
+        } else {
+            "ROIAlign-3"
+        }
+    }
+
+    /// The samples of every bin of one box, bin by bin.
+    fn samples(&self, roi: [f32; 4], h: usize, w: usize) -> (Vec<Sample>, usize) {
+        let s = self.spatial_scale;
+        let corner = |v: f32| match self.aligned {
+            Aligned::Asymmetric => v * s,
+            Aligned::HalfPixelForNn => v * s - 0.5,
+            Aligned::HalfPixel => (v + 0.5) * s - 0.5,
+        };
+        let (x1, y1, x2, y2) = (
+            corner(roi[0]),
+            corner(roi[1]),
+            corner(roi[2]),
+            corner(roi[3]),
+        );
+        let (mut rw, mut rh) = (x2 - x1, y2 - y1);
+        if self.aligned == Aligned::Asymmetric {
+            rw = rw.max(1.0);
+            rh = rh.max(1.0);
+        }
+        let (bw, bh) = (rw / self.pooled_w as f32, rh / self.pooled_h as f32);
+        let (gx, gy) = if self.sampling_ratio > 0 {
+            (self.sampling_ratio, self.sampling_ratio)
+        } else {
+            ((bw.ceil() as usize).max(1), (bh.ceil() as usize).max(1))
+        };
+        let mut out = Vec::with_capacity(self.pooled_h * self.pooled_w * gx * gy);
+        for py in 0..self.pooled_h {
+            for px in 0..self.pooled_w {
+                for iy in 0..gy {
+                    let y = y1 + py as f32 * bh + (iy as f32 + 0.5) * bh / gy as f32;
+                    for ix in 0..gx {
+                        let x = x1 + px as f32 * bw + (ix as f32 + 0.5) * bw / gx as f32;
+                        out.push(bilinear(x, y, h, w));
+                    }
+                }
+            }
+        }
+        (out, gx * gy)
+    }
+}
+
+/// The taps of a sample at `(x, y)`.
+fn bilinear(x: f32, y: f32, h: usize, w: usize) -> Sample {
+    let none = [(0, 0.0); 4];
+    if y < -1.0 || y > h as f32 || x < -1.0 || x > w as f32 || h == 0 || w == 0 {
+        return none;
+    }
+    let axis = |c: f32, len: usize| -> (usize, usize, f32) {
+        let c = c.max(0.0);
+        let low = c as usize;
+        if low >= len - 1 {
+            (len - 1, len - 1, 0.0)
+        } else {
+            (low, low + 1, c - low as f32)
+        }
+    };
+    let (y0, y1, ly) = axis(y, h);
+    let (x0, x1, lx) = axis(x, w);
+    let (hy, hx) = (1.0 - ly, 1.0 - lx);
+    [
+        (y0 * w + x0, hy * hx),
+        (y0 * w + x1, hy * lx),
+        (y1 * w + x0, ly * hx),
+        (y1 * w + x1, ly * lx),
+    ]
+}
+
+impl Op for RoiAlign {
+    fn name(&self) -> &'static str {
+        self.name_str()
+    }
+
+    fn infer(&self, inputs: &[Fact]) -> Result<Vec<Fact>, OpError> {
+        expect_inputs(inputs, 3, self.name())?;
+        let (data, rois, idx) = (&inputs[0], &inputs[1], &inputs[2]);
+        let ranks = [(0, data, 4), (1, rois, 2), (2, idx, 1)];
+        for (slot, f, r) in ranks {
+            if f.rank().is_some_and(|x| x != r) {
+                return Err(OpError::input(
+                    slot,
+                    codes::RANK,
+                    format!(
+                        "{}: input {slot} {} must have rank {r}",
+                        self.name(),
+                        f.shape
+                    ),
+                ));
+            }
+        }
+        if !matches!(
+            idx.ty,
+            ElementType::I32 | ElementType::I64 | ElementType::Dynamic
+        ) {
+            return Err(OpError::input(
+                2,
+                codes::ELEMENT_TYPE,
+                format!(
+                    "{}: batch indices must be i32 or i64, got {}",
+                    self.name(),
+                    idx.ty
+                ),
+            ));
+        }
+        let mut r = Dim::DYNAMIC;
+        if let Some(d) = rois.shape.dims() {
+            if d[1].get_static().is_some_and(|v| v != 4) {
+                return Err(OpError::input(
+                    1,
+                    codes::SHAPE,
+                    format!("{}: rois {} must be [R, 4]", self.name(), rois.shape),
+                ));
+            }
+            r = d[0];
+        }
+        if let Some(d) = idx.shape.dims() {
+            r = r.intersect(d[0]).ok_or_else(|| {
+                OpError::input(
+                    2,
+                    codes::SHAPE,
+                    format!(
+                        "{}: {} batch indices for rois {}",
+                        self.name(),
+                        idx.shape,
+                        rois.shape
+                    ),
+                )
+            })?;
+        }
+        let c = data.shape.dims().map_or(Dim::DYNAMIC, |d| d[1]);
+        let out = vec![
+            r,
+            c,
+            Dim::fixed(self.pooled_h as u64),
+            Dim::fixed(self.pooled_w as u64),
+        ];
+        Ok(vec![Fact::new(data.ty, PartialShape::new(out))])
+    }
+
+    fn eval(&self, inputs: Vec<Value>) -> Result<Vec<Value>, OpError> {
+        let [data, rois, idx] = take_inputs::<3>(inputs, self.name())?;
+        let (ds, rs) = (data.shape(), rois.shape());
+        if ds.len() != 4 || rs.len() != 2 || rs[1] != 4 || idx.len() != rs[0] {
+            return Err(OpError::new(
+                codes::RUN_SHAPE,
+                format!(
+                    "{}: data {ds:?}, rois {rs:?}, {} batch indices do not fit",
+                    self.name(),
+                    idx.len()
+                ),
+            ));
+        }
+        let (n, c, h, w) = (ds[0], ds[1], ds[2], ds[3]);
+        let batch = IndexValues::of(&idx)
+            .ok_or_else(|| {
+                OpError::input(2, codes::ELEMENT_TYPE, "batch indices must be integers")
+            })?
+            .to_vec();
+        if let Some((i, &b)) = batch
+            .iter()
+            .enumerate()
+            .find(|(_, &b)| b < 0 || b as usize >= n)
+        {
+            return Err(OpError::input(
+                2,
+                codes::INDEX_OUT_OF_RANGE,
+                format!(
+                    "{}: batch index {b} of roi {i} is not in [0, {n})",
+                    self.name()
+                ),
+            ));
+        }
+        let ty = data.element_type();
+        let bins = self.pooled_h * self.pooled_w;
+        let out = with_float!(ty, T => {
+            let x = data.values::<T>().ok_or_else(|| OpError::new(codes::INTERNAL, "storage"))?;
+            let rv: Vec<f32> = rois.values::<T>().ok_or_else(|| OpError::input(1, codes::ELEMENT_TYPE, "rois of the data's type"))?
+                .iter().map(|v| v.to_f64() as f32).collect();
+            let mut y = vec![T::default(); rs[0] * c * bins];
+            let plane = h * w;
+            irun_opkit::par::for_each_split_mut(&mut y, c * bins, &|at, chunk| {
+                for (i, dst) in chunk.chunks_mut(c * bins).enumerate() {
+                    let r = at / (c * bins) + i;
+                    let (samples, per_bin) = self.samples(rv[4 * r..4 * r + 4].try_into().expect("4 values"), h, w);
+                    let img = &x[batch[r] as usize * c * plane..][..c * plane];
+                    for (ch, out) in dst.chunks_mut(bins).enumerate() {
+                        let src = &img[ch * plane..][..plane];
+                        for (bin, o) in out.iter_mut().enumerate() {
+                            let values = samples[bin * per_bin..][..per_bin].iter().map(|s| {
+                                s.iter().map(|&(k, wt)| wt as f64 * src[k].to_f64()).sum::<f64>()
+                            });
+                            let v = if self.max {
+                                values.fold(0.0f64, f64::max)
+                            } else {
+                                values.sum::<f64>() / per_bin as f64
+                            };
+                            *o = T::from_f64(v);
+                        }
+                    }
+                }
+            });
+            Tensor::new(ty, vec![rs[0], c, self.pooled_h, self.pooled_w], T::wrap(y))
+        }, else return Err(OpError::new(codes::UNSUPPORTED_TYPE, format!("{} on {ty}", self.name()))));
+        Ok(vec![Arc::new(out.map_err(|e| {
+            OpError::new(codes::RUN_SHAPE, e.to_string())
+        })?)])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use irun_opkit::testing::eval1;
+    use irun_opkit::testing::prelude::*;
+
+    fn op(max: bool, aligned: Aligned) -> RoiAlign {
+        RoiAlign {
+            v9: true,
+            pooled_h: 2,
+            pooled_w: 2,
+            sampling_ratio: 2,
+            spatial_scale: 1.0,
+            max,
+            aligned,
+        }
+    }
+
+    /// A linear ramp `x + 10 y` is reproduced exactly by bilinear sampling: each bin's
+    /// average is the ramp at the bin's centre.
+    #[test]
+    fn averages_sample_a_ramp() {
+        let (h, w) = (6, 6);
+        let x = f32s(
+            &[1, 1, h, w],
+            &(0..h * w)
+                .map(|i| (i % w) as f32 + 10.0 * (i / w) as f32)
+                .collect::<Vec<_>>(),
+        );
+        let rois = f32s(&[1, 4], &[1.0, 1.0, 3.0, 5.0]);
+        let y = eval1(
+            &op(false, Aligned::Asymmetric),
+            vec![x, rois, i64s(&[1], &[0])],
+        )
+        .unwrap();
+        // Bins 1 wide and 2 high: centres x 1.5, 2.5 and y 2, 4.
+        assert_eq!(y, f32s(&[1, 1, 2, 2], &[21.5, 22.5, 41.5, 42.5]));
+    }
+
+    /// Max starts from 0; half_pixel moves the box by half a pixel.
+    #[test]
+    fn max_and_alignment() {
+        let x = f32s(&[1, 1, 2, 2], &[-1., -2., -3., -4.]);
+        let rois = f32s(&[1, 4], &[0., 0., 2., 2.]);
+        let y = eval1(
+            &op(true, Aligned::Asymmetric),
+            vec![x.clone(), rois.clone(), i32s(&[1], &[0])],
+        )
+        .unwrap();
+        assert_eq!(y, f32s(&[1, 1, 2, 2], &[0.; 4]));
+        let ramp = f32s(&[1, 1, 2, 2], &[0., 1., 2., 3.]);
+        let y = eval1(
+            &op(false, Aligned::HalfPixel),
+            vec![ramp.clone(), rois.clone(), i32s(&[1], &[0])],
+        )
+        .unwrap();
+        // Corners at 0 .. 2 (scale 1): samples 0.25, 0.75 (mean 0.5) and 1.25, 1.75 (both
+        // clamped to the last pixel, 1).
+        assert_eq!(y, f32s(&[1, 1, 2, 2], &[1.5, 2.0, 2.5, 3.0]));
+        let y = eval1(
+            &op(false, Aligned::HalfPixelForNn),
+            vec![ramp, rois, i32s(&[1], &[0])],
+        )
+        .unwrap();
+        // Corners at -0.5 .. 1.5: samples at -0.25 (clamped to 0) and 0.25 in the first
+        // bin of an axis (mean 0.125), 0.75 and 1.25 (clamped to 1) in the second (0.875).
+        assert_eq!(y, f32s(&[1, 1, 2, 2], &[0.375, 1.125, 1.875, 2.625]));
+    }
+
+    #[test]
+    fn shapes_and_errors() {
+        let o = op(false, Aligned::Asymmetric);
+        let f = o
+            .infer(&[fact(F32, "1,8,5,5"), fact(F32, "3,4"), fact(I64, "3")])
+            .unwrap();
+        assert_eq!(f[0].shape.to_string(), "[3,8,2,2]");
+        let e = o
+            .infer(&[fact(F32, "1,8,5,5"), fact(F32, "3,4"), fact(I64, "2")])
+            .unwrap_err();
+        assert_eq!(e.code, codes::SHAPE);
+        let e = eval1(
+            &o,
+            vec![
+                f32s(&[1, 1, 2, 2], &[0.; 4]),
+                f32s(&[1, 4], &[0.; 4]),
+                i64s(&[1], &[1]),
+            ],
+        )
+        .unwrap_err();
+        assert_eq!(e.code, codes::INDEX_OUT_OF_RANGE);
+    }
+}
