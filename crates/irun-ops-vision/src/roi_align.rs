@@ -60,7 +60,7 @@ fn read(a: &AttrReader, v9: bool) -> Result<Box<dyn Op>, OpError> {
         )
     })?;
     let spatial_scale = a.f64_or("spatial_scale", 1.0)? as f32;
-    if !(spatial_scale > 0.0) {
+    if spatial_scale.is_nan() || spatial_scale <= 0.0 {
         return Err(OpError::attribute(
             "spatial_scale",
             "spatial_scale must be positive",
