@@ -15,14 +15,19 @@ pub(crate) use irun_opkit::{attrs, fact, kernel, op, par, simd, strided, util};
 
 pub mod along;
 pub mod axes;
+pub mod floats;
 pub mod num;
 pub mod reduce;
 #[cfg(test)]
 mod testing;
 
+pub mod batch_norm_inference;
 pub mod cum_sum;
+pub mod group_normalization;
 pub mod log_softmax;
+pub mod lrn;
 pub mod mvn;
+pub mod normalize_l2;
 pub mod reduce_l1;
 pub mod reduce_l2;
 pub mod reduce_max;

@@ -8,8 +8,8 @@
 //! * MVN-1 (written `opset2` in IR): axes `[1, r)` with `across_channels`, else `[2, r)`, or
 //!   the `reduction_axes` list when given.
 //!
-//! The normalised axes must be adjacent (LayerNorm, instance and group norm shapes); others
-//! are not implemented (E0603).
+//! Adjacent axes (LayerNorm, instance and group norm shapes) run as slices of a
+//! `[outer, along, inner]` view; any other set gathers each group of elements first.
 
 use std::sync::Arc;
 
@@ -80,6 +80,30 @@ impl Mvn {
             (_, _, Some(list)) => normalise(list, rank, 0, name),
             _ => Ok((if self.across_channels { 1 } else { 2 }..rank).collect()),
         }
+    }
+
+    /// Axes that are not adjacent: each group of elements sharing the kept coordinates is
+    /// gathered, normalised as a slice and put back.
+    fn over_any_axes(&self, x: &Value, axes: &[usize]) -> Result<Vec<Value>, OpError> {
+        let v = crate::floats::values(x, 0, self.name())?;
+        let slots = crate::floats::reduced_slots(x.shape(), axes);
+        let groups = slots.iter().max().map_or(0, |m| m + 1);
+        let mut members: Vec<Vec<usize>> = vec![Vec::new(); groups];
+        for (i, &s) in slots.iter().enumerate() {
+            members[s].push(i);
+        }
+        let mut y = vec![0.0; v.len()];
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        for m in &members {
+            a.clear();
+            a.extend(m.iter().map(|&i| v[i]));
+            b.resize(a.len(), 0.0);
+            self.normalise_slice(&a, &mut b);
+            for (&i, &r) in m.iter().zip(&b) {
+                y[i] = r;
+            }
+        }
+        crate::floats::like(x, y)
     }
 
     fn normalise_slice(&self, x: &[f64], y: &mut [f64]) {
@@ -197,13 +221,7 @@ impl Op for Mvn {
         let axes = self.axes(s.len(), given.as_deref())?;
         let adjacent = axes.windows(2).all(|w| w[1] == w[0] + 1);
         if !adjacent {
-            return Err(OpError::new(
-                codes::UNSUPPORTED_TYPE,
-                format!(
-                    "{} over non-adjacent axes {axes:?} is not implemented",
-                    self.name()
-                ),
-            ));
+            return self.over_any_axes(&x, &axes);
         }
         let (first, last) = (
             axes.first().copied().unwrap_or(s.len()),
@@ -240,6 +258,17 @@ mod tests {
             across_channels: false,
             reduction_axes: None,
         }
+    }
+
+    /// Axes 0 and 2 of [2, 2, 2]: each middle index is a group of four values.
+    #[test]
+    fn non_adjacent_axes() {
+        let x = f32s(&[2, 2, 2], &(0..8).map(|v| v as f32).collect::<Vec<_>>());
+        let y = run(&v6(false, 0.0, true), vec![x, i64s(&[2], &[0, 2])]);
+        assert_eq!(
+            y,
+            f32s(&[2, 2, 2], &[-2.5, -1.5, -2.5, -1.5, 1.5, 2.5, 1.5, 2.5])
+        );
     }
 
     #[test]

@@ -229,6 +229,21 @@ pub static REGISTRY: &[Entry] = &[
     op("SoftMax", 1, 1, rd::softmax::build_v1),
     op("SoftMax", 8, 8, rd::softmax::build_v8),
     op("CumSum", 3, 3, rd::cum_sum::build),
+    op(
+        "BatchNormInference",
+        1,
+        0,
+        rd::batch_norm_inference::build_v0,
+    ),
+    op(
+        "BatchNormInference",
+        5,
+        5,
+        rd::batch_norm_inference::build_v5,
+    ),
+    op("GroupNormalization", 12, 12, rd::group_normalization::build),
+    op("LRN", 1, 1, rd::lrn::build),
+    op("NormalizeL2", 1, 1, rd::normalize_l2::build),
     // Data movement.
     op("Broadcast", 1, 1, mv::broadcast::build_v1),
     op("Broadcast", 3, 3, mv::broadcast::build_v3),

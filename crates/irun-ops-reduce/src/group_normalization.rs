@@ -1,0 +1,162 @@
+//! GroupNormalization-12: `data [N, C, ...]` normalised over each group of `C / num_groups`
+//! channels (and all spatial positions), then scaled and shifted per channel: `y = (x -
+//! mean) / sqrt(var + epsilon) * scale[c] + bias[c]`, the variance the population one.
+//! `num_groups` (dividing C) and `epsilon` are required. Computed in f64, rounded once.
+
+use irun_tensor::ElementType;
+
+use crate::attrs::AttrReader;
+use crate::fact::Fact;
+use crate::floats::{like, values};
+use crate::op::{codes, expect_inputs, same_element_type, take_inputs, Op, OpError, Value};
+
+#[derive(Debug)]
+pub struct GroupNormalization {
+    pub groups: usize,
+    pub epsilon: f64,
+}
+
+pub fn build(a: &AttrReader) -> Result<Box<dyn Op>, OpError> {
+    let g = a.i64_or("num_groups", None)?;
+    let groups = usize::try_from(g).ok().filter(|&g| g > 0).ok_or_else(|| {
+        OpError::attribute(
+            "num_groups",
+            format!("num_groups must be positive, got {g}"),
+        )
+    })?;
+    a.required("epsilon")?;
+    Ok(Box::new(GroupNormalization {
+        groups,
+        epsilon: a.f64_or("epsilon", 0.0)?,
+    }))
+}
+
+impl Op for GroupNormalization {
+    fn name(&self) -> &'static str {
+        "GroupNormalization-12"
+    }
+
+    fn infer(&self, inputs: &[Fact]) -> Result<Vec<Fact>, OpError> {
+        expect_inputs(inputs, 3, self.name())?;
+        let ty = same_element_type(inputs, &[0, 1, 2], self.name())?;
+        if ty != ElementType::Dynamic && !ty.is_real() {
+            return Err(OpError::input(
+                0,
+                codes::ELEMENT_TYPE,
+                format!("{}: inputs must be floating-point, got {ty}", self.name()),
+            ));
+        }
+        let data = &inputs[0];
+        if let Some(d) = data.shape.dims() {
+            if d.len() < 2 {
+                return Err(OpError::input(
+                    0,
+                    codes::RANK,
+                    format!("{}: data {} needs a channel axis", self.name(), data.shape),
+                ));
+            }
+            if let Some(c) = d[1].get_static() {
+                if c % self.groups as u64 != 0 {
+                    return Err(OpError::input(
+                        0,
+                        codes::SHAPE,
+                        format!(
+                            "{}: {c} channels do not split into {} groups",
+                            self.name(),
+                            self.groups
+                        ),
+                    ));
+                }
+                for slot in [1, 2] {
+                    if inputs[slot]
+                        .shape
+                        .to_static()
+                        .is_some_and(|s| s != [c as usize])
+                    {
+                        return Err(OpError::input(
+                            slot,
+                            codes::SHAPE,
+                            format!(
+                                "{}: input {slot} {} must be [{c}]",
+                                self.name(),
+                                inputs[slot].shape
+                            ),
+                        ));
+                    }
+                }
+            }
+        }
+        Ok(vec![Fact::new(ty, data.shape.clone())])
+    }
+
+    fn eval(&self, inputs: Vec<Value>) -> Result<Vec<Value>, OpError> {
+        let [x, scale, bias] = take_inputs::<3>(inputs, self.name())?;
+        let s = x.shape();
+        if s.len() < 2 || s[1] % self.groups != 0 || scale.len() != s[1] || bias.len() != s[1] {
+            return Err(OpError::new(
+                codes::RUN_SHAPE,
+                format!(
+                    "{}: data {s:?} with {} groups, {} scales, {} biases",
+                    self.name(),
+                    self.groups,
+                    scale.len(),
+                    bias.len()
+                ),
+            ));
+        }
+        let (c, spatial) = (s[1], s[2..].iter().product::<usize>());
+        let (v, sc, bi) = (
+            values(&x, 0, self.name())?,
+            values(&scale, 1, self.name())?,
+            values(&bias, 2, self.name())?,
+        );
+        let block = c / self.groups * spatial;
+        let mut y = vec![0.0; v.len()];
+        if block > 0 {
+            crate::par::for_each_split_mut(&mut y, block, &|at, chunk| {
+                for (i, out) in chunk.chunks_mut(block).enumerate() {
+                    let start = at + i * block;
+                    let xs = &v[start..start + block];
+                    let mean = xs.iter().sum::<f64>() / block as f64;
+                    let var =
+                        xs.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / block as f64;
+                    let inv = 1.0 / (var + self.epsilon).sqrt();
+                    for (j, (o, &x)) in out.iter_mut().zip(xs).enumerate() {
+                        let ch = ((start + j) / spatial.max(1)) % c;
+                        *o = (x - mean) * inv * sc[ch] + bi[ch];
+                    }
+                }
+            });
+        }
+        like(&x, y)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::*;
+
+    /// Two groups of two channels, one position each: each pair is normalised on its own.
+    #[test]
+    fn normalises_each_group() {
+        let op = GroupNormalization {
+            groups: 2,
+            epsilon: 0.0,
+        };
+        let x = f32s(&[1, 4, 1], &[1., 3., 10., 30.]);
+        let y = run(
+            &op,
+            vec![
+                x,
+                f32s(&[4], &[1., 1., 2., 2.]),
+                f32s(&[4], &[0., 0., 0., 1.]),
+            ],
+        );
+        assert_eq!(y, f32s(&[1, 4, 1], &[-1., 1., -2., 3.]));
+        let e = op
+            .infer(&[fact(F32, "1,3,2"), fact(F32, "3"), fact(F32, "3")])
+            .unwrap_err();
+        assert_eq!(e.code, codes::SHAPE);
+    }
+}

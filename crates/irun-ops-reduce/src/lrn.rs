@@ -1,0 +1,154 @@
+//! LRN-1: local response normalisation. For each element, `sum` is the sum of `x^2` over the
+//! window `[i - h, i + h]`, `h = (size - 1) / 2` (so an even `size` acts as `size - 1`), on
+//! every axis of input 1 (1-D integers, usually `[1]`: across channels), clipped to the
+//! tensor; `y = x / (bias + alpha / size^n * sum)^beta` with n the number of axes. `alpha`,
+//! `beta`, `bias`, `size` are required. Computed in f64, rounded once.
+
+use irun_tensor::ElementType;
+
+use crate::attrs::AttrReader;
+use crate::axes::normalise;
+use crate::fact::Fact;
+use crate::floats::{like, values};
+use crate::op::{codes, expect_inputs, take_inputs, Op, OpError, Value};
+use crate::strided::row_major_strides;
+use crate::util::{expect_int_type, ints, known_ints};
+
+#[derive(Debug)]
+pub struct Lrn {
+    pub alpha: f64,
+    pub beta: f64,
+    pub bias: f64,
+    pub size: usize,
+}
+
+pub fn build(a: &AttrReader) -> Result<Box<dyn Op>, OpError> {
+    for name in ["alpha", "beta", "bias", "size"] {
+        a.required(name)?;
+    }
+    let size = a.i64_or("size", None)?;
+    let size = usize::try_from(size)
+        .ok()
+        .filter(|&s| s > 0)
+        .ok_or_else(|| OpError::attribute("size", format!("size must be positive, got {size}")))?;
+    Ok(Box::new(Lrn {
+        alpha: a.f64_or("alpha", 0.0)?,
+        beta: a.f64_or("beta", 0.0)?,
+        bias: a.f64_or("bias", 0.0)?,
+        size,
+    }))
+}
+
+impl Op for Lrn {
+    fn name(&self) -> &'static str {
+        "LRN-1"
+    }
+
+    fn value_inputs(&self) -> &'static [usize] {
+        &[1]
+    }
+
+    fn infer(&self, inputs: &[Fact]) -> Result<Vec<Fact>, OpError> {
+        expect_inputs(inputs, 2, self.name())?;
+        expect_int_type(inputs, 1, self.name())?;
+        let x = &inputs[0];
+        if x.ty != ElementType::Dynamic && !x.ty.is_real() {
+            return Err(OpError::input(
+                0,
+                codes::ELEMENT_TYPE,
+                format!("{}: data must be floating-point, got {}", self.name(), x.ty),
+            ));
+        }
+        if let (Some(r), Some(a)) = (x.rank(), known_ints(&inputs[1])) {
+            normalise(&a, r, 1, self.name())?;
+        }
+        Ok(vec![Fact::new(x.ty, x.shape.clone())])
+    }
+
+    fn eval(&self, inputs: Vec<Value>) -> Result<Vec<Value>, OpError> {
+        let [x, axes] = take_inputs::<2>(inputs, self.name())?;
+        let shape = x.shape().to_vec();
+        let axes = normalise(&ints(&axes, 1)?, shape.len(), 1, self.name())?;
+        let v = values(&x, 0, self.name())?;
+        let strides = row_major_strides(&shape);
+        let h = (self.size as i64 - 1) / 2;
+        let scale = self.alpha / (self.size as f64).powi(axes.len() as i32);
+        let mut y = vec![0.0; v.len()];
+        crate::par::for_each_split_mut(&mut y, 4096, &|at, chunk| {
+            for (i, o) in chunk.iter_mut().enumerate() {
+                let p = at + i;
+                // The window on each listed axis: [lo, hi] around this element's coordinate.
+                let ranges: Vec<(usize, usize, usize)> = axes
+                    .iter()
+                    .map(|&a| {
+                        let c = (p / strides[a] as usize % shape[a]) as i64;
+                        let lo = (c - h).max(0) as usize;
+                        let hi = (c + h).min(shape[a] as i64 - 1) as usize;
+                        (a, lo, hi)
+                    })
+                    .collect();
+                let base = p - ranges
+                    .iter()
+                    .map(|&(a, _, _)| (p / strides[a] as usize % shape[a]) * strides[a] as usize)
+                    .sum::<usize>();
+                let mut sum = 0.0;
+                let mut idx: Vec<usize> = ranges.iter().map(|r| r.1).collect();
+                'window: loop {
+                    let q = base
+                        + ranges
+                            .iter()
+                            .zip(&idx)
+                            .map(|(&(a, _, _), &k)| k * strides[a] as usize)
+                            .sum::<usize>();
+                    sum += v[q] * v[q];
+                    for d in (0..idx.len()).rev() {
+                        idx[d] += 1;
+                        if idx[d] <= ranges[d].2 {
+                            continue 'window;
+                        }
+                        idx[d] = ranges[d].1;
+                    }
+                    break;
+                }
+                *o = v[p] / (self.bias + scale * sum).powf(self.beta);
+            }
+        });
+        like(&x, y)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::*;
+
+    /// Across 4 channels with size 3 (window c-1..c+1): y = x / (1 + 1/3 * sum)^0.5.
+    #[test]
+    fn across_channels() {
+        let op = Lrn {
+            alpha: 1.0,
+            beta: 0.5,
+            bias: 1.0,
+            size: 3,
+        };
+        let y = run(
+            &op,
+            vec![f32s(&[1, 4, 1, 1], &[1., 2., 3., 4.]), i64s(&[1], &[1])],
+        );
+        let want = [(1., 5.), (2., 14.), (3., 29.), (4., 25.)]
+            .map(|(x, s): (f32, f32)| x / (1. + s / 3.).sqrt());
+        let got = y.values::<f32>().unwrap();
+        for (g, w) in got.iter().zip(want) {
+            assert!((g - w).abs() < 1e-6, "{got:?} vs {want:?}");
+        }
+        // An even size acts as one less (window c-0..c+0 for size 2), divided by size 2.
+        let op = Lrn {
+            alpha: 2.0,
+            beta: 1.0,
+            bias: 0.0,
+            size: 2,
+        };
+        let y = run(&op, vec![f32s(&[1, 2], &[2., 4.]), i64s(&[1], &[1])]);
+        assert_eq!(y, f32s(&[1, 2], &[0.5, 0.25]));
+    }
+}
