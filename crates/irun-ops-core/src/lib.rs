@@ -3,12 +3,13 @@
 
 // The kit under the paths the op files use (`crate::op::Op`, `crate::par`, ...).
 #[allow(unused_imports)]
-pub(crate) use irun_opkit::{attrs, fact, kernel, op, par};
+pub(crate) use irun_opkit::{attrs, fact, kernel, op, par, util};
 
 pub mod assign;
 pub mod constant;
 pub mod convert;
 pub mod convert_like;
+pub mod eye;
 pub mod parameter;
 pub mod range;
 pub mod read_value;

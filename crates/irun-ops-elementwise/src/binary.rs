@@ -180,7 +180,7 @@ pub fn zip_same_type<T: Scalar>(
     Tensor::new(a.element_type(), bc.out_shape().to_vec(), T::wrap(out)).map_err(internal)
 }
 
-fn unexpected(ty: ElementType) -> OpError {
+pub fn unexpected(ty: ElementType) -> OpError {
     OpError::new(
         codes::UNSUPPORTED_TYPE,
         format!("unexpected element type {ty}"),

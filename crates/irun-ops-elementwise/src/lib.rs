@@ -35,6 +35,7 @@ pub mod atanh;
 pub mod bitwise_and;
 pub mod bitwise_not;
 pub mod bitwise_or;
+pub mod bitwise_shift;
 pub mod bitwise_xor;
 pub mod ceiling;
 pub mod clamp;

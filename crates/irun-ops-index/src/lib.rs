@@ -1,4 +1,4 @@
-//! The index family: GatherElements, GatherND, OneHot, NonZero, TopK, Unique and the embedding bags
+//! The index family: Bucketize, SearchSorted, GatherElements, GatherND, OneHot, NonZero, TopK, Unique and the embedding bags
 //! (the scatter ops, also index ops, have their own crate). One file per op, named after it;
 //! the four embedding-bag ops share `embedding_bag.rs`.
 //!
@@ -15,10 +15,12 @@ pub(crate) use irun_opkit::{attrs, fact, kernel, op, par, util};
 #[cfg(test)]
 mod testing;
 
+pub mod bucketize;
 pub mod embedding_bag;
 pub mod gather_elements;
 pub mod gather_nd;
 pub mod non_zero;
 pub mod one_hot;
+pub mod search_sorted;
 pub mod top_k;
 pub mod unique;

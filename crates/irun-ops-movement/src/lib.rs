@@ -26,6 +26,8 @@ pub mod identity;
 pub mod pad;
 pub mod reshape;
 pub mod reverse;
+pub mod reverse_sequence;
+pub mod shuffle_channels;
 pub mod slice;
 pub mod space_to_depth;
 pub mod split;
