@@ -177,6 +177,8 @@ pub static REGISTRY: &[Entry] = &[
     op("TopK", 11, 11, ix::top_k::build_v11),
     op("Unique", 10, 10, ix::unique::build),
     // Signal.
+    op("DFT", 7, 7, signal::dft::build_dft),
+    op("IDFT", 7, 7, signal::dft::build_idft),
     op("RDFT", 9, 9, signal::rdft::build),
     op("IRDFT", 9, 9, signal::irdft::build),
     // Linear algebra.
