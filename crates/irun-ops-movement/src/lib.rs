@@ -17,6 +17,7 @@ pub(crate) use irun_opkit::{attrs, fact, kernel, op, par, strided, util};
 mod testing;
 
 pub mod axis_map;
+pub mod batch_space;
 pub mod blocks;
 pub mod broadcast;
 pub mod concat;
@@ -29,6 +30,7 @@ pub mod reverse;
 pub mod reverse_sequence;
 pub mod shuffle_channels;
 pub mod slice;
+pub mod slice_scatter;
 pub mod space_to_depth;
 pub mod split;
 pub mod squeeze;

@@ -40,7 +40,7 @@ pub fn slice_dim(start: i64, stop: i64, step: i64, d: u64) -> (i64, u64) {
 type Range3 = (i64, i64, i64);
 
 /// Per data axis: `start:stop:step` of the listed axes; `None` for axes copied whole.
-fn plan(
+pub(crate) fn plan(
     rank: usize,
     start: &[i64],
     stop: &[i64],
