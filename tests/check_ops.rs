@@ -142,9 +142,9 @@ fn unknown_types_are_errors_unsupported_ones_warnings() {
     assert_eq!(check(&empty).code, 1);
 
     let real = model(
-        "Interpolate",
-        "opset11",
-        "mode=\"nearest\"",
+        "DetectionOutput",
+        "opset8",
+        "background_label_id=\"0\"",
         &[2],
         &[2],
         &[2],
@@ -217,5 +217,29 @@ fn newer_versions_than_irun_knows_are_unsupported_not_misread() {
     assert!(
         all.contains("warning[W0402]") && all.contains("Squeeze-opset15"),
         "{all}"
+    );
+}
+
+/// Layers that inference evaluates (a model's shape subgraph, folded to constants) are still
+/// checked against their declared ports: a ShapeOf declaring `[3]` for a rank-2 input is an
+/// error at the ShapeOf and at the Reshape that reads it.
+#[test]
+fn declared_dims_in_shape_subgraphs_are_compared() {
+    let xml = r#"<?xml version="1.0"?>
+<net name="t" version="11"><layers>
+<layer id="0" name="x" type="Parameter" version="opset1"><data shape="2,3" element_type="f32"/><output><port id="0" precision="FP32"><dim>2</dim><dim>3</dim></port></output></layer>
+<layer id="1" name="s" type="ShapeOf" version="opset3"><data output_type="i64"/><input><port id="0" precision="FP32"><dim>2</dim><dim>3</dim></port></input><output><port id="1" precision="I64"><dim>3</dim></port></output></layer>
+<layer id="2" name="r" type="Reshape" version="opset1"><data special_zero="false"/><input><port id="0" precision="FP32"><dim>2</dim><dim>3</dim></port><port id="1" precision="I64"><dim>3</dim></port></input><output><port id="2" precision="FP32"><dim>2</dim><dim>3</dim></port></output></layer>
+<layer id="3" name="out" type="Result" version="opset1"><input><port id="0" precision="FP32"><dim>2</dim><dim>3</dim></port></input></layer>
+</layers><edges>
+<edge from-layer="0" from-port="0" to-layer="1" to-port="0"/><edge from-layer="1" from-port="1" to-layer="2" to-port="1"/><edge from-layer="0" from-port="0" to-layer="2" to-port="0"/><edge from-layer="2" from-port="2" to-layer="3" to-port="0"/>
+</edges></net>"#;
+    let o = check(xml);
+    assert_eq!(o.code, 1, "{}{}", o.stdout, o.stderr);
+    assert!(
+        o.stderr.contains("output port 1 declares shape [3], but ShapeOf-3 infers i64 [2]")
+            && o.stderr.contains("error[E0506]"),
+        "{}",
+        o.stderr
     );
 }

@@ -240,7 +240,8 @@ pub fn parse_const_shape(s: &str) -> Result<Vec<usize>, String> {
 
 /// Checks a Const's reference against the weights file, as OpenVINO does and more:
 /// `offset + size` must not overflow and must lie inside the file, the element count must not
-/// overflow, and `size` must hold `ceil(count * bits / 8)` bytes (for strings: the header).
+/// overflow, and `size` must hold `ceil(count * bits / 8)` bytes (for strings: the header,
+/// and the blob must decode: its count, its offsets, UTF-8).
 pub fn check_const(
     weights: &Weights,
     element_type: ElementType,
@@ -288,6 +289,12 @@ pub fn check_const(
             fmt_shape(&shape)
         ));
     }
+    if element_type == ElementType::String {
+        // The blob's count, offsets and UTF-8 are checked here, where `check` sees them, not
+        // only when a kernel first reads the strings.
+        let bytes = weights.slice(offset, size).ok_or("the string blob is outside the weights")?;
+        crate::decode::decode(element_type, shape.clone(), bytes)?;
+    }
     Ok(ConstInfo {
         element_type,
         shape,
@@ -302,6 +309,33 @@ mod tests {
 
     fn w(n: usize) -> Weights {
         Weights::from_vec(Path::new("m.bin"), vec![0; n])
+    }
+
+    /// A string Const's blob is checked when the Const is: count, offsets (negative,
+    /// decreasing, past the data) and UTF-8 are errors, as for a kernel reading them.
+    #[test]
+    fn string_blobs_are_checked_with_the_const() {
+        let blob = |words: &[i32], data: &[u8]| -> Vec<u8> {
+            let mut b: Vec<u8> = words.iter().flat_map(|x| x.to_le_bytes()).collect();
+            b.extend_from_slice(data);
+            b
+        };
+        let check = |bytes: Vec<u8>, n: usize| {
+            let len = bytes.len() as u64;
+            let w = Weights::from_vec(Path::new("m.bin"), bytes);
+            check_const(&w, ElementType::String, vec![n], 0, len)
+        };
+        assert!(check(blob(&[2, 0, 2, 3], b"abc"), 2).is_ok());
+        for (bytes, n, why) in [
+            (blob(&[3, 0, 2, 3, 3], b"abc"), 2, "holds 3 strings"),
+            (blob(&[2, 0, 2, 1], b"abc"), 2, "offsets 2..1"),
+            (blob(&[2, 0, -1, 3], b"abc"), 2, "offsets 0..-1"),
+            (blob(&[2, 0, 2, 9], b"abc"), 2, "offsets 2..9"),
+            (blob(&[1, 0, 2], &[0xff, 0xfe]), 1, "UTF-8"),
+        ] {
+            let e = check(bytes, n).unwrap_err();
+            assert!(e.contains(why), "{e}");
+        }
     }
 
     #[test]
