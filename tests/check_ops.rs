@@ -237,7 +237,8 @@ fn declared_dims_in_shape_subgraphs_are_compared() {
     let o = check(xml);
     assert_eq!(o.code, 1, "{}{}", o.stdout, o.stderr);
     assert!(
-        o.stderr.contains("output port 1 declares shape [3], but ShapeOf-3 infers i64 [2]")
+        o.stderr
+            .contains("output port 1 declares shape [3], but ShapeOf-3 infers i64 [2]")
             && o.stderr.contains("error[E0506]"),
         "{}",
         o.stderr

@@ -292,7 +292,9 @@ pub fn check_const(
     if element_type == ElementType::String {
         // The blob's count, offsets and UTF-8 are checked here, where `check` sees them, not
         // only when a kernel first reads the strings.
-        let bytes = weights.slice(offset, size).ok_or("the string blob is outside the weights")?;
+        let bytes = weights
+            .slice(offset, size)
+            .ok_or("the string blob is outside the weights")?;
         crate::decode::decode(element_type, shape.clone(), bytes)?;
     }
     Ok(ConstInfo {
