@@ -7,13 +7,10 @@ use irun_tensor::Scalar;
 pub trait Float: Scalar {
     fn to_f64(self) -> f64;
     fn from_f64(x: f64) -> Self;
-    /// The lowest and highest finite values (the results of Max and Min over nothing).
-    const LOWEST: f64;
-    const HIGHEST: f64;
 }
 
 macro_rules! float {
-    ($t:ty, $lo:expr, $hi:expr, $to:expr, $from:expr) => {
+    ($t:ty, $to:expr, $from:expr) => {
         impl Float for $t {
             #[inline(always)]
             fn to_f64(self) -> f64 {
@@ -23,27 +20,13 @@ macro_rules! float {
             fn from_f64(x: f64) -> Self {
                 $from(x)
             }
-            const LOWEST: f64 = $lo;
-            const HIGHEST: f64 = $hi;
         }
     };
 }
-float!(
-    f32,
-    f32::MIN as f64,
-    f32::MAX as f64,
-    |x: f32| x as f64,
-    |x: f64| x as f32
-);
-float!(f64, f64::MIN, f64::MAX, |x: f64| x, |x: f64| x);
-float!(f16, -65504.0, 65504.0, |x: f16| x.to_f64(), f16::from_f64);
-float!(
-    bf16,
-    -3.3895313892515355e38,
-    3.3895313892515355e38,
-    |x: bf16| x.to_f64(),
-    bf16::from_f64
-);
+float!(f32, |x: f32| x as f64, |x: f64| x as f32);
+float!(f64, |x: f64| x, |x: f64| x);
+float!(f16, |x: f16| x.to_f64(), f16::from_f64);
+float!(bf16, |x: bf16| x.to_f64(), bf16::from_f64);
 
 pub trait Int: Scalar + Ord {
     const MIN: Self;

@@ -1,8 +1,9 @@
 //! What the Reduce* ops share: `keep_dims`, the axes input (scalar or 1-D, negative allowed,
 //! repeats tolerated, empty = identity), inference, and one kernel over `[outer, reduced,
 //! inner]` in which each output element folds its inputs in index order, so results do not
-//! depend on the thread count. Over an empty extent: Sum, Mean, L1, L2 give 0, Prod 1, Max the
-//! lowest finite value, Min the highest. NaN propagates through every reduction (Max and Min
+//! depend on the thread count. Over an empty extent: Sum, Mean, L1, L2 give 0, Prod 1, Max -inf
+//! and Min +inf for floats (ONNX's identities, and what OpenVINO CPU gives; its reference
+//! gives the lowest and highest finite values), the type's lowest and highest for integers. NaN propagates through every reduction (Max and Min
 //! too, as torch's amax/amin; the reference skips NaN there and OpenVINO CPU depends on the
 //! position).
 
@@ -160,7 +161,7 @@ fn floats<T: Float>(
             Kind::L2 => it.map(|x| x * x).sum::<f64>().sqrt(),
             Kind::Max => {
                 if n == 0 {
-                    T::LOWEST
+                    f64::NEG_INFINITY
                 } else {
                     it.fold(f64::NEG_INFINITY, |a, x| {
                         if a.is_nan() || x.is_nan() {
@@ -173,7 +174,7 @@ fn floats<T: Float>(
             }
             Kind::Min => {
                 if n == 0 {
-                    T::HIGHEST
+                    f64::INFINITY
                 } else {
                     it.fold(f64::INFINITY, |a, x| {
                         if a.is_nan() || x.is_nan() {

@@ -1,5 +1,5 @@
 //! ReduceMax-1: the largest value over `axes`; NaN propagates (torch `amax`; the reference
-//! skips NaN); over an empty extent, the lowest finite value.
+//! skips NaN); over an empty extent, -inf (integers: the type's lowest value).
 
 use crate::attrs::AttrReader;
 use crate::op::{Op, OpError};
@@ -31,7 +31,7 @@ mod tests {
         assert_eq!(v[1], -2.);
         assert_eq!(
             run(&op(false), vec![f32s(&[0], &[]), i64s(&[], &[0])]),
-            f32s(&[], &[f32::MIN])
+            f32s(&[], &[f32::NEG_INFINITY])
         );
         assert_eq!(
             run(

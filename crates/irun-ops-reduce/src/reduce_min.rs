@@ -1,5 +1,5 @@
-//! ReduceMin-1: the smallest value over `axes`; NaN propagates; over an empty extent, the
-//! highest finite value.
+//! ReduceMin-1: the smallest value over `axes`; NaN propagates; over an empty extent, +inf
+//! (integers: the type's highest value).
 
 use crate::attrs::AttrReader;
 use crate::op::{Op, OpError};
