@@ -14,6 +14,9 @@ mean, and each tool's peak RSS.
   lstm_bidir  bidirectional LSTMSequence-5, batch 16, 64 steps, 256 inputs and units
   gru         GRUSequence-5, batch 8, 100 steps, 128 inputs, 256 units
   rnn         reverse RNNSequence-5, batch 4, 200 steps, 64 inputs, 128 units
+  softmax_channels, log_softmax_channels, argmax_channels
+              SoftMax, LogSoftmax and TopK (k=1, the indices) over the channels of
+              [1, 21, 128, 128]: a segmentation head's per-pixel ops on a non-innermost axis
 
 OpenVINO: CPU, INFERENCE_NUM_THREADS=2, PERFORMANCE_HINT=LATENCY, INFERENCE_PRECISION_HINT=f32.
 irun: `irun bench MODEL -niter N --threads 2`.
@@ -38,6 +41,7 @@ import openvino.opset5 as o5
 import openvino.opset6 as o6
 import openvino.opset7 as o7
 import openvino.opset8 as o8
+import openvino.opset11 as o11
 
 rng = np.random.default_rng(7)
 
@@ -123,6 +127,22 @@ def recurrent(kind, batch, steps, inputs, hidden, direction):
         "x": rng.standard_normal((batch, steps, inputs)).astype(np.float32)}
 
 
+def along_channels(op):
+    """A segmentation head's per-pixel op over the 21 class channels of [1, 21, 128, 128]:
+    an axis that is not the innermost, where a kernel striding through memory per element is
+    several times slower than one vectorised across the inner dims."""
+    x = o1.parameter([1, 21, 128, 128], np.float32, name="logits")
+    x.output(0).set_names({"logits"})
+    if op == "softmax":
+        y = o8.softmax(x, 1)
+    elif op == "log_softmax":
+        y = o5.log_softmax(x, 1)
+    else:
+        y = o11.topk(x, const(1, np.int64), 1, "max", "value", "i64").output(1)
+    return ov.Model([o1.result(y)], [x], op + "_channels"), {
+        "logits": rng.standard_normal((1, 21, 128, 128)).astype(np.float32)}
+
+
 MODELS = {
     "resnet18": resnet18,
     "bert_block": bert_block,
@@ -130,6 +150,9 @@ MODELS = {
     "lstm_bidir": lambda: recurrent("lstm", 16, 64, 256, 256, "bidirectional"),
     "gru": lambda: recurrent("gru", 8, 100, 128, 256, "forward"),
     "rnn": lambda: recurrent("rnn", 4, 200, 64, 128, "reverse"),
+    "softmax_channels": lambda: along_channels("softmax"),
+    "log_softmax_channels": lambda: along_channels("log_softmax"),
+    "argmax_channels": lambda: along_channels("argmax"),
 }
 
 
