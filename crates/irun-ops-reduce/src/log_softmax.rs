@@ -118,7 +118,9 @@ mod tests {
     #[test]
     fn columns_match_slices() {
         let (outer, along, inner) = (2, 7, 1030);
-        let mut x: Vec<f32> = (0..outer * along * inner).map(|i| ((i * 7919 % 1000) as f32 / 50.0) - 10.0).collect();
+        let mut x: Vec<f32> = (0..outer * along * inner)
+            .map(|i| ((i * 7919 % 1000) as f32 / 50.0) - 10.0)
+            .collect();
         x[9] = f32::NAN;
         let y = across_columns_f32(&x, outer, along, inner, &log_softmax_columns);
         let t = f32s(&[outer, along, inner], &x);
