@@ -39,16 +39,7 @@ pub struct ConvBackprop {
 }
 
 fn read(a: &AttrReader, grouped: bool) -> Result<Box<dyn Op>, OpError> {
-    let auto_pad = match a.enum_or(
-        "auto_pad",
-        &["explicit", "valid", "same_upper", "same_lower", "notset"],
-        "explicit",
-    )? {
-        "valid" => AutoPad::Valid,
-        "same_upper" => AutoPad::SameUpper,
-        "same_lower" => AutoPad::SameLower,
-        _ => AutoPad::Explicit,
-    };
+    let auto_pad = AutoPad::read(a)?;
     let strides = list(a, "strides", None)?;
     let n = strides.len();
     let op = ConvBackprop {

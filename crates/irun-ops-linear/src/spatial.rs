@@ -66,6 +66,24 @@ pub fn list(
         })
 }
 
+impl AutoPad {
+    /// The `auto_pad` attribute (`notset` is `explicit`; omitted, `explicit`).
+    pub fn read(a: &AttrReader) -> Result<AutoPad, OpError> {
+        Ok(
+            match a.enum_or(
+                "auto_pad",
+                &["explicit", "valid", "same_upper", "same_lower", "notset"],
+                "explicit",
+            )? {
+                "valid" => AutoPad::Valid,
+                "same_upper" => AutoPad::SameUpper,
+                "same_lower" => AutoPad::SameLower,
+                _ => AutoPad::Explicit,
+            },
+        )
+    }
+}
+
 impl Spatial {
     /// Reads the attributes; `rounding` only for pools (`ceil_torch` only from MaxPool-14 and
     /// AvgPool-14), `dilations` absent for AvgPool (all 1).
@@ -75,16 +93,7 @@ impl Spatial {
         ceil_torch: bool,
         dilations: bool,
     ) -> Result<Spatial, OpError> {
-        let auto_pad = match a.enum_or(
-            "auto_pad",
-            &["explicit", "valid", "same_upper", "same_lower", "notset"],
-            "explicit",
-        )? {
-            "valid" => AutoPad::Valid,
-            "same_upper" => AutoPad::SameUpper,
-            "same_lower" => AutoPad::SameLower,
-            _ => AutoPad::Explicit,
-        };
+        let auto_pad = AutoPad::read(a)?;
         let rounding = if pool {
             let allowed: &[&str] = if ceil_torch {
                 &["floor", "ceil", "ceil_torch"]

@@ -64,34 +64,7 @@ impl Op for BatchNormInference {
             ));
         }
         let x = &inputs[self.data_slot];
-        if let Some(d) = x.shape.dims() {
-            if d.len() < 2 {
-                return Err(OpError::input(
-                    self.data_slot,
-                    codes::RANK,
-                    format!("{}: data {} needs a channel axis", self.name(), x.shape),
-                ));
-            }
-            if let Some(c) = d[1].get_static() {
-                for slot in self.params() {
-                    if inputs[slot]
-                        .shape
-                        .to_static()
-                        .is_some_and(|s| s != [c as usize])
-                    {
-                        return Err(OpError::input(
-                            slot,
-                            codes::SHAPE,
-                            format!(
-                                "{}: input {slot} {} must be [{c}]",
-                                self.name(),
-                                inputs[slot].shape
-                            ),
-                        ));
-                    }
-                }
-            }
-        }
+        crate::floats::expect_channel_params(inputs, self.data_slot, &self.params(), self.name())?;
         Ok(vec![Fact::new(ty, x.shape.clone())])
     }
 

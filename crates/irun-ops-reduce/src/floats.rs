@@ -4,9 +4,11 @@
 use std::sync::Arc;
 
 use irun_opkit::number::Number;
-use irun_tensor::{with_float, Scalar, Tensor};
+use irun_tensor::{with_float, ElementType, Scalar, Tensor};
 
-use crate::op::{codes, OpError, Value};
+use crate::fact::Fact;
+use crate::op::{codes, expect_inputs, OpError, Value};
+use crate::util::{expect_int_type, known_ints};
 
 /// The values of float input `slot` as f64.
 pub fn values(t: &Tensor, slot: usize, op: &str) -> Result<Vec<f64>, OpError> {
@@ -55,6 +57,68 @@ pub fn reduced_slots(shape: &[usize], axes: &[usize]) -> Vec<usize> {
         }
     }
     out
+}
+
+/// The inference of a float op over axes (input 1, checked against the rank when known):
+/// the data's own fact out.
+pub fn infer_over_axes(inputs: &[Fact], op: &str) -> Result<Vec<Fact>, OpError> {
+    expect_inputs(inputs, 2, op)?;
+    expect_int_type(inputs, 1, op)?;
+    let x = &inputs[0];
+    expect_float(x.ty, 0, op)?;
+    if let (Some(r), Some(a)) = (x.rank(), known_ints(&inputs[1])) {
+        crate::axes::normalise(&a, r, 1, op)?;
+    }
+    Ok(vec![Fact::new(x.ty, x.shape.clone())])
+}
+
+/// An error unless `ty` is a float type (or not known yet).
+pub fn expect_float(ty: ElementType, slot: usize, op: &str) -> Result<(), OpError> {
+    if ty == ElementType::Dynamic || ty.is_real() {
+        return Ok(());
+    }
+    Err(OpError::input(
+        slot,
+        codes::ELEMENT_TYPE,
+        format!("{op}: input {slot} must be floating-point, got {ty}"),
+    ))
+}
+
+/// Checks, when the data's channel count (dim 1) is known, that each input in `params` is
+/// `[C]`; an error if the data has no channel axis.
+pub fn expect_channel_params(
+    inputs: &[Fact],
+    data: usize,
+    params: &[usize],
+    op: &str,
+) -> Result<(), OpError> {
+    let x = &inputs[data];
+    let Some(d) = x.shape.dims() else {
+        return Ok(());
+    };
+    if d.len() < 2 {
+        return Err(OpError::input(
+            data,
+            codes::RANK,
+            format!("{op}: data {} needs a channel axis", x.shape),
+        ));
+    }
+    if let Some(c) = d[1].get_static() {
+        for &slot in params {
+            if inputs[slot]
+                .shape
+                .to_static()
+                .is_some_and(|s| s != [c as usize])
+            {
+                return Err(OpError::input(
+                    slot,
+                    codes::SHAPE,
+                    format!("{op}: input {slot} {} must be [{c}]", inputs[slot].shape),
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -47,45 +47,25 @@ impl Op for GroupNormalization {
             ));
         }
         let data = &inputs[0];
-        if let Some(d) = data.shape.dims() {
-            if d.len() < 2 {
+        if let Some(c) = data
+            .shape
+            .dims()
+            .and_then(|d| d.get(1))
+            .and_then(|c| c.get_static())
+        {
+            if c % self.groups as u64 != 0 {
                 return Err(OpError::input(
                     0,
-                    codes::RANK,
-                    format!("{}: data {} needs a channel axis", self.name(), data.shape),
+                    codes::SHAPE,
+                    format!(
+                        "{}: {c} channels do not split into {} groups",
+                        self.name(),
+                        self.groups
+                    ),
                 ));
             }
-            if let Some(c) = d[1].get_static() {
-                if c % self.groups as u64 != 0 {
-                    return Err(OpError::input(
-                        0,
-                        codes::SHAPE,
-                        format!(
-                            "{}: {c} channels do not split into {} groups",
-                            self.name(),
-                            self.groups
-                        ),
-                    ));
-                }
-                for slot in [1, 2] {
-                    if inputs[slot]
-                        .shape
-                        .to_static()
-                        .is_some_and(|s| s != [c as usize])
-                    {
-                        return Err(OpError::input(
-                            slot,
-                            codes::SHAPE,
-                            format!(
-                                "{}: input {slot} {} must be [{c}]",
-                                self.name(),
-                                inputs[slot].shape
-                            ),
-                        ));
-                    }
-                }
-            }
         }
+        crate::floats::expect_channel_params(inputs, 0, &[1, 2], self.name())?;
         Ok(vec![Fact::new(ty, data.shape.clone())])
     }
 

@@ -10,7 +10,7 @@ use crate::along::{map_rows_f32, map_slices};
 use crate::attrs::AttrReader;
 use crate::fact::Fact;
 use crate::op::{codes, take_inputs, Op, OpError, Value};
-use crate::softmax::{across_columns_f32, infer_along, softmax_axis};
+use crate::softmax::{across_columns_f32, exp_shifted_columns, infer_along, softmax_axis};
 
 #[derive(Debug)]
 pub struct LogSoftmax {
@@ -40,24 +40,7 @@ fn log_softmax(x: &[f64], y: &mut [f64]) {
 
 /// LogSoftmax down each column of `rows` into `out`: `x - max - ln(sum e^(x - max))`.
 fn log_softmax_columns(rows: &[&[f32]], out: &mut [&mut [f32]]) {
-    let w = rows.first().map_or(0, |r| r.len());
-    let mut max = vec![f32::NEG_INFINITY; w];
-    for r in rows {
-        for (m, &v) in max.iter_mut().zip(r.iter()) {
-            // NaN is passed over here but reaches the sum below, making the column NaN.
-            *m = m.max(v);
-        }
-    }
-    let mut sum = vec![0f32; w];
-    for (r, o) in rows.iter().zip(out.iter_mut()) {
-        for ((d, &v), &m) in o.iter_mut().zip(r.iter()).zip(&max) {
-            *d = v - m;
-        }
-        rten_simd::SimdUnaryOp::map_mut(&rten_vecmath::Exp {}, o);
-        for (s, &d) in sum.iter_mut().zip(o.iter()) {
-            *s += d;
-        }
-    }
+    let (max, sum) = exp_shifted_columns(rows, out);
     let shift: Vec<f32> = max.iter().zip(&sum).map(|(&m, &s)| m + s.ln()).collect();
     for (r, o) in rows.iter().zip(out.iter_mut()) {
         for ((d, &v), &c) in o.iter_mut().zip(r.iter()).zip(&shift) {

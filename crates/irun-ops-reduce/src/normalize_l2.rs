@@ -3,14 +3,12 @@
 //! any set. With no axes each element is its own norm: `y` is 0 where `x` is 0, else 1.
 //! `eps` and `eps_mode` are required. Computed in f64, rounded once.
 
-use irun_tensor::ElementType;
-
 use crate::attrs::AttrReader;
 use crate::axes::normalise;
 use crate::fact::Fact;
 use crate::floats::{like, reduced_slots, values};
-use crate::op::{codes, expect_inputs, take_inputs, Op, OpError, Value};
-use crate::util::{expect_int_type, ints, known_ints};
+use crate::op::{take_inputs, Op, OpError, Value};
+use crate::util::ints;
 
 #[derive(Debug)]
 pub struct NormalizeL2 {
@@ -37,20 +35,7 @@ impl Op for NormalizeL2 {
     }
 
     fn infer(&self, inputs: &[Fact]) -> Result<Vec<Fact>, OpError> {
-        expect_inputs(inputs, 2, self.name())?;
-        expect_int_type(inputs, 1, self.name())?;
-        let x = &inputs[0];
-        if x.ty != ElementType::Dynamic && !x.ty.is_real() {
-            return Err(OpError::input(
-                0,
-                codes::ELEMENT_TYPE,
-                format!("{}: data must be floating-point, got {}", self.name(), x.ty),
-            ));
-        }
-        if let (Some(r), Some(a)) = (x.rank(), known_ints(&inputs[1])) {
-            normalise(&a, r, 1, self.name())?;
-        }
-        Ok(vec![Fact::new(x.ty, x.shape.clone())])
+        crate::floats::infer_over_axes(inputs, self.name())
     }
 
     fn eval(&self, inputs: Vec<Value>) -> Result<Vec<Value>, OpError> {

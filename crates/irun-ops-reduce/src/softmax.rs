@@ -175,8 +175,9 @@ pub fn across_columns_f32(
     y
 }
 
-/// Softmax down each column of `rows` into `out`.
-fn softmax_columns(rows: &[&[f32]], out: &mut [&mut [f32]]) {
+/// The column maxima of `rows`, `out = e^(rows - max)` and the column sums of `out`: the
+/// first passes of SoftMax and LogSoftmax down columns.
+pub fn exp_shifted_columns(rows: &[&[f32]], out: &mut [&mut [f32]]) -> (Vec<f32>, Vec<f32>) {
     let w = rows.first().map_or(0, |r| r.len());
     let mut max = vec![f32::NEG_INFINITY; w];
     for r in rows {
@@ -195,6 +196,12 @@ fn softmax_columns(rows: &[&[f32]], out: &mut [&mut [f32]]) {
             *s += d;
         }
     }
+    (max, sum)
+}
+
+/// Softmax down each column of `rows` into `out`.
+fn softmax_columns(rows: &[&[f32]], out: &mut [&mut [f32]]) {
+    let (_, sum) = exp_shifted_columns(rows, out);
     for o in out.iter_mut() {
         for (d, &s) in o.iter_mut().zip(&sum) {
             *d /= s;

@@ -10,10 +10,10 @@ use irun_tensor::{Dim, PartialShape};
 
 use crate::attrs::AttrReader;
 use crate::fact::Fact;
-use crate::lines::{axes_and_sizes, data_input, fft_axis, resize, C};
+use crate::lines::{axes_and_sizes, complex_input, data_input, fft_axis, resize, ComplexInput};
 use crate::op::{codes, Op, OpError, Value};
-use crate::rdft::{float_tensor, real_values};
-use crate::util::{ints, known_ints};
+use crate::rdft::float_tensor;
+use crate::util::known_ints;
 
 #[derive(Debug)]
 pub struct Dft {
@@ -80,26 +80,12 @@ impl Op for Dft {
     }
 
     fn eval(&self, inputs: Vec<Value>) -> Result<Vec<Value>, OpError> {
-        let z = &inputs[0];
-        let zs = z.shape();
-        if zs.len() < 2 || zs[zs.len() - 1] != 2 {
-            return Err(OpError::input(
-                0,
-                codes::RUN_SHAPE,
-                format!("{}: data {zs:?} must end in a dim of 2", self.name()),
-            ));
-        }
-        let axes = ints(
-            inputs
-                .get(1)
-                .ok_or_else(|| OpError::new(codes::ARITY, "missing axes"))?,
-            1,
-        )?;
-        let sizes = inputs.get(2).map(|s| ints(s, 2)).transpose()?;
-        let mut dims = zs[..zs.len() - 1].to_vec();
-        let (axes, sizes) = axes_and_sizes(&axes, sizes.as_deref(), dims.len(), self.name())?;
-        let re_im = real_values(z, self.name())?;
-        let mut data: Vec<C> = re_im.chunks_exact(2).map(|p| C::new(p[0], p[1])).collect();
+        let ComplexInput {
+            mut data,
+            mut dims,
+            axes,
+            sizes,
+        } = complex_input(&inputs, self.name())?;
         for (&a, s) in axes.iter().zip(&sizes) {
             if let Some(s) = *s {
                 (data, dims) = resize(&data, &dims, a, s);
@@ -123,7 +109,11 @@ impl Op for Dft {
             .collect();
         let mut shape = dims;
         shape.push(2);
-        Ok(vec![Arc::new(float_tensor(z.element_type(), shape, out)?)])
+        Ok(vec![Arc::new(float_tensor(
+            inputs[0].element_type(),
+            shape,
+            out,
+        )?)])
     }
 }
 

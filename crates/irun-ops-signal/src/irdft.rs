@@ -12,10 +12,12 @@ use realfft::RealFftPlanner;
 
 use crate::attrs::AttrReader;
 use crate::fact::Fact;
-use crate::lines::{axes_and_sizes, data_input, fft_axis, per_block, resize, C};
+use crate::lines::{
+    axes_and_sizes, complex_input, data_input, fft_axis, per_block, resize, ComplexInput, C,
+};
 use crate::op::{codes, Op, OpError, Value};
-use crate::rdft::{float_tensor, real_values};
-use crate::util::{ints, known_ints};
+use crate::rdft::float_tensor;
+use crate::util::known_ints;
 
 #[derive(Debug)]
 pub struct Irdft;
@@ -78,26 +80,12 @@ impl Op for Irdft {
     }
 
     fn eval(&self, inputs: Vec<Value>) -> Result<Vec<Value>, OpError> {
-        let z = &inputs[0];
-        let zs = z.shape();
-        if zs.len() < 2 || zs[zs.len() - 1] != 2 {
-            return Err(OpError::input(
-                0,
-                codes::RUN_SHAPE,
-                format!("{NAME}: data {zs:?} must end in a dim of 2"),
-            ));
-        }
-        let axes = ints(
-            inputs
-                .get(1)
-                .ok_or_else(|| OpError::new(codes::ARITY, "IRDFT-9 needs axes"))?,
-            1,
-        )?;
-        let sizes = inputs.get(2).map(|s| ints(s, 2)).transpose()?;
-        let mut dims = zs[..zs.len() - 1].to_vec();
-        let (axes, sizes) = axes_and_sizes(&axes, sizes.as_deref(), dims.len(), NAME)?;
-        let re_im = real_values(z, NAME)?;
-        let mut data: Vec<C> = re_im.chunks_exact(2).map(|p| C::new(p[0], p[1])).collect();
+        let ComplexInput {
+            mut data,
+            mut dims,
+            axes,
+            sizes,
+        } = complex_input(&inputs, NAME)?;
         let last = *axes.last().expect("axes are not empty");
         // The last axis' output length, and the bins its inverse real transform reads.
         let n = sizes[axes.len() - 1].unwrap_or(2 * dims[last].saturating_sub(1));
@@ -149,7 +137,11 @@ impl Op for Irdft {
         out.iter_mut().for_each(|v| *v /= scale);
         let mut shape = dims;
         shape[last] = n;
-        Ok(vec![Arc::new(float_tensor(z.element_type(), shape, out)?)])
+        Ok(vec![Arc::new(float_tensor(
+            inputs[0].element_type(),
+            shape,
+            out,
+        )?)])
     }
 }
 

@@ -8,9 +8,9 @@ use rustfft::FftPlanner;
 use irun_tensor::ElementType;
 
 use crate::fact::Fact;
-use crate::op::{codes, expect_inputs_between, OpError};
+use crate::op::{codes, expect_inputs_between, OpError, Value};
 use crate::par;
-use crate::util::norm_axis;
+use crate::util::{ints, norm_axis};
 
 pub type C = Complex<f64>;
 
@@ -76,6 +76,44 @@ pub fn axes_and_sizes(
             .collect::<Result<_, _>>()?,
     };
     Ok((axes, sizes))
+}
+
+/// A complex transform's run-time inputs: the values of `data [..., 2]` as complex numbers,
+/// its complex dims, and the checked axes and signal sizes (inputs 1 and 2).
+pub struct ComplexInput {
+    pub data: Vec<C>,
+    pub dims: Vec<usize>,
+    pub axes: Vec<usize>,
+    pub sizes: Vec<Option<usize>>,
+}
+
+pub fn complex_input(inputs: &[Value], name: &str) -> Result<ComplexInput, OpError> {
+    let z = &inputs[0];
+    let zs = z.shape();
+    if zs.len() < 2 || zs[zs.len() - 1] != 2 {
+        return Err(OpError::input(
+            0,
+            codes::RUN_SHAPE,
+            format!("{name}: data {zs:?} must end in a dim of 2"),
+        ));
+    }
+    let axes = ints(
+        inputs
+            .get(1)
+            .ok_or_else(|| OpError::new(codes::ARITY, format!("{name} needs axes")))?,
+        1,
+    )?;
+    let sizes = inputs.get(2).map(|s| ints(s, 2)).transpose()?;
+    let dims = zs[..zs.len() - 1].to_vec();
+    let (axes, sizes) = axes_and_sizes(&axes, sizes.as_deref(), dims.len(), name)?;
+    let re_im = crate::rdft::real_values(z, name)?;
+    let data = re_im.chunks_exact(2).map(|p| C::new(p[0], p[1])).collect();
+    Ok(ComplexInput {
+        data,
+        dims,
+        axes,
+        sizes,
+    })
 }
 
 /// `data` (row-major, `dims`) with axis `k` trimmed or zero-padded at the end to `n`.
