@@ -182,6 +182,60 @@ impl TopK {
         (row[j], j)
     }
 
+    /// k = 1 along an axis that is not innermost: each task takes a run of columns of one
+    /// outer block and keeps the best value and its index per column, a row at a time, so
+    /// the comparisons run across contiguous columns (vectorisable) instead of striding
+    /// `inner` apart per element. The same rule as [`TopK::arg_best`]: a strict comparison
+    /// keeps the lower index on ties, NaN above every number.
+    #[allow(clippy::eq_op)]
+    fn best_down_columns<T: Scalar + PartialOrd>(
+        &self,
+        v: &[T],
+        d: usize,
+        inner: usize,
+        vals: &mut [T],
+        idx: &mut [i64],
+    ) {
+        const COLUMNS: usize = 1024;
+        let mut tasks: Vec<(usize, &mut [T], &mut [i64])> = Vec::new();
+        for (o, (vs, is)) in vals
+            .chunks_mut(inner)
+            .zip(idx.chunks_mut(inner))
+            .enumerate()
+        {
+            for (c, (vs, is)) in vs
+                .chunks_mut(COLUMNS)
+                .zip(is.chunks_mut(COLUMNS))
+                .enumerate()
+            {
+                tasks.push((o * d * inner + c * COLUMNS, vs, is));
+            }
+        }
+        par::for_each_mut(&mut tasks, &|_, (first, vs, is)| {
+            let w = vs.len();
+            vs.copy_from_slice(&v[*first..*first + w]);
+            // Row numbers as u32 beside the values: lanes of one width, so the selects
+            // vectorise (the caller checked that d fits).
+            let mut at = vec![0u32; w];
+            for j in 1..d {
+                let row = &v[*first + j * inner..][..w];
+                let j = j as u32;
+                for ((top, a), &c) in vs.iter_mut().zip(at.iter_mut()).zip(row) {
+                    let better = if self.largest {
+                        (c > *top) | ((c != c) & (*top == *top))
+                    } else {
+                        (c < *top) | ((*top != *top) & (c == c))
+                    };
+                    *top = if better { c } else { *top };
+                    *a = if better { j } else { *a };
+                }
+            }
+            for (i, &a) in is.iter_mut().zip(&at) {
+                *i = a as i64;
+            }
+        });
+    }
+
     fn run<T: Scalar + PartialOrd>(
         &self,
         x: &Tensor,
@@ -202,7 +256,9 @@ impl TopK {
         let block = k * inner;
         let n = outer * block;
         let (mut vals, mut idx) = (try_zeroed::<T>(n)?, vec![0i64; n]);
-        if n > 0 {
+        if n > 0 && k == 1 && inner > 1 && d <= u32::MAX as usize {
+            self.best_down_columns(v, d, inner, &mut vals, &mut idx);
+        } else if n > 0 {
             // Whole outer blocks per task, values and indices cut at the same places.
             let per_task = (TASK_ELEMENTS / block).max(1) * block;
             let mut tasks: Vec<(&mut [T], &mut [i64])> = vals
@@ -402,6 +458,9 @@ mod tests {
                     for (shape, dims) in [
                         ([outer, d, inner], [outer, d, inner]),
                         ([outer * inner, d, 1], [outer * inner, d, 1]),
+                        // More columns than one task of the k = 1 column walk takes (the
+                        // same 18900 values).
+                        ([2, d, 1050], [2, d, 1050]),
                     ] {
                         let op = TopK {
                             version: 11,
