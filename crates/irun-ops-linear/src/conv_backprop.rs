@@ -289,7 +289,10 @@ impl ConvBackprop {
         out
     }
 
-    /// Adds one output channel's columns `[K, X]` into its plane.
+    /// Adds one output channel's columns `[K, X]` into its plane: for each kernel position
+    /// and each input row (every dim but the last), the row's landing place is found once
+    /// and its values are added along the last dim at the stride, over the inputs that land
+    /// inside the output.
     fn col2im<T: Copy + std::ops::Add<Output = T>>(
         &self,
         g: &Geometry,
@@ -298,27 +301,37 @@ impl ConvBackprop {
         plane: &mut [T],
     ) {
         let rank = g.x.len();
+        let last = rank - 1;
+        let (x_last, k_last, o_last) = (g.x[last], g.k[last], g.out[last]);
         let xs: usize = g.x.iter().product();
+        let rows = xs / x_last.max(1);
         let mut kc = vec![0usize; rank];
         for kf in 0..cols.len() / xs.max(1) {
-            let mut ic = vec![0usize; rank];
-            let row = &cols[kf * xs..][..xs];
-            for &v in row {
-                let mut at = 0usize;
-                let mut inside = true;
-                for d in 0..rank {
-                    match land[d][ic[d] * g.k[d] + kc[d]] {
-                        Some(o) => at = at * g.out[d] + o,
-                        None => {
-                            inside = false;
-                            break;
+            // The inputs of the last dim that land inside, and where the first one lands.
+            let kl = kc[last];
+            let inside: Vec<usize> = (0..x_last)
+                .filter(|&i| land[last][i * k_last + kl].is_some())
+                .collect();
+            if let (Some(&i0), Some(&i1)) = (inside.first(), inside.last()) {
+                let o0 = land[last][i0 * k_last + kl].unwrap_or(0);
+                let s = self.strides[last];
+                let mut ic = vec![0usize; last];
+                for r in 0..rows {
+                    let mut base = Some(0usize);
+                    for d in 0..last {
+                        base = base.and_then(|b| {
+                            land[d][ic[d] * g.k[d] + kc[d]].map(|o| b * g.out[d] + o)
+                        });
+                    }
+                    if let Some(b) = base {
+                        let src = &cols[kf * xs + r * x_last..][i0..=i1];
+                        let dst = &mut plane[b * o_last + o0..];
+                        for (j, &v) in src.iter().enumerate() {
+                            dst[j * s] = dst[j * s] + v;
                         }
                     }
+                    step(&mut ic, &g.x[..last]);
                 }
-                if inside {
-                    plane[at] = plane[at] + v;
-                }
-                step(&mut ic, &g.x);
             }
             step(&mut kc, &g.k);
         }
