@@ -209,6 +209,19 @@ pub fn pass(src: &[f64], shape: &[usize], axis: usize, taps: &[Taps]) -> Vec<f64
     if out.is_empty() {
         return out;
     }
+    if inner == 1 {
+        // The last axis: each output is a short dot product of its row; whole rows per
+        // task, without a chunk per element.
+        par::for_each_split_mut(&mut out, lo, &|at, rows| {
+            for (r, dst) in rows.chunks_mut(lo).enumerate() {
+                let s = &src[(at / lo + r) * li..][..li];
+                for (d, t) in dst.iter_mut().zip(taps) {
+                    *d = t.iter().map(|&(k, w)| w * s[k]).sum();
+                }
+            }
+        });
+        return out;
+    }
     par::for_each_split_mut(&mut out, inner, &|at, rows| {
         for (r, dst) in rows.chunks_mut(inner).enumerate() {
             let row = at / inner + r;
