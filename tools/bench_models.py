@@ -17,6 +17,10 @@ mean, and each tool's peak RSS.
   softmax_channels, log_softmax_channels, argmax_channels
               SoftMax, LogSoftmax and TopK (k=1, the indices) over the channels of
               [1, 21, 128, 128]: a segmentation head's per-pixel ops on a non-innermost axis
+  upsample_nearest, upsample_linear, deconv, pad_reflect
+              a decoder's layers: Interpolate-11 nearest and linear_onnx [1,128,64,64] to
+              128x128, ConvolutionBackpropData 128 -> 64 channels 4x4 stride 2 on 32x32,
+              reflect Pad-12 of [1,64,128,128] by 1
 
 OpenVINO: CPU, INFERENCE_NUM_THREADS=2, PERFORMANCE_HINT=LATENCY, INFERENCE_PRECISION_HINT=f32.
 irun: `irun bench MODEL -niter N --threads 2`.
@@ -42,6 +46,7 @@ import openvino.opset6 as o6
 import openvino.opset7 as o7
 import openvino.opset8 as o8
 import openvino.opset11 as o11
+import openvino.opset12  # noqa: F401 - ov.opset12.pad
 
 rng = np.random.default_rng(7)
 
@@ -143,6 +148,30 @@ def along_channels(op):
         "logits": rng.standard_normal((1, 21, 128, 128)).astype(np.float32)}
 
 
+def single_layer(kind):
+    """One layer of the kinds a segmenter or detector decoder uses, at a realistic size."""
+    if kind == "deconv":
+        x = o1.parameter([1, 128, 32, 32], np.float32, name="x")
+        w = const(rng.standard_normal((128, 64, 4, 4)) * 0.05)
+        y = o1.convolution_backprop_data(x, w, strides=[2, 2], pads_begin=[1, 1],
+                                         pads_end=[1, 1], dilations=[1, 1])
+    elif kind == "pad_reflect":
+        x = o1.parameter([1, 64, 128, 128], np.float32, name="x")
+        y = ov.opset12.pad(x, const([0, 0, 1, 1], np.int64), const([0, 0, 1, 1], np.int64),
+                           "reflect")
+    else:
+        x = o1.parameter([1, 128, 64, 64], np.float32, name="x")
+        mode = "nearest" if kind == "upsample_nearest" else "linear_onnx"
+        y = o11.interpolate(x, const([128, 128], np.int64), mode, "sizes",
+                            axes=const([2, 3], np.int64),
+                            coordinate_transformation_mode="asymmetric" if mode == "nearest"
+                            else "half_pixel", nearest_mode="floor")
+    x.output(0).set_names({"x"})
+    shape = [d.get_length() for d in x.get_output_partial_shape(0)]
+    return ov.Model([o1.result(y)], [x], kind), {
+        "x": rng.standard_normal(shape).astype(np.float32)}
+
+
 MODELS = {
     "resnet18": resnet18,
     "bert_block": bert_block,
@@ -153,6 +182,10 @@ MODELS = {
     "softmax_channels": lambda: along_channels("softmax"),
     "log_softmax_channels": lambda: along_channels("log_softmax"),
     "argmax_channels": lambda: along_channels("argmax"),
+    "upsample_nearest": lambda: single_layer("upsample_nearest"),
+    "upsample_linear": lambda: single_layer("upsample_linear"),
+    "deconv": lambda: single_layer("deconv"),
+    "pad_reflect": lambda: single_layer("pad_reflect"),
 }
 
 
