@@ -71,12 +71,10 @@ impl AxisMap {
             return out;
         }
         let strides = crate::strided::row_major_strides(in_shape);
-        // Input offsets of the last dim's entries, and whether they are one contiguous run.
-        let run_start = last[0].filter(|_| {
-            last.iter()
-                .enumerate()
-                .all(|(j, &i)| i == last[0].map(|s| s + j))
-        });
+        let runs = runs(last);
+        // Slice copies pay where runs are long (padding, cropping); a table of short runs
+        // (nearest upsampling repeats each input) is read entry by entry.
+        let by_runs = runs.len() * 8 <= row;
         for_each_split_mut(&mut out, row, &|at, chunk| {
             for (r, dst) in chunk.chunks_mut(row).enumerate() {
                 // The outer coordinates of this row, from the last outer dim up.
@@ -94,13 +92,17 @@ impl AxisMap {
                 if !inside {
                     continue;
                 }
-                match run_start {
-                    Some(s) => dst.copy_from_slice(&src[base + s..base + s + row]),
-                    None => {
-                        for (d, &i) in dst.iter_mut().zip(last) {
-                            if let Some(i) = i {
-                                *d = src[base + i];
-                            }
+                if by_runs {
+                    for r in &runs {
+                        if let Some(from) = r.from {
+                            dst[r.at..r.at + r.len]
+                                .copy_from_slice(&src[base + from..base + from + r.len]);
+                        }
+                    }
+                } else {
+                    for (d, &i) in dst.iter_mut().zip(last) {
+                        if let Some(i) = i {
+                            *d = src[base + i];
                         }
                     }
                 }
@@ -108,6 +110,35 @@ impl AxisMap {
         });
         out
     }
+}
+
+/// A run of output positions of the last dim reading consecutive inputs (`from`) or the
+/// fill value (`None`).
+struct Run {
+    at: usize,
+    len: usize,
+    from: Option<usize>,
+}
+
+/// The last dim's table as maximal runs, so that a row is a few slice copies (a padded
+/// row: one run for the data, one per edge value or fill block).
+fn runs(table: &[Option<usize>]) -> Vec<Run> {
+    let mut out: Vec<Run> = Vec::new();
+    for (at, &from) in table.iter().enumerate() {
+        if let Some(r) = out.last_mut() {
+            let continues = match (r.from, from) {
+                (Some(a), Some(b)) => a + r.len == b,
+                (None, None) => true,
+                _ => false,
+            };
+            if continues {
+                r.len += 1;
+                continue;
+            }
+        }
+        out.push(Run { at, len: 1, from });
+    }
+    out
 }
 
 /// The first word of `f`, which must have the width of `like`.
@@ -142,6 +173,33 @@ mod tests {
         // A contiguous last dim is copied as a run.
         let map = AxisMap::new(vec![vec![Some(1)], vec![Some(1), Some(2)]], &[2, 3], "t").unwrap();
         assert_eq!(*map.apply(&x, None, "t").unwrap(), i32s(&[1, 2], &[5, 6]));
+    }
+
+    /// Long runs (a padded row) are copied as slices: the same values as entry by entry.
+    #[test]
+    fn long_runs_copy_as_slices() {
+        let x = i32s(&[2, 32], &(0..64).collect::<Vec<_>>());
+        let mut row: Vec<Option<usize>> = vec![None; 4];
+        row.extend((0..32).map(Some));
+        row.extend([Some(31), Some(30), None, None]);
+        assert!(runs(&row).len() * 8 <= row.len(), "the run path is taken");
+        let map = AxisMap::new(
+            vec![vec![Some(1), None, Some(0)], row.clone()],
+            &[2, 32],
+            "t",
+        )
+        .unwrap();
+        let out = map.apply(&x, Some(&i32s(&[], &[-1])), "t").unwrap();
+        let want: Vec<i32> = [Some(1), None, Some(0)]
+            .iter()
+            .flat_map(|r| {
+                row.iter().map(move |c| match (r, c) {
+                    (Some(r), Some(c)) => (r * 32 + c) as i32,
+                    _ => -1,
+                })
+            })
+            .collect();
+        assert_eq!(*out, i32s(&[3, 40], &want));
     }
 
     #[test]
