@@ -3,7 +3,7 @@
 //! per-type code in the op.
 
 use half::{bf16, f16};
-use irun_tensor::Scalar;
+use irun_tensor::{with_number, Scalar, Tensor};
 
 pub trait Number: Scalar {
     /// Whether the type is an integer (results are rounded before `from_f64`).
@@ -48,6 +48,12 @@ macro_rules! half_number {
     )*};
 }
 half_number!(f16, bf16);
+
+/// Every value of a numeric tensor as f64 (integers beyond 2^53 rounded); `None` for
+/// booleans and strings.
+pub fn f64_values(t: &Tensor) -> Option<Vec<f64>> {
+    with_number!(t.element_type(), T => Some(t.values::<T>()?.iter().map(|x| x.to_f64()).collect()), else None)
+}
 
 #[cfg(test)]
 mod tests {

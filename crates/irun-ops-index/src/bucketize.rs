@@ -5,8 +5,7 @@
 
 use std::sync::Arc;
 
-use irun_opkit::number::Number;
-use irun_tensor::{with_number, ElementType, Tensor};
+use irun_tensor::{ElementType, Tensor};
 
 use crate::attrs::AttrReader;
 use crate::fact::Fact;
@@ -43,7 +42,7 @@ pub fn numbers(t: &Tensor, slot: usize, op: &str) -> Result<Vec<f64>, OpError> {
             format!("{op}: input {slot} must be numeric, got {ty}"),
         )
     };
-    with_number!(ty, T => t.values::<T>().map(|v| v.iter().map(|x| x.to_f64()).collect()).ok_or_else(bad), else Err(bad()))
+    irun_opkit::number::f64_values(t).ok_or_else(bad)
 }
 
 /// Indices as a tensor of `ty` (i32 or i64).

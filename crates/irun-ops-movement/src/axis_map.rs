@@ -38,6 +38,31 @@ impl AxisMap {
         Ok(AxisMap { tables })
     }
 
+    /// The input moved by `begin[i]` along each dim (negative: cropped) into an output of
+    /// `out` dims; positions with no input read the fill: a constant pad or a crop.
+    pub fn shifted(
+        in_shape: &[usize],
+        begin: &[i64],
+        out: &[usize],
+        op: &str,
+    ) -> Result<AxisMap, OpError> {
+        let tables = in_shape
+            .iter()
+            .zip(out)
+            .enumerate()
+            .map(|(i, (&d, &n))| {
+                let b = begin.get(i).copied().unwrap_or(0);
+                (0..n)
+                    .map(|o| {
+                        let src = o as i64 - b;
+                        (0..d as i64).contains(&src).then_some(src as usize)
+                    })
+                    .collect()
+            })
+            .collect();
+        AxisMap::new(tables, in_shape, op)
+    }
+
     pub fn out_shape(&self) -> Vec<usize> {
         self.tables.iter().map(Vec::len).collect()
     }

@@ -115,23 +115,14 @@ impl BatchSpace {
     /// Zero-pads (`lo`, `hi` >= 0) or crops (as negative pads) `x`.
     fn pad(&self, x: &Tensor, lo: &[i64], hi: &[i64], grow: bool) -> Result<Value, OpError> {
         let sign = if grow { 1 } else { -1 };
-        let tables = x
+        let begin: Vec<i64> = lo.iter().map(|&l| sign * l).collect();
+        let out: Vec<usize> = x
             .shape()
             .iter()
             .enumerate()
-            .map(|(i, &d)| {
-                let n = (d as i64 + sign * (lo[i] + hi[i])).max(0) as usize;
-                (0..n)
-                    .map(|o| {
-                        let src = o as i64 - sign * lo[i];
-                        (0..d as i64).contains(&src).then_some(src as usize)
-                    })
-                    .collect()
-            })
+            .map(|(i, &d)| (d as i64 + sign * (lo[i] + hi[i])).max(0) as usize)
             .collect();
-        let fill = irun_tensor::Tensor::zeros(x.element_type(), vec![])
-            .map_err(|e| OpError::new(codes::INTERNAL, e.to_string()))?;
-        AxisMap::new(tables, x.shape(), self.name())?.apply(x, Some(&fill), self.name())
+        AxisMap::shifted(x.shape(), &begin, &out, self.name())?.apply(x, None, self.name())
     }
 }
 

@@ -20,7 +20,10 @@ pub fn values(t: &Tensor, slot: usize, op: &str) -> Result<Vec<f64>, OpError> {
             format!("{op}: input {slot} must be floating-point, got {ty}"),
         )
     };
-    with_float!(ty, T => t.values::<T>().map(|v| v.iter().map(|x| x.to_f64()).collect()).ok_or_else(bad), else Err(bad()))
+    if !ty.is_real() {
+        return Err(bad());
+    }
+    irun_opkit::number::f64_values(t).ok_or_else(bad)
 }
 
 /// The op's one output: a tensor like `like` (type and shape) holding `v`.

@@ -197,8 +197,12 @@ impl Op for GridSample {
         let (n, c, h, w) = (ds[0], ds[1], ds[2], ds[3]);
         let points = gs[1] * gs[2];
         let gty = grid.element_type();
-        let g: Vec<f64> = with_number!(gty, G => grid.values::<G>().map(|v| v.iter().map(|x| x.to_f64()).collect()), else None)
-            .ok_or_else(|| OpError::new(codes::UNSUPPORTED_TYPE, format!("GridSample-9: a grid of {gty}")))?;
+        let g = irun_opkit::number::f64_values(&grid).ok_or_else(|| {
+            OpError::new(
+                codes::UNSUPPORTED_TYPE,
+                format!("GridSample-9: a grid of {gty}"),
+            )
+        })?;
         let taps: Vec<Vec<(usize, f64)>> = (0..n * points)
             .map(|p| self.taps(g[2 * p], g[2 * p + 1], h, w))
             .collect();

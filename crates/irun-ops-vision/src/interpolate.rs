@@ -385,7 +385,12 @@ fn float_values(t: &Tensor) -> Option<Vec<f32>> {
     if !t.element_type().is_real() {
         return None;
     }
-    with_number!(t.element_type(), T => Some(t.values::<T>()?.iter().map(|v| v.to_f64() as f32).collect()), else None)
+    Some(
+        irun_opkit::number::f64_values(t)?
+            .into_iter()
+            .map(|v| v as f32)
+            .collect(),
+    )
 }
 
 impl Op for Interpolate {
@@ -583,21 +588,11 @@ impl Interpolate {
         if shape == padded && self.pads_begin.iter().all(|&p| p == 0) {
             return Ok(data.clone());
         }
-        let tables = shape
-            .iter()
-            .zip(padded)
-            .enumerate()
-            .map(|(i, (&d, &p))| {
-                let b = self.pads_begin.get(i).copied().unwrap_or(0);
-                (0..p)
-                    .map(|o| {
-                        let i = o as i64 - b;
-                        (0..d as i64).contains(&i).then_some(i as usize)
-                    })
-                    .collect()
-            })
-            .collect();
-        AxisMap::new(tables, shape, self.name())?.apply(data, None, self.name())
+        AxisMap::shifted(shape, &self.pads_begin, padded, self.name())?.apply(
+            data,
+            None,
+            self.name(),
+        )
     }
 }
 

@@ -199,11 +199,10 @@ fn scalar(inputs: &[Value], slot: usize, default: f64) -> Result<f64, OpError> {
             format!("input {slot} must hold one number"),
         )
     };
-    if t.len() != 1 {
-        return Err(bad());
+    match irun_opkit::number::f64_values(t).as_deref() {
+        Some(&[v]) => Ok(v),
+        _ => Err(bad()),
     }
-    let ty = t.element_type();
-    irun_tensor::with_number!(ty, T => Ok(t.values::<T>().ok_or_else(bad)?[0].to_f64()), else Err(bad()))
 }
 
 impl Op for NonMaxSuppression {
@@ -319,8 +318,12 @@ impl Op for NonMaxSuppression {
         };
         let floats = |t: &Tensor| -> Result<Vec<f32>, OpError> {
             let ty = t.element_type();
-            with_float!(ty, T => Ok(t.values::<T>().map(|v| v.iter().map(|x| x.to_f64() as f32).collect()).unwrap_or_default()),
-                else Err(OpError::new(codes::UNSUPPORTED_TYPE, format!("{} on {ty}", self.name()))))
+            let v = irun_opkit::number::f64_values(t)
+                .filter(|_| ty.is_real())
+                .ok_or_else(|| {
+                    OpError::new(codes::UNSUPPORTED_TYPE, format!("{} on {ty}", self.name()))
+                })?;
+            Ok(v.into_iter().map(|x| x as f32).collect())
         };
         let (bv, sv) = (floats(boxes)?, floats(scores)?);
         // (batch, class, box, score)
