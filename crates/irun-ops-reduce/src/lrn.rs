@@ -59,25 +59,26 @@ impl Op for Lrn {
         let h = (self.size as i64 - 1) / 2;
         let scale = self.alpha / (self.size as f64).powi(axes.len() as i32);
         let mut y = vec![0.0; v.len()];
+        let squares: Vec<f64> = v.iter().map(|a| a * a).collect();
         crate::par::for_each_split_mut(&mut y, 4096, &|at, chunk| {
+            // Per listed axis: (axis, first, last) of the window; and the walk through it.
+            // Buffers of the task, refilled for each element.
+            let mut ranges: Vec<(usize, usize, usize)> = Vec::with_capacity(axes.len());
+            let mut idx: Vec<usize> = Vec::with_capacity(axes.len());
             for (i, o) in chunk.iter_mut().enumerate() {
                 let p = at + i;
-                // The window on each listed axis: [lo, hi] around this element's coordinate.
-                let ranges: Vec<(usize, usize, usize)> = axes
-                    .iter()
-                    .map(|&a| {
-                        let c = (p / strides[a] as usize % shape[a]) as i64;
-                        let lo = (c - h).max(0) as usize;
-                        let hi = (c + h).min(shape[a] as i64 - 1) as usize;
-                        (a, lo, hi)
-                    })
-                    .collect();
-                let base = p - ranges
-                    .iter()
-                    .map(|&(a, _, _)| (p / strides[a] as usize % shape[a]) * strides[a] as usize)
-                    .sum::<usize>();
+                let mut base = p;
+                ranges.clear();
+                for &a in &axes {
+                    let c = p / strides[a] as usize % shape[a];
+                    base -= c * strides[a] as usize;
+                    let lo = (c as i64 - h).max(0) as usize;
+                    let hi = (c as i64 + h).min(shape[a] as i64 - 1) as usize;
+                    ranges.push((a, lo, hi));
+                }
+                idx.clear();
+                idx.extend(ranges.iter().map(|r| r.1));
                 let mut sum = 0.0;
-                let mut idx: Vec<usize> = ranges.iter().map(|r| r.1).collect();
                 'window: loop {
                     let q = base
                         + ranges
@@ -85,7 +86,7 @@ impl Op for Lrn {
                             .zip(&idx)
                             .map(|(&(a, _, _), &k)| k * strides[a] as usize)
                             .sum::<usize>();
-                    sum += v[q] * v[q];
+                    sum += squares[q];
                     for d in (0..idx.len()).rev() {
                         idx[d] += 1;
                         if idx[d] <= ranges[d].2 {
