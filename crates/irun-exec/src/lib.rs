@@ -14,6 +14,7 @@
 mod awake;
 mod checks;
 mod error;
+mod flow;
 mod fold;
 mod fuse;
 mod fuse_index;
@@ -91,9 +92,10 @@ pub struct OutputInfo {
 
 /// A compiled model: graph, plan, thread pool and decoded-constant cache.
 pub struct Executable {
-    graph: Graph,
+    graph: Arc<Graph>,
     plan: Plan,
-    pool: rayon::ThreadPool,
+    /// Shared with the executables of the model's bodies, which run inside it.
+    pool: Arc<rayon::ThreadPool>,
     /// [`Options::keep_workers_awake`].
     keep_workers_awake: bool,
     memory_limit: u64,
@@ -117,6 +119,8 @@ pub struct Executable {
     index_broadcasts: Vec<Option<fuse_index::IndexBroadcast>>,
     /// The state variables (ReadValue/Assign), as [`State`]s of this model carry them.
     variables: Arc<[VariableInfo]>,
+    /// The compiled bodies of Loop, TensorIterator and If nodes (see `flow.rs`).
+    flows: Vec<Option<flow::FlowExec>>,
     /// The facts inferred for the last input shapes that differed from the declared ones
     /// (and those shapes): a model with dynamic inputs run again on inputs of the same
     /// shapes (a benchmark loop, a server) does not infer its graph again.
@@ -156,6 +160,16 @@ impl std::fmt::Debug for Executable {
 impl Executable {
     /// Plans `graph`. Fails if the graph has errors or a layer that must run has no kernel.
     pub fn compile(graph: Graph, options: &Options) -> Result<Executable, RunError> {
+        Executable::compile_in(Arc::new(graph), options, None)
+    }
+
+    /// Plans a graph to run in `pool` (a body, inside its model's pool), or in a pool of its
+    /// own when `pool` is `None`.
+    fn compile_in(
+        graph: Arc<Graph>,
+        options: &Options,
+        pool: Option<Arc<rayon::ThreadPool>>,
+    ) -> Result<Executable, RunError> {
         if graph.has_errors() {
             let errors: Vec<String> = graph
                 .all_diagnostics()
@@ -172,19 +186,11 @@ impl Executable {
             ));
         }
         let plan = Plan::build(&graph)?;
-        let threads = options
-            .threads
-            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(threads.max(1))
-            .thread_name(|i| format!("irun-{i}"))
-            .build()
-            .map_err(|e| {
-                RunError::new(
-                    RunErrorKind::Resources,
-                    format!("cannot start {threads} threads: {e}"),
-                )
-            })?;
+        let pool = match pool {
+            Some(pool) => pool,
+            None => Arc::new(new_pool(options)?),
+        };
+        let flows = flow::compile_bodies(&graph, options, &pool)?;
         let inputs = graph
             .parameters
             .iter()
@@ -260,6 +266,7 @@ impl Executable {
             variables,
             recent_facts: Mutex::new(None),
             memory_limit: options.memory_limit.unwrap_or_else(physical_memory),
+            flows,
             plan,
             pool,
             keep_workers_awake: options.keep_workers_awake,
@@ -276,6 +283,31 @@ impl Executable {
             exe.fuse_index_broadcasts()?;
         }
         Ok(exe)
+    }
+
+    /// Runs this executable as a body inside its model's run (already in the pool): the
+    /// values of its Parameters in order, its Results' values in order.
+    pub(crate) fn run_body(&self, inputs: Vec<Value>) -> Result<Vec<Value>, RunError> {
+        for (i, (info, v)) in self.inputs.iter().zip(&inputs).enumerate() {
+            let type_ok =
+                info.element_type == ElementType::Dynamic || v.element_type() == info.element_type;
+            if !type_ok || !info.shape.accepts(v.shape()) {
+                return Err(RunError::new(
+                    RunErrorKind::Op,
+                    format!(
+                        "body Parameter {i} (\"{}\") is declared {} {}, but receives {} {}",
+                        info.layer_name,
+                        info.element_type,
+                        info.shape,
+                        v.element_type(),
+                        irun_tensor::fmt_shape(v.shape())
+                    ),
+                )
+                .with_code(irun_ops::codes::RUN_SHAPE));
+            }
+        }
+        let facts = self.concrete_facts(&inputs, &[])?;
+        self.execute(inputs, &facts, &mut self.new_state(), None)
     }
 
     /// Offers every op with constant inputs its `prepare`, the ops in parallel (packing a
@@ -650,6 +682,21 @@ impl Executable {
                             }
                         })
                         .collect();
+                    if let Some(flow) = &self.flows[n] {
+                        let produced = self.run_flow(n, flow, args)?;
+                        self.check_outputs(n, &produced, &facts[n], |_| true)?;
+                        if let (Some(p), Some(t)) = (profile.as_deref_mut(), started) {
+                            p.add(n, t.elapsed());
+                        }
+                        for (slot, v) in produced.into_iter().enumerate() {
+                            let o = self.plan.outlet(n, slot);
+                            if remaining[o] > 0 {
+                                live_bytes = live_bytes.saturating_add(v.byte_size() as u64);
+                                values[o] = Some(v);
+                            }
+                        }
+                        continue;
+                    }
                     let op = self.graph.ops[n]
                         .as_ref()
                         .expect("plan has only resolved ops");
@@ -722,4 +769,21 @@ impl Executable {
             .map(|o| o.expect("every Result runs"))
             .collect())
     }
+}
+
+/// A pool of `options.threads` workers (every core by default).
+fn new_pool(options: &Options) -> Result<rayon::ThreadPool, RunError> {
+    let threads = options
+        .threads
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads.max(1))
+        .thread_name(|i| format!("irun-{i}"))
+        .build()
+        .map_err(|e| {
+            RunError::new(
+                RunErrorKind::Resources,
+                format!("cannot start {threads} threads: {e}"),
+            )
+        })
 }

@@ -1,9 +1,12 @@
 //! The layer graph: who feeds whom, in which order, and what the model's inputs and outputs are.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use irun_ir::{codes, Diagnostic, Edge, IrModel, Layer, PortDirection, PortRef};
 use irun_ops::{Fact, Op};
+
+use crate::control_flow::ControlFlow;
 
 /// Index of a layer in `IrModel::layers` (and of its node in `Graph::nodes`).
 pub type NodeId = usize;
@@ -47,6 +50,9 @@ pub struct Graph {
     pub facts: Vec<Vec<Fact>>,
     /// The state variables (ReadValue/Assign `variable_id`s) of the ordered nodes.
     pub variables: Vec<crate::Variable>,
+    /// The bodies and port maps of Loop, TensorIterator and If nodes (`None` for the others,
+    /// and for such a node whose bodies could not be built).
+    pub flows: Vec<Option<Arc<ControlFlow>>>,
 }
 
 /// The slot an edge's start (`output`) or end port has in its layer, or the diagnostic for a
@@ -101,7 +107,17 @@ fn is_sink(layer: &Layer) -> bool {
 }
 
 impl Graph {
+    /// The graph of a model, checked and inferred.
     pub fn build(model: IrModel) -> Graph {
+        Graph::build_net(model, "the model")
+    }
+
+    /// The graph of a Loop's, TensorIterator's or If's body.
+    pub(crate) fn build_body(model: IrModel) -> Graph {
+        Graph::build_net(model, "the body")
+    }
+
+    fn build_net(model: IrModel, what: &str) -> Graph {
         let mut g = Graph {
             nodes: vec![Node::default(); model.layers.len()],
             parameters: Vec::new(),
@@ -111,6 +127,7 @@ impl Graph {
             ops: Vec::new(),
             facts: Vec::new(),
             variables: Vec::new(),
+            flows: Vec::new(),
             model,
         };
         let ids = g.index_ids();
@@ -127,7 +144,7 @@ impl Graph {
         if g.results.is_empty() {
             g.diagnostics.push(Diagnostic::error(
                 codes::NO_RESULT,
-                "the model has no Result layer, so it has no outputs",
+                format!("{what} has no Result layer, so it has no outputs"),
             ));
         }
         g.topological_order();

@@ -31,7 +31,30 @@ impl Graph {
         let mut unsupported: BTreeMap<String, Vec<&Layer>> = BTreeMap::new();
         let mut ops: Vec<Option<Box<dyn Op>>> = Vec::with_capacity(self.nodes.len());
         let mut diags = Vec::new();
+        let mut flows = Vec::with_capacity(self.nodes.len());
         for l in &self.model.layers {
+            let flow = match crate::control_flow::FlowKind::of(l) {
+                None => None,
+                Some(Err(e)) => {
+                    diags.push(op_diagnostic(l, &e));
+                    ops.push(None);
+                    flows.push(None);
+                    continue;
+                }
+                Some(Ok(kind)) => {
+                    Some(crate::control_flow::build(&self.model, l, kind, &mut diags))
+                }
+            };
+            if let Some(flow) = flow {
+                let flow = flow.map(Arc::new);
+                ops.push(
+                    flow.clone()
+                        .map(|flow| Box::new(crate::control_flow::FlowOp { flow }) as Box<dyn Op>),
+                );
+                flows.push(flow);
+                continue;
+            }
+            flows.push(None);
             match irun_ops::resolve(l) {
                 Resolution::Op {
                     op,
@@ -78,6 +101,7 @@ impl Graph {
             );
         }
         self.ops = ops;
+        self.flows = flows;
         self.diagnostics.extend(diags);
     }
 
@@ -254,11 +278,12 @@ impl Graph {
     }
 }
 
-/// How a declared port contradicts a fact, if it does. `-1` dims and a missing precision accept
-/// anything; a dynamic inferred type or rank accepts any declaration.
+/// How a declared port contradicts a fact, if it does. `-1` dims and a missing or dynamic
+/// (`UNSPECIFIED`) precision accept anything; a dynamic inferred type or rank accepts any
+/// declaration.
 fn contradiction(port: &irun_ir::Port, fact: &Fact) -> Option<String> {
     if let Some(p) = port.precision {
-        if fact.ty != ElementType::Dynamic && p != fact.ty {
+        if fact.ty != ElementType::Dynamic && p != ElementType::Dynamic && p != fact.ty {
             return Some(format!("declares precision {}", p.precision_name()));
         }
     }

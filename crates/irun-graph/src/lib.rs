@@ -8,11 +8,13 @@
 //! small Consts and from ShapeOf of static shapes. A state variable has at most one ReadValue
 //! and one Assign (`Graph::variables`).
 
+pub mod control_flow;
 mod graph;
 mod infer;
 pub mod testing;
 mod variables;
 
+pub use control_flow::{ControlFlow, FlowKind};
 pub use graph::{Graph, Node, NodeId, Outlet};
 pub use variables::Variable;
 

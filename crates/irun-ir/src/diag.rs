@@ -58,6 +58,20 @@ impl fmt::Display for LayerRef {
     }
 }
 
+/// A body a diagnostic is inside: the Loop, TensorIterator or If layer and which of its
+/// bodies (`body`, `then_body`, `else_body`).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+pub struct BodyRef {
+    pub layer: LayerRef,
+    pub body: String,
+}
+
+impl fmt::Display for BodyRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} <{}>", self.layer, self.body)
+    }
+}
+
 /// A port of a layer: `input 1` / `output 0` by slot, with the port id of the XML.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
 pub struct PortRef {
@@ -103,6 +117,9 @@ pub struct Diagnostic {
     pub port: Option<Box<PortRef>>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// The bodies the layer is in, outermost first; empty in the main graph.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub inside: Vec<BodyRef>,
 }
 
 impl Diagnostic {
@@ -115,6 +132,7 @@ impl Diagnostic {
             layer: None,
             port: None,
             notes: Vec::new(),
+            inside: Vec::new(),
         }
     }
 
@@ -150,6 +168,13 @@ impl Diagnostic {
         self
     }
 
+    /// Places a diagnostic of a body's graph inside `body` (outer levels are added as it
+    /// travels out, so the path ends outermost first).
+    pub fn inside_body(mut self, body: BodyRef) -> Diagnostic {
+        self.inside.insert(0, body);
+        self
+    }
+
     pub fn with_note(mut self, note: impl Into<String>) -> Diagnostic {
         self.notes.push(note.into());
         self
@@ -166,11 +191,15 @@ impl Diagnostic {
     ///    = layer: layer 4 "seu" (ScatterElementsUpdate-opset12), input 2 (port id 2)
     ///    = note: ...
     /// ```
+    /// with `   = in: layer 5 "loop" (Loop-opset5) <body>` lines first for a layer in a body.
     pub fn render(&self, file: &str) -> String {
         let mut s = format!("{}[{}]: {}\n", self.severity, self.code, self.message);
         match self.pos {
             Some(p) => s.push_str(&format!("  --> {file}:{p}\n")),
             None => s.push_str(&format!("  --> {file}\n")),
+        }
+        for b in &self.inside {
+            s.push_str(&format!("   = in: {b}\n"));
         }
         if let Some(l) = &self.layer {
             s.push_str(&format!("   = layer: {l}"));

@@ -14,7 +14,10 @@ mod model;
 mod reader;
 mod weights;
 
-pub use diag::{codes, Diagnostic, LayerRef, PortDirection, PortRef, Pos, Severity};
-pub use model::{split_tensor_names, Attr, DataAttrs, Edge, IrModel, Layer, Port, RtNode};
+pub use diag::{codes, BodyRef, Diagnostic, LayerRef, PortDirection, PortRef, Pos, Severity};
+pub use model::{
+    split_tensor_names, Attr, BackEdge, Body, DataAttrs, Edge, IrModel, Layer, Port, PortMapEntry,
+    RtNode,
+};
 pub use reader::{default_bin_path, parse_uint, read_xml_file, xml_text, MAX_XML_BYTES};
 pub use weights::{check_const, parse_const_shape, ConstInfo, Weights};

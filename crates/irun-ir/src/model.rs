@@ -10,7 +10,7 @@ use crate::weights::{ConstInfo, Weights};
 
 /// A model read from `model.xml` (+ `model.bin`). Holds no op semantics: `type`/`version` are
 /// strings and `<data>` is an ordered string map.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct IrModel {
     pub xml_path: PathBuf,
     /// IR version: 10 or 11.
@@ -45,6 +45,9 @@ pub struct Layer {
     pub pos: Pos,
     /// For `type="Const"` layers whose weight reference is valid: where the value lives.
     pub constant: Option<ConstInfo>,
+    /// The body nets of Loop and TensorIterator (`<body>`) and If (`<then_body>`,
+    /// `<else_body>`), in file order, each with its port map.
+    pub bodies: Vec<Body>,
 }
 
 impl Layer {
@@ -75,6 +78,52 @@ impl Layer {
     pub fn output_slot(&self, port_id: u64) -> Option<usize> {
         self.outputs.iter().position(|p| p.id == port_id)
     }
+}
+
+/// A body net of a Loop, TensorIterator or If layer, with the port map that ties it to the
+/// layer's ports. Its layers and edges are a graph of their own (ids local to the body); its
+/// Consts read the model's one `.bin`.
+#[derive(Clone, Debug)]
+pub struct Body {
+    /// `body`, `then_body` or `else_body`.
+    pub role: String,
+    pub layers: Vec<Layer>,
+    pub edges: Vec<Edge>,
+    /// `<input>` entries of the port map (`<port_map>`, `<then_port_map>`, `<else_port_map>`).
+    pub inputs: Vec<PortMapEntry>,
+    /// `<output>` entries of the port map.
+    pub outputs: Vec<PortMapEntry>,
+    /// `<back_edges>`: a body Result whose value feeds a body Parameter next iteration.
+    pub back_edges: Vec<BackEdge>,
+    pub pos: Pos,
+    /// Where the port map was, when there was one.
+    pub port_map_pos: Option<Pos>,
+}
+
+/// One `<input>` or `<output>` of a port map, as written.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PortMapEntry {
+    /// The outer layer's input index (inputs) or output order key (outputs); -1 for none.
+    pub external_port_id: i64,
+    /// The body Parameter (inputs) or Result (outputs) layer id.
+    pub internal_layer_id: u64,
+    /// Present for sliced inputs and concatenated outputs.
+    pub axis: Option<i64>,
+    pub start: i64,
+    pub end: i64,
+    pub stride: i64,
+    pub part_size: i64,
+    /// `current_iteration` or `execution_condition` (Loop's special ports).
+    pub purpose: Option<String>,
+    pub pos: Pos,
+}
+
+/// One `<back_edges><edge from-layer to-layer/>`: body Result -> body Parameter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BackEdge {
+    pub from_layer: u64,
+    pub to_layer: u64,
+    pub pos: Pos,
 }
 
 /// The `<data>` element of a layer.

@@ -10,9 +10,11 @@ use std::path::{Path, PathBuf};
 
 use irun_tensor::ElementType;
 
-use crate::diag::{codes, Diagnostic, Pos, Severity};
+use crate::diag::{codes, BodyRef, Diagnostic, Pos, Severity};
 use crate::dom::{self, Attr, Element};
-use crate::model::{split_tensor_names, DataAttrs, Edge, IrModel, Layer, Port, RtNode};
+use crate::model::{
+    split_tensor_names, BackEdge, Body, DataAttrs, Edge, IrModel, Layer, Port, PortMapEntry, RtNode,
+};
 use crate::weights::{check_const, parse_const_shape, Weights};
 
 /// XML files larger than this are refused (the largest real IR XMLs are ~100 MB); this is also
@@ -54,26 +56,13 @@ impl IrModel {
         // The tree is consumed as it is read: attribute strings move into the model.
         for child in std::mem::take(&mut root.children) {
             match &*child.name {
-                "layers" => {
-                    model.layers.reserve(child.children.len());
-                    for l in child.children {
-                        if l.name != "layer" {
-                            r.unknown(&l, "<layers>");
-                        } else if let Some(layer) = r.layer(l, version, &model.weights) {
-                            model.layers.push(layer);
-                        }
-                    }
-                }
-                "edges" => {
-                    model.edges.reserve(child.children.len());
-                    for e in &child.children {
-                        if e.name != "edge" {
-                            r.unknown(e, "<edges>");
-                        } else if let Some(edge) = r.edge(e) {
-                            model.edges.push(edge);
-                        }
-                    }
-                }
+                "layers" | "edges" => r.net_part(
+                    child,
+                    version,
+                    &model.weights,
+                    &mut model.layers,
+                    &mut model.edges,
+                ),
                 "rt_info" => model
                     .rt_info
                     .extend(child.children.into_iter().map(rt_node)),
@@ -207,7 +196,231 @@ struct Reader {
     diags: Vec<Diagnostic>,
 }
 
+/// The port map, back edges and body elements of a layer, gathered before they are paired.
+#[derive(Default)]
+struct BodyParts {
+    bodies: Vec<Body>,
+    /// (`port_map`, `then_port_map` or `else_port_map`; entries; position).
+    port_maps: Vec<(String, Vec<PortMapEntry>, Vec<PortMapEntry>, Pos)>,
+    back_edges: Vec<BackEdge>,
+}
+
 impl Reader {
+    /// A `<layers>` or `<edges>` element of a net (the model's or a body's).
+    fn net_part(
+        &mut self,
+        part: Element,
+        version: u32,
+        weights: &Weights,
+        layers: &mut Vec<Layer>,
+        edges: &mut Vec<Edge>,
+    ) {
+        if part.name == "layers" {
+            layers.reserve(part.children.len());
+            for l in part.children {
+                if l.name != "layer" {
+                    self.unknown(&l, "<layers>");
+                } else if let Some(layer) = self.layer(l, version, weights) {
+                    layers.push(layer);
+                }
+            }
+        } else {
+            edges.reserve(part.children.len());
+            for e in &part.children {
+                if e.name != "edge" {
+                    self.unknown(e, "<edges>");
+                } else if let Some(edge) = self.edge(e) {
+                    edges.push(edge);
+                }
+            }
+        }
+    }
+
+    /// A `<body>`, `<then_body>` or `<else_body>`: a net of its own, read with a reader whose
+    /// diagnostics are placed inside the layer's body.
+    fn body(&mut self, e: Element, version: u32, weights: &Weights, owner: &Layer) -> Body {
+        let mut inner = Reader { diags: Vec::new() };
+        let mut body = Body {
+            role: e.name.to_string(),
+            layers: Vec::new(),
+            edges: Vec::new(),
+            inputs: Vec::new(),
+            outputs: Vec::new(),
+            back_edges: Vec::new(),
+            pos: e.pos,
+            port_map_pos: None,
+        };
+        for c in e.children {
+            match &*c.name {
+                "layers" | "edges" => {
+                    inner.net_part(c, version, weights, &mut body.layers, &mut body.edges)
+                }
+                "rt_info" => {}
+                _ => inner.unknown(&c, &format!("<{}>", body.role)),
+            }
+        }
+        let at = BodyRef {
+            layer: owner.layer_ref(),
+            body: body.role.clone(),
+        };
+        self.diags
+            .extend(inner.diags.into_iter().map(|d| d.inside_body(at.clone())));
+        body
+    }
+
+    /// A `<port_map>` (or `<then_port_map>`, `<else_port_map>`): its `<input>` and `<output>`
+    /// entries.
+    fn port_map(&mut self, e: &Element, owner: &Layer) -> (Vec<PortMapEntry>, Vec<PortMapEntry>) {
+        let (mut inputs, mut outputs) = (Vec::new(), Vec::new());
+        for c in &e.children {
+            let list = match &*c.name {
+                "input" => &mut inputs,
+                "output" => &mut outputs,
+                _ => {
+                    self.unknown(c, &format!("<{}>", e.name));
+                    continue;
+                }
+            };
+            if let Some(entry) = self.port_map_entry(c, owner) {
+                list.push(entry);
+            }
+        }
+        (inputs, outputs)
+    }
+
+    fn port_map_entry(&mut self, e: &Element, owner: &Layer) -> Option<PortMapEntry> {
+        let what = format!("port map <{}>", e.name);
+        let mut int = |name: &str, default: Option<i64>| -> Result<Option<i64>, ()> {
+            let Some(a) = e.attr(name) else {
+                if default.is_none() && (name == "external_port_id") {
+                    self.push(
+                        Diagnostic::error(codes::BAD_ATTRIBUTE, format!("{what} has no `{name}`"))
+                            .at(e.pos)
+                            .on_layer(owner.layer_ref()),
+                    );
+                    return Err(());
+                }
+                return Ok(default);
+            };
+            match a.value.trim().parse::<i64>() {
+                Ok(v) => Ok(Some(v)),
+                Err(_) => {
+                    self.push(
+                        Diagnostic::error(
+                            codes::BAD_ATTRIBUTE,
+                            format!("`{name}=\"{}\"` of {what} is not an integer", a.value),
+                        )
+                        .at(a.pos)
+                        .on_layer(owner.layer_ref()),
+                    );
+                    Err(())
+                }
+            }
+        };
+        let external_port_id = int("external_port_id", None);
+        let axis = int("axis", None);
+        let start = int("start", Some(0));
+        let end = int("end", Some(-1));
+        let stride = int("stride", Some(1));
+        let part_size = int("part_size", Some(1));
+        let internal = self.uint_attr(e, "internal_layer_id", &what);
+        let (Ok(Some(external_port_id)), Ok(axis), Ok(Some(start)), Ok(Some(end))) =
+            (external_port_id, axis, start, end)
+        else {
+            return None;
+        };
+        let (Ok(Some(stride)), Ok(Some(part_size)), Some(internal_layer_id)) =
+            (stride, part_size, internal)
+        else {
+            return None;
+        };
+        Some(PortMapEntry {
+            external_port_id,
+            internal_layer_id,
+            axis,
+            start,
+            end,
+            stride,
+            part_size,
+            purpose: e.attr("purpose").map(|a| a.value.clone()),
+            pos: e.pos,
+        })
+    }
+
+    fn back_edges(&mut self, e: &Element) -> Vec<BackEdge> {
+        let mut out = Vec::new();
+        for c in &e.children {
+            if c.name != "edge" {
+                self.unknown(c, "<back_edges>");
+                continue;
+            }
+            let from = self.uint_attr(c, "from-layer", "back edge");
+            let to = self.uint_attr(c, "to-layer", "back edge");
+            if let (Some(from_layer), Some(to_layer)) = (from, to) {
+                out.push(BackEdge {
+                    from_layer,
+                    to_layer,
+                    pos: c.pos,
+                });
+            }
+        }
+        out
+    }
+
+    /// Pairs each body with its port map (`body` with `port_map` and the back edges,
+    /// `then_body` with `then_port_map`, `else_body` with `else_port_map`); a body without
+    /// its map, or a map or back edges without their body, is an error.
+    fn pair_bodies(&mut self, layer: &mut Layer, mut parts: BodyParts) {
+        let map_of = |role: &str| match role {
+            "then_body" => "then_port_map",
+            "else_body" => "else_port_map",
+            _ => "port_map",
+        };
+        for mut body in parts.bodies {
+            let wanted = map_of(&body.role);
+            match parts.port_maps.iter().position(|(name, ..)| name == wanted) {
+                Some(i) => {
+                    let (_, inputs, outputs, pos) = parts.port_maps.remove(i);
+                    body.inputs = inputs;
+                    body.outputs = outputs;
+                    body.port_map_pos = Some(pos);
+                }
+                None => self.push(
+                    Diagnostic::error(
+                        codes::BAD_ATTRIBUTE,
+                        format!(
+                            "<{}> has no <{wanted}> to tie it to the layer's ports",
+                            body.role
+                        ),
+                    )
+                    .at(body.pos)
+                    .on_layer(layer.layer_ref()),
+                ),
+            }
+            if body.role == "body" {
+                body.back_edges = std::mem::take(&mut parts.back_edges);
+            }
+            layer.bodies.push(body);
+        }
+        for (name, _, _, pos) in parts.port_maps {
+            self.push(
+                Diagnostic::error(
+                    codes::BAD_ATTRIBUTE,
+                    format!("<{name}> has no body to map (a <port_map> goes with a <body>, <then_port_map> with <then_body>, <else_port_map> with <else_body>)"),
+                )
+                .at(pos)
+                .on_layer(layer.layer_ref()),
+            );
+        }
+        if let Some(e) = parts.back_edges.first() {
+            self.push(
+                Diagnostic::error(codes::BAD_ATTRIBUTE, "<back_edges> without a <body>")
+                    .at(e.pos)
+                    .on_layer(layer.layer_ref()),
+            );
+        }
+    }
+
     fn push(&mut self, d: Diagnostic) {
         self.diags.push(d);
     }
@@ -292,6 +505,7 @@ impl Reader {
             rt_info: Vec::new(),
             pos: e.pos,
             constant: None,
+            bodies: Vec::new(),
         };
         let (has_type, has_name) = (e.attr("type").is_some(), e.attr("name").is_some());
         let described = describe_layer(&e);
@@ -317,8 +531,23 @@ impl Reader {
         if !has_name {
             layer.name = id.to_string();
         }
+        let mut parts = BodyParts::default();
         for c in e.children {
             match &*c.name {
+                "body" | "then_body" | "else_body" => {
+                    let body = self.body(c, version, weights, &layer);
+                    parts.bodies.push(body);
+                }
+                "port_map" | "then_port_map" | "else_port_map" => {
+                    let (inputs, outputs) = self.port_map(&c, &layer);
+                    parts
+                        .port_maps
+                        .push((c.name.to_string(), inputs, outputs, c.pos));
+                }
+                "back_edges" => {
+                    let edges = self.back_edges(&c);
+                    parts.back_edges.extend(edges);
+                }
                 "data" => {
                     if layer.data.is_some() {
                         self.push(
@@ -359,6 +588,7 @@ impl Reader {
                 _ => self.unknown(&c, "<layer>"),
             }
         }
+        self.pair_bodies(&mut layer, parts);
         self.check_port_ids(&layer);
         if layer.type_name == "Const" {
             self.const_info(&mut layer, weights);

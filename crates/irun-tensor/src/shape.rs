@@ -66,6 +66,14 @@ impl Dim {
         Dim::interval(min, max)
     }
 
+    /// The smallest interval holding both.
+    pub fn hull(self, other: Dim) -> Dim {
+        Dim {
+            min: self.min.min(other.min),
+            max: self.max.zip(other.max).map(|(a, b)| a.max(b)),
+        }
+    }
+
     /// Whether a concrete size lies in this dimension's interval.
     pub fn contains(self, n: u64) -> bool {
         n >= self.min && self.max.is_none_or(|m| n <= m)
@@ -153,6 +161,18 @@ impl PartialShape {
                     .collect::<Option<Vec<_>>>()?;
                 Some(PartialShape::new(dims))
             }
+        }
+    }
+
+    /// The smallest partial shape describing every shape either describes: per-dim hulls at
+    /// equal ranks, a dynamic rank otherwise (an If's output when the branch is not known, a
+    /// value carried from one loop iteration to the next).
+    pub fn hull(&self, other: &PartialShape) -> PartialShape {
+        match (&self.dims, &other.dims) {
+            (Some(a), Some(b)) if a.len() == b.len() => {
+                PartialShape::new(a.iter().zip(b).map(|(x, y)| x.hull(*y)).collect())
+            }
+            _ => PartialShape::dynamic_rank(),
         }
     }
 
@@ -260,6 +280,16 @@ mod tests {
 
     fn p(s: &str) -> String {
         PartialShape::parse(s).unwrap().to_string()
+    }
+
+    #[test]
+    fn hulls_keep_equal_dims_and_widen_the_others() {
+        let s = |t: &str| PartialShape::parse(t).unwrap();
+        assert_eq!(s("2,3").hull(&s("2,5")).to_string(), "[2,3..5]");
+        assert_eq!(s("2,?").hull(&s("2,5")).to_string(), "[2,?]");
+        assert_eq!(s("1..4").hull(&s("6")).to_string(), "[1..6]");
+        assert_eq!(s("2,3").hull(&s("2")).to_string(), "[...]");
+        assert_eq!(s("...").hull(&s("2")).to_string(), "[...]");
     }
 
     #[test]
