@@ -3,6 +3,7 @@
 //! Reads only the XML and the weights file's length; never decodes a weight.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use irun_graph::{Graph, NodeId};
 use irun_ir::Port;
@@ -16,13 +17,28 @@ pub struct ModelInfo {
     pub name: Option<String>,
     /// Every `<layer>` in the file.
     pub layers: usize,
-    /// Reachable layers by `Type-opsetN`, as OpenVINO's `get_ordered_ops` would count them.
+    /// Reachable layers by `Type-opsetN`, as OpenVINO's `get_ordered_ops` would count them:
+    /// a Loop, TensorIterator or If counts once, whatever its bodies hold.
     pub ops: BTreeMap<String, usize>,
+    /// The bodies of Loop, TensorIterator and If layers, nested ones included (outer first),
+    /// with the layers each holds.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub bodies: Vec<BodySummary>,
     pub inputs: Vec<TensorInfo>,
     pub outputs: Vec<TensorInfo>,
     /// State variables (ReadValue/Assign pairs), as `--state-in`/`--state-out` key them.
     pub variables: Vec<VariableSummary>,
     pub constants: ConstantsInfo,
+}
+
+#[derive(Debug, Serialize)]
+pub struct BodySummary {
+    /// The path to the body: `loop/body`, `loop/body/branch/then_body` (layer names).
+    pub path: String,
+    /// Its reachable layers by `Type-opsetN`.
+    pub ops: BTreeMap<String, usize>,
+    /// Every `<layer>` in it (nested bodies' layers not included).
+    pub layers: usize,
 }
 
 #[derive(Debug, Serialize)]
@@ -45,6 +61,7 @@ pub struct TensorInfo {
 
 #[derive(Debug, Serialize)]
 pub struct ConstantsInfo {
+    /// Consts of the model and of its bodies.
     pub count: usize,
     /// Sum of the Consts' `size` attributes (shared blobs counted once per Const).
     pub bytes: u64,
@@ -77,6 +94,28 @@ fn describe(fact: Option<&Fact>, port: Option<&Port>) -> (String, String) {
     (shape, ty.map_or("?".to_string(), |t| t.name().to_string()))
 }
 
+/// Reachable layers by `Type-opsetN`.
+fn op_counts(g: &Graph) -> BTreeMap<String, usize> {
+    let mut ops = BTreeMap::new();
+    for &n in &g.order {
+        let l = g.layer(n);
+        *ops.entry(op_key(&l.type_name, &l.version)).or_insert(0) += 1;
+    }
+    ops
+}
+
+/// Every body under `g`, depth first, each with its path from the model.
+fn collect_bodies(g: &Graph, prefix: &str, out: &mut Vec<(String, Arc<Graph>)>) {
+    for (n, flow) in g.flows.iter().enumerate() {
+        let Some(flow) = flow else { continue };
+        for body in &flow.bodies {
+            let path = format!("{prefix}{}/{}", g.layer(n).name, body.role);
+            out.push((path.clone(), body.graph.clone()));
+            collect_bodies(&body.graph, &format!("{path}/"), out);
+        }
+    }
+}
+
 fn parameter_info(g: &Graph, n: NodeId) -> TensorInfo {
     let l = g.layer(n);
     let names = g.input_names(n);
@@ -105,12 +144,10 @@ fn result_info(g: &Graph, index: usize) -> TensorInfo {
 
 impl ModelInfo {
     pub fn of(g: &Graph) -> ModelInfo {
-        let mut ops = BTreeMap::new();
-        for &n in &g.order {
-            let l = g.layer(n);
-            *ops.entry(op_key(&l.type_name, &l.version)).or_insert(0) += 1;
-        }
-        let consts = g.model.layers.iter().filter(|l| l.type_name == "Const");
+        let mut bodies = Vec::new();
+        collect_bodies(g, "", &mut bodies);
+        let graphs = std::iter::once(g).chain(bodies.iter().map(|(_, b)| &**b));
+        let consts = graphs.flat_map(|g| g.model.layers.iter().filter(|l| l.type_name == "Const"));
         let (count, bytes) = consts.fold((0, 0u64), |(c, b), l| {
             let size = l
                 .data_attr("size")
@@ -122,7 +159,15 @@ impl ModelInfo {
             ir_version: g.model.version,
             name: g.model.name.clone(),
             layers: g.model.layers.len(),
-            ops,
+            ops: op_counts(g),
+            bodies: bodies
+                .iter()
+                .map(|(path, b)| BodySummary {
+                    path: path.clone(),
+                    ops: op_counts(b),
+                    layers: b.model.layers.len(),
+                })
+                .collect(),
             inputs: g.parameters.iter().map(|&n| parameter_info(g, n)).collect(),
             outputs: (0..g.results.len()).map(|i| result_info(g, i)).collect(),
             variables: g
@@ -163,6 +208,12 @@ impl ModelInfo {
         s.push_str("ops:\n");
         for (k, v) in &self.ops {
             s.push_str(&format!("  {v:>6}  {k}\n"));
+        }
+        for b in &self.bodies {
+            s.push_str(&format!("body {} ({} layers):\n", b.path, b.layers));
+            for (k, v) in &b.ops {
+                s.push_str(&format!("  {v:>6}  {k}\n"));
+            }
         }
         for (title, list) in [("inputs", &self.inputs), ("outputs", &self.outputs)] {
             s.push_str(&format!("{title}:\n"));

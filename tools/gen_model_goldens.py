@@ -450,6 +450,92 @@ def recurrent():
     }
 
 
+def control_flow():
+    """Loop-5, TensorIterator-1 and If-8 as converters write them. A Loop with a trip count
+    input, a sliced input, a back-edged accumulator, an invariant input, the current iteration
+    (i32 scalar) and a condition that ends it before the trip count, its values joined (the
+    sliced input has a dynamic length); inside
+    its body an If on the iteration's parity (a body within a body). A TensorIterator over a
+    sequence read backwards (h = 10 h + x[t]) with joined outputs in both orders. An If on an
+    input, once true and once false, whose branches read different inputs."""
+    x = param("x", np.float32, [-1, 3])
+    acc0 = param("acc0", np.float32, [1, 3])
+    scale = param("scale", np.float32, [1, 3])
+    trip = param("trip", np.int64, [])
+    go = param("go", np.bool_, [])
+    # The Loop body: acc = acc + (odd(i) ? x_i * scale : x_i - scale); stop once i + 1 == 4.
+    i = o1.parameter([], np.int32)
+    acc = o1.parameter([1, 3], np.float32)
+    xi = o1.parameter([1, 3], np.float32)
+    sc = o1.parameter([1, 3], np.float32)
+    odd = o1.equal(o1.floor_mod(i, o1.constant(np.int32(2))), o1.constant(np.int32(1)))
+    tx, ts, ex, es = (o1.parameter([1, 3], np.float32) for _ in range(4))
+    then_b = ov.Model([o1.result(o1.multiply(tx, ts))], [tx, ts], "odd")
+    else_b = ov.Model([o1.result(o1.subtract(ex, es))], [ex, es], "even")
+    branch = o8.if_op(odd.output(0))
+    branch.set_then_body(then_b)
+    branch.set_else_body(else_b)
+    branch.set_input(xi.output(0), tx, ex)
+    branch.set_input(sc.output(0), ts, es)
+    step = branch.set_output(then_b.get_results()[0], else_b.get_results()[0])
+    new_acc = o1.add(acc, step)
+    r_acc = o1.result(new_acc)
+    r_cond = o1.result(o1.less(o1.add(i, o1.constant(np.int32(1))), o1.constant(np.int32(4))))
+    r_each = o1.result(o1.unsqueeze(new_acc, const(0)))
+    body = ov.Model([r_acc, r_cond, r_each], [i, acc, xi, sc], "loop_body")
+    loop = o8.loop(trip, go)
+    loop.set_function(body)
+    loop.set_special_body_ports([0, 1])
+    loop.set_sliced_input(xi, x.output(0), 0, 1, 1, -1, 0)
+    loop.set_merged_input(acc, acc0.output(0), r_acc.output(0))
+    loop.set_invariant_input(sc, scale.output(0))
+    loop_last = loop.get_iter_value(r_acc.output(0), -1)
+    loop_each = loop.get_concatenated_slices(r_each.output(0), 0, 1, 1, -1, 0)
+
+    seq = param("seq", np.float32, [4, 2, 2])
+    h0 = param("h0", np.float32, [2, 2])
+    xs = o1.parameter([1, 2, 2], np.float32)
+    h = o1.parameter([2, 2], np.float32)
+    nh = o1.add(o1.multiply(h, o1.constant(np.float32(10))), o1.squeeze(xs, const([0])))
+    r_h = o1.result(nh)
+    r_hs = o1.result(o1.unsqueeze(nh, const(0)))
+    ti = o8.tensor_iterator()
+    ti.set_body(ov.Model([r_h, r_hs], [xs, h], "ti_body"))
+    ti.set_sliced_input(xs, seq.output(0), -1, -1, 1, 0, 0)
+    ti.set_merged_input(h, h0.output(0), r_h.output(0))
+    ti_last = ti.get_iter_value(r_h.output(0), -1)
+    ti_back = ti.get_concatenated_slices(r_hs.output(0), -1, -1, 1, 0, 0)
+    ti_fwd = ti.get_concatenated_slices(r_hs.output(0), 0, 1, 1, -1, 0)
+
+    def choose(flag):
+        a, b = o1.parameter([-1, 3], np.float32), o1.parameter([1, 3], np.float32)
+        c = o1.parameter([1, 3], np.float32)
+        then_b = ov.Model([o1.result(o1.add(a, b))], [a, b], "then")
+        else_b = ov.Model([o1.result(o1.negative(c))], [c], "else")
+        node = o8.if_op(flag.output(0))
+        node.set_then_body(then_b)
+        node.set_else_body(else_b)
+        node.set_input(x.output(0), a, None)
+        node.set_input(scale.output(0), b, c)
+        return node.set_output(then_b.get_results()[0], else_b.get_results()[0])
+
+    yes, no = param("yes", np.bool_, []), param("no", np.bool_, [])
+    outs = [("loop_last", loop_last), ("loop_each", loop_each), ("ti_last", ti_last), ("ti_back", ti_back),
+            ("ti_fwd", ti_fwd), ("if_yes", choose(yes)), ("if_no", choose(no))]
+    r = np.random.default_rng(20261127)
+    return model(outs, [x, acc0, scale, trip, go, seq, h0, yes, no], "control_flow"), {
+        "x": r.standard_normal((6, 3)).astype(np.float32),
+        "acc0": r.standard_normal((1, 3)).astype(np.float32),
+        "scale": r.standard_normal((1, 3)).astype(np.float32),
+        "trip": np.array(6, np.int64),
+        "go": np.array(True),
+        "seq": r.integers(0, 10, (4, 2, 2)).astype(np.float32),
+        "h0": np.zeros((2, 2), np.float32),
+        "yes": np.array(True),
+        "no": np.array(False),
+    }
+
+
 def converted():
     """The committed PyTorch conversions that irun can run: inputs for each."""
     n, f, e = 10, 16, 40
@@ -480,7 +566,7 @@ def converted():
 def main():
     only = set(sys.argv[1:])
     for build in (shape_ops, int_arith, activations, gather_split_tile, reduce_norm, small_cnn, index_ops, attention, fft, einsum,
-                  pillar_max, recurrent):
+                  pillar_max, recurrent, control_flow):
         name = build.__name__
         if only and name not in only:
             continue

@@ -4,8 +4,9 @@
 //!
 //! Loop: no iteration when the execution condition is false or the trip count is 0;
 //! otherwise iteration `i` runs the body, appends its values to the joined outputs, then stops
-//! when the body's condition is false or `i + 1` reaches the trip count (negative: no limit)
-//! or the slices of a sliced input. TensorIterator runs once per slice. If runs the body its
+//! when the body's condition is false or `i + 1` reaches the trip count; a negative trip count
+//! is no limit, but then the slices of a sliced input are (an iteration past the slices under
+//! a trip count is an error, where OpenVINO's reference would reread the last slice). TensorIterator runs once per slice. If runs the body its
 //! condition picks. A back-edged value reaches the next iteration as the only reference when
 //! nothing else holds it, so a body may update it in place.
 
@@ -162,17 +163,16 @@ impl Executable {
                     irun_tensor::fmt_shape(data.shape())
                 )));
             };
-            if exec.flow.kind == FlowKind::Loop && limit != u64::MAX && limit > d as u64 {
-                return Err(fail(format!(
-                    "the trip count is {limit}, but input {input} has {d} slice(s) along axis {axis}"
-                )));
-            }
             let mut parts = irun_ops::movement::split::cut(data, axis, &vec![1; d], name)
                 .map_err(|e| fail(e.message))?;
             if reverse {
                 parts.reverse();
             }
-            count = count.min(d as u64);
+            // Without a trip count the slices set the number of iterations; with one, an
+            // iteration past the slices is an error when it comes.
+            if limit == u64::MAX {
+                count = count.min(d as u64);
+            }
             slices[p] = Some(parts);
         }
         if exec.flow.kind == FlowKind::TensorIterator && count == u64::MAX {
@@ -197,8 +197,14 @@ impl Executable {
             for (p, source) in body.params.iter().enumerate() {
                 inputs.push(match *source {
                     ParamSource::CurrentIteration => self.iteration_number(n, body, p, i)?,
-                    ParamSource::Sliced { .. } => {
-                        slices[p].as_ref().expect("sliced above")[i as usize].clone()
+                    ParamSource::Sliced { input, axis, .. } => {
+                        let parts = slices[p].as_ref().expect("sliced above");
+                        parts.get(i as usize).cloned().ok_or_else(|| {
+                            fail(format!(
+                                "iteration {i} reads slice {i} of input {input}, which has {} along axis {axis}",
+                                parts.len()
+                            ))
+                        })?
                     }
                     ParamSource::Invariant { input } => args[input].clone(),
                     ParamSource::Merged { .. } => carried[p].take().expect("carried"),

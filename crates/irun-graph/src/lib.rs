@@ -20,3 +20,5 @@ pub use variables::Variable;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_control_flow;
