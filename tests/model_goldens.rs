@@ -1,9 +1,12 @@
 //! Whole-model golden cases: every directory under models/ops, models/converted and models/real
 //! (real PyTorch models converted by OpenVINO: MobileNetV3-small, a 2-layer BERT, a 2-layer
 //! GPT-2 with and without its KV cache, GAT, a PointPillars head, a mixture of experts, an FNO
-//! block, a DLRM, label smoothing, a confusion matrix, a dynamic voxel encoder) with an
-//! `expected.npz` (written by tools/gen_model_goldens.py or tools/convert_real_models.py from
-//! OpenVINO CPU, f32 precision).
+//! block, a DLRM, label smoothing, a confusion matrix, a dynamic voxel encoder; and from
+//! tools/convert_family_models.py a detector with NMS, a U-Net segmenter, a two-stage
+//! detector's ROIAlign/GridSample head, a scripted greedy decoder (Loop with an If inside) and
+//! a recurrent Scan read as a TensorIterator) with an `expected.npz` (written by
+//! tools/gen_model_goldens.py, tools/convert_real_models.py or tools/convert_family_models.py
+//! from OpenVINO CPU, f32 precision).
 //!
 //! Each model runs through the public API at 1 and 2 threads. The two runs must agree bit for
 //! bit; every output (not only the first) must carry the expected key, element type and shape,

@@ -273,6 +273,7 @@ pub static REGISTRY: &[Entry] = &[
     op("BatchToSpace", 2, 2, mv::batch_space::build_batch_to_space),
     op("Split", 1, 1, mv::split::build),
     op("Squeeze", 1, 1, mv::squeeze::build),
+    op("Squeeze", 15, 15, mv::squeeze::build_v15),
     op("StridedSlice", 1, 1, mv::strided_slice::build),
     op("Tile", 1, 1, mv::tile::build),
     op("Transpose", 1, 1, mv::transpose::build),
