@@ -211,7 +211,8 @@ load = (time.perf_counter() - t0) * 1e3
 r = c.create_infer_request()
 given = np.load({str(Path(model_path).parent / 'inputs.npz')!r})
 for i in c.inputs:
-    r.set_tensor(i, ov.Tensor(np.ascontiguousarray(given[i.get_any_name()])))
+    # np.array, not np.ascontiguousarray, which makes a 0-d input [1].
+    r.set_tensor(i, ov.Tensor(np.array(given[i.get_any_name()], order="C")))
 r.infer()
 lat = []
 for _ in range({niter}):
