@@ -16,8 +16,14 @@ downloaded). The committed copies are under models/real.
   scan_rnn        a recurrent cell written as a Python loop over time steps and exported
                   through ONNX, whose Scan OpenVINO reads as a TensorIterator-1
 
+Each has two sizes: the default writes the small variants committed under models/real (a
+32x32 image, 8 channels, 6 boxes, 9 steps of a 12-token vocabulary, 5 steps of 2 x 4);
+`--full` writes benchmark sizes to tools/out/families_full for tools/bench_models.py (a
+320x320 image, 32 channels, 100 boxes, 32 steps of 4000 tokens with 512 units, 128 steps of
+16 x 256 into 256 units).
+
     python3 -m venv venv && venv/bin/pip install openvino numpy torch torchvision onnx
-    venv/bin/python tools/convert_family_models.py [OUT_DIR [NAME ...]]   # default tools/out/families
+    venv/bin/python tools/convert_family_models.py [OUT_DIR] [--full] [--only NAME ...]
 """
 import os
 import sys
@@ -154,21 +160,24 @@ class ScanRNN(torch.nn.Module):
         return torch.stack(outs), h
 
 
-def scripted_decoder(out, name):
+def scripted_decoder(out, name, full):
     """The decoder through torch.jit.script, so that its loop and branch stay control flow."""
-    model = torch.jit.script(GreedyDecoder().eval())
-    h0 = torch.randn(1, 16)
-    save(out, name, model, (h0, torch.tensor(9)), None)
+    vocab, hidden, steps = (4000, 512, 32) if full else (12, 16, 9)
+    model = torch.jit.script(GreedyDecoder(vocab, hidden).eval())
+    h0 = torch.randn(1, hidden)
+    save(out, name, model, (h0, torch.tensor(steps)), None)
 
 
-def scan_through_onnx(out, name):
-    """ScanRNN exported to ONNX with its loop rolled into a Scan, converted by OpenVINO."""
+def scan_through_onnx(out, name, full):
+    """ScanRNN written as an ONNX Scan (the loop rolled, as ONNX exporters of recurrent
+    code write it), converted by OpenVINO."""
     import onnx
     from onnx import TensorProto, helper
 
-    rnn = ScanRNN().eval()
-    x = torch.randn(5, 2, 4)
-    h0 = torch.randn(2, 6)
+    steps, batch, inputs, hidden = (128, 16, 256, 256) if full else (5, 2, 4, 6)
+    rnn = ScanRNN(inputs, hidden).eval()
+    x = torch.randn(steps, batch, inputs)
+    h0 = torch.randn(batch, hidden)
     w, b, u = (p.detach().numpy() for p in (rnn.w.weight, rnn.w.bias, rnn.u.weight))
     # The Scan body: h' = tanh(x W^T + b + h U^T), emitted per step and carried.
     body = helper.make_graph(
@@ -181,20 +190,20 @@ def scan_through_onnx(out, name):
             helper.make_node("Identity", ["h_out"], ["y_t"]),
         ],
         "step",
-        [helper.make_tensor_value_info("h_in", TensorProto.FLOAT, [2, 6]),
-         helper.make_tensor_value_info("x_t", TensorProto.FLOAT, [2, 4])],
-        [helper.make_tensor_value_info("h_out", TensorProto.FLOAT, [2, 6]),
-         helper.make_tensor_value_info("y_t", TensorProto.FLOAT, [2, 6])],
+        [helper.make_tensor_value_info("h_in", TensorProto.FLOAT, [batch, hidden]),
+         helper.make_tensor_value_info("x_t", TensorProto.FLOAT, [batch, inputs])],
+        [helper.make_tensor_value_info("h_out", TensorProto.FLOAT, [batch, hidden]),
+         helper.make_tensor_value_info("y_t", TensorProto.FLOAT, [batch, hidden])],
         [onnx.numpy_helper.from_array(w.T.copy(), "wt"), onnx.numpy_helper.from_array(b, "b"),
          onnx.numpy_helper.from_array(u.T.copy(), "ut")],
     )
     graph = helper.make_graph(
         [helper.make_node("Scan", ["h0", "x"], ["h_last", "ys"], body=body, num_scan_inputs=1)],
         "scan_rnn",
-        [helper.make_tensor_value_info("h0", TensorProto.FLOAT, [2, 6]),
-         helper.make_tensor_value_info("x", TensorProto.FLOAT, [5, 2, 4])],
-        [helper.make_tensor_value_info("h_last", TensorProto.FLOAT, [2, 6]),
-         helper.make_tensor_value_info("ys", TensorProto.FLOAT, [5, 2, 6])],
+        [helper.make_tensor_value_info("h0", TensorProto.FLOAT, [batch, hidden]),
+         helper.make_tensor_value_info("x", TensorProto.FLOAT, [steps, batch, inputs])],
+        [helper.make_tensor_value_info("h_last", TensorProto.FLOAT, [batch, hidden]),
+         helper.make_tensor_value_info("ys", TensorProto.FLOAT, [steps, batch, hidden])],
     )
     m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 11)])
     d = os.path.join(out, name)
@@ -214,22 +223,32 @@ def scan_through_onnx(out, name):
 
 
 def main():
+    import argparse
+
+    ap = argparse.ArgumentParser()
+    ap.add_argument("out", nargs="?")
+    ap.add_argument("--full", action="store_true",
+                    help="benchmark sizes (tools/out/families_full) instead of the committed ones")
+    ap.add_argument("--only", nargs="+", help="convert these models only")
+    args = ap.parse_args()
     here = os.path.dirname(os.path.abspath(__file__))
-    out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(here, "out", "families")
+    out = args.out or os.path.join(here, "out", "families_full" if args.full else "families")
+    wanted = lambda name: args.only is None or name in args.only  # noqa: E731
     r = np.random.default_rng(5)
-    only = set(sys.argv[2:])
-    wanted = lambda name: not only or name in only  # noqa: E731
+    side, c = (320, 32) if args.full else (32, 8)
     if wanted("detector"):
-        save(out, "detector", Detector(), (torch.randn(1, 3, 32, 32),), None)
+        save(out, "detector", Detector(c), (torch.randn(1, 3, side, side),), None)
     if wanted("segmenter"):
-        save(out, "segmenter", Segmenter(), (torch.randn(1, 3, 32, 32),), None)
+        save(out, "segmenter", Segmenter(c), (torch.randn(1, 3, side, side),), None)
     if wanted("roi_head"):
-        boxes = torch.tensor(np.sort(r.uniform(0, 30, (6, 2, 2)), axis=1).reshape(6, 4), dtype=torch.float32)
-        save(out, "roi_head", RoiHead(), (torch.randn(1, 3, 32, 32), boxes), None)
+        k = 100 if args.full else 6
+        boxes = np.sort(r.uniform(0, side - 2, (k, 2, 2)), axis=1).reshape(k, 4)
+        save(out, "roi_head", RoiHead(c), (torch.randn(1, 3, side, side), torch.tensor(boxes, dtype=torch.float32)),
+             None)
     if wanted("greedy_decoder"):
-        scripted_decoder(out, "greedy_decoder")
+        scripted_decoder(out, "greedy_decoder", args.full)
     if wanted("scan_rnn"):
-        scan_through_onnx(out, "scan_rnn")
+        scan_through_onnx(out, "scan_rnn", args.full)
 
 
 if __name__ == "__main__":
