@@ -135,3 +135,42 @@ mod tests {
         assert_eq!(reduced_slots(&[2, 2], &[]), [0, 1, 2, 3]);
     }
 }
+
+/// The sum of `f(x)` over `xs` in f64, in eight interleaved lanes (then the lanes, then the
+/// tail): a fixed order, so deterministic, and vectorisable where one running sum is a
+/// chain of dependent adds (a LayerNorm row of 128 took 10 us in three such chains).
+#[inline(always)]
+pub fn lane_sum(xs: &[f32], f: impl Fn(f64) -> f64) -> f64 {
+    let mut lanes = [0f64; 8];
+    let chunks = xs.chunks_exact(8);
+    let tail = chunks.remainder();
+    for c in chunks {
+        for (l, &x) in lanes.iter_mut().zip(c) {
+            *l += f(x as f64);
+        }
+    }
+    lanes.iter().sum::<f64>() + tail.iter().map(|&x| f(x as f64)).sum::<f64>()
+}
+
+/// Elements per piece of a long sum: pieces are summed in parallel, then in order, so the
+/// result does not depend on the thread count.
+pub const SUM_PIECE: usize = 1 << 15;
+
+/// [`lane_sum`] over each of `blocks` consecutive blocks of `xs` (`xs.len() / blocks` long),
+/// the blocks cut into [`SUM_PIECE`]s summed in parallel (compiled for the widest vector
+/// unit); `f` gets the block index too.
+pub fn block_sums<F: Fn(usize, f64) -> f64 + Sync>(xs: &[f32], blocks: usize, f: F) -> Vec<f64> {
+    let block = xs.len() / blocks.max(1);
+    let per_block = block.div_ceil(SUM_PIECE).max(1);
+    let mut pieces = vec![0f64; blocks * per_block];
+    crate::par::for_each_mut(&mut pieces, &|p, slot| {
+        let (b, k) = (p / per_block, p % per_block);
+        let lo = b * block + (k * SUM_PIECE).min(block);
+        let hi = b * block + ((k + 1) * SUM_PIECE).min(block);
+        *slot = crate::simd::widest(
+            #[inline(always)]
+            || lane_sum(&xs[lo..hi], |x| f(b, x)),
+        );
+    });
+    pieces.chunks(per_block).map(|c| c.iter().sum()).collect()
+}

@@ -126,32 +126,17 @@ impl Mvn {
     }
 }
 
-/// The sum of `f(x)` over `xs` in f64, in eight interleaved lanes (then the lanes, then the
-/// tail): a fixed order, so deterministic, and vectorisable where one running sum is a
-/// chain of dependent adds (a LayerNorm row of 128 took 10 us in three such chains).
-fn lane_sum(xs: &[f32], f: impl Fn(f64) -> f64) -> f64 {
-    let mut lanes = [0f64; 8];
-    let chunks = xs.chunks_exact(8);
-    let tail = chunks.remainder();
-    for c in chunks {
-        for (l, &x) in lanes.iter_mut().zip(c) {
-            *l += f(x as f64);
-        }
-    }
-    lanes.iter().sum::<f64>() + tail.iter().map(|&x| f(x as f64)).sum::<f64>()
-}
-
 impl Mvn {
     /// One f32 row (the normalised axes last and contiguous: LayerNorm), in place; the
     /// statistics in f64 as [`Mvn::normalise_slice`] computes them, summed in lanes.
     fn normalise_row_f32(&self, row: &mut [f32]) {
         let n = row.len().max(1) as f64;
-        let mean = lane_sum(row, |v| v) / n;
+        let mean = crate::floats::lane_sum(row, |v| v) / n;
         if !self.normalize_variance {
             row.iter_mut().for_each(|v| *v = (*v as f64 - mean) as f32);
             return;
         }
-        let var = lane_sum(row, |v| (v - mean) * (v - mean)) / n;
+        let var = crate::floats::lane_sum(row, |v| (v - mean) * (v - mean)) / n;
         let div = if self.inside_sqrt {
             (var + self.eps).sqrt()
         } else {
