@@ -7,7 +7,6 @@
 use irun_tensor::{with_words, Tensor, Word};
 
 use crate::op::{codes, OpError, Value};
-use crate::par::for_each_split_mut;
 use crate::util::{no_strings, output};
 
 /// Per output dim, the input index each output index reads (`None`: the fill value).
@@ -77,31 +76,32 @@ impl AxisMap {
                 Some(f) => first_word(f?, w)?,
                 None => Default::default(),
             };
-            Word::into_word_vec(self.gather(w, x.shape(), fill))
+            Word::into_word_vec(self.gather(w, x.shape(), fill)?)
         });
         output(x.element_type(), self.out_shape(), out)
     }
 
-    fn gather<W: Word>(&self, src: &[W], in_shape: &[usize], fill: W) -> Vec<W> {
+    /// The output, built row by row in parallel, each row written once in order (no fill
+    /// pass first). Plain stores: streaming ones fence after every run, and a padded row's
+    /// runs are short.
+    fn gather<W: Word>(&self, src: &[W], in_shape: &[usize], fill: W) -> Result<Vec<W>, OpError> {
         let out_shape = self.out_shape();
         let len: usize = out_shape.iter().product();
-        let mut out = vec![fill; len];
         let Some((last, outer)) = self.tables.split_last() else {
             // Rank 0: the one value.
-            out.copy_from_slice(src);
-            return out;
+            return Ok(src.to_vec());
         };
         let row = last.len();
         if row == 0 || len == 0 {
-            return out;
+            return Ok(Vec::new());
         }
         let strides = crate::strided::row_major_strides(in_shape);
         let runs = runs(last);
         // Slice copies pay where runs are long (padding, cropping); a table of short runs
         // (nearest upsampling repeats each input) is read entry by entry.
         let by_runs = runs.len() * 8 <= row;
-        for_each_split_mut(&mut out, row, &|at, chunk| {
-            for (r, dst) in chunk.chunks_mut(row).enumerate() {
+        crate::par::build(len, row, &|at, out| {
+            for r in 0..out.remaining() / row {
                 // The outer coordinates of this row, from the last outer dim up.
                 let mut rest = at / row + r;
                 let mut base = 0usize;
@@ -115,32 +115,29 @@ impl AxisMap {
                     }
                 }
                 if !inside {
-                    continue;
-                }
-                if by_runs {
+                    out.repeat(fill, row);
+                } else if by_runs {
                     for r in &runs {
-                        if let Some(from) = r.from {
-                            dst[r.at..r.at + r.len]
-                                .copy_from_slice(&src[base + from..base + from + r.len]);
+                        match r.from {
+                            Some(from) => {
+                                out.extend_from_slice(&src[base + from..base + from + r.len])
+                            }
+                            None => out.repeat(fill, r.len),
                         }
                     }
                 } else {
-                    for (d, &i) in dst.iter_mut().zip(last) {
-                        if let Some(i) = i {
-                            *d = src[base + i];
-                        }
+                    for &i in last {
+                        out.push(i.map_or(fill, |i| src[base + i]));
                     }
                 }
             }
-        });
-        out
+        })
     }
 }
 
 /// A run of output positions of the last dim reading consecutive inputs (`from`) or the
-/// fill value (`None`).
+/// fill value (`None`); a row's runs are in order and cover it.
 struct Run {
-    at: usize,
     len: usize,
     from: Option<usize>,
 }
@@ -149,7 +146,7 @@ struct Run {
 /// row: one run for the data, one per edge value or fill block).
 fn runs(table: &[Option<usize>]) -> Vec<Run> {
     let mut out: Vec<Run> = Vec::new();
-    for (at, &from) in table.iter().enumerate() {
+    for &from in table {
         if let Some(r) = out.last_mut() {
             let continues = match (r.from, from) {
                 (Some(a), Some(b)) => a + r.len == b,
@@ -161,7 +158,7 @@ fn runs(table: &[Option<usize>]) -> Vec<Run> {
                 continue;
             }
         }
-        out.push(Run { at, len: 1, from });
+        out.push(Run { len: 1, from });
     }
     out
 }

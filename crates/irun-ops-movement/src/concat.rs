@@ -6,7 +6,6 @@ use irun_tensor::{with_words, Dim, PartialShape, Word};
 
 use crate::attrs::AttrReader;
 use crate::fact::Fact;
-use crate::kernel::try_zeroed;
 use crate::op::{codes, Op, OpError, Value};
 use crate::par;
 use crate::util::{no_strings, norm_axis, output};
@@ -113,7 +112,10 @@ impl Op for Concat {
 }
 
 /// Each output row is the inputs' rows `rows[j]` long, in order.
-/// (`_first` is input 0's words; it fixes the width `W` the others share.)
+/// (`_first` is input 0's words; it fixes the width `W` the others share.) The output is
+/// written in pieces of whole output elements, in parallel, each piece copying the runs of
+/// the rows it covers: a join of few long rows (channels of one image) is as parallel as
+/// one of many short ones, and nothing is zero-filled first.
 fn join<W: Word>(
     _first: &[W],
     inputs: &[Value],
@@ -126,23 +128,34 @@ fn join<W: Word>(
         .collect::<Option<_>>()
         .ok_or_else(|| OpError::new(codes::RUN_SHAPE, "Concat-1: inputs of different widths"))?;
     let row: usize = rows.iter().sum();
-    let mut out = try_zeroed::<W>(outer * row)?;
-    if row > 0 {
-        par::for_each_chunk_mut(
-            &mut out,
-            row.max(crate::kernel::PAR_MIN_ELEMENTS / row * row),
-            &|start, chunk| {
-                for (r, dst) in chunk.chunks_mut(row).enumerate() {
-                    let o = start / row + r;
-                    let mut at = 0;
-                    for (src, &len) in srcs.iter().zip(rows) {
-                        dst[at..at + len].copy_from_slice(&src[o * len..(o + 1) * len]);
-                        at += len;
-                    }
+    // An output too large to stay in the cache goes around it (no read for ownership).
+    let stream = outer * row * std::mem::size_of::<W>() >= irun_opkit::stream::STREAM_MIN_BYTES;
+    let out = par::build(
+        outer * row,
+        crate::kernel::PAR_MIN_ELEMENTS,
+        &|start, fill| {
+            let end = start + fill.remaining();
+            let mut at = start;
+            while at < end {
+                let (o, mut within) = (at / row, at % row);
+                // The input whose run holds `within`, and where in it.
+                let (mut j, mut first) = (0, 0);
+                while within >= first + rows[j] {
+                    first += rows[j];
+                    j += 1;
                 }
-            },
-        );
-    }
+                within -= first;
+                let take = (rows[j] - within).min(end - at);
+                let base = o * rows[j] + within;
+                if stream {
+                    fill.stream_from_slice(&srcs[j][base..base + take]);
+                } else {
+                    fill.extend_from_slice(&srcs[j][base..base + take]);
+                }
+                at += take;
+            }
+        },
+    )?;
     Ok(W::into_word_vec(out))
 }
 
@@ -166,6 +179,32 @@ mod tests {
         let op = Concat { axis: 0 };
         let out = run(&op, vec![bools(&[1], &[true]), bools(&[2], &[false, true])]).unwrap();
         assert_eq!(out[0], bools(&[3], &[true, false, true]));
+    }
+
+    /// Rows longer than a parallel piece, few of them (the channels of one image), and an
+    /// empty input between: every element lands where a row-by-row join puts it.
+    #[test]
+    fn long_rows_are_joined_in_pieces() {
+        let (a, b) = (70_001usize, 33_333usize);
+        for outer in [1usize, 3] {
+            let x: Vec<f32> = (0..outer * a).map(|i| i as f32).collect();
+            let y: Vec<f32> = (0..outer * b).map(|i| -(i as f32)).collect();
+            let mut want = Vec::new();
+            for o in 0..outer {
+                want.extend_from_slice(&x[o * a..(o + 1) * a]);
+                want.extend_from_slice(&y[o * b..(o + 1) * b]);
+            }
+            let out = run(
+                &Concat { axis: 1 },
+                vec![
+                    f32s(&[outer, a], &x),
+                    f32s(&[outer, 0], &[]),
+                    f32s(&[outer, b], &y),
+                ],
+            )
+            .unwrap();
+            assert_eq!(out[0], f32s(&[outer, a + b], &want), "outer {outer}");
+        }
     }
 
     #[test]
