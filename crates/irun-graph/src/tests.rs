@@ -5,7 +5,7 @@ use irun_ir::{codes, IrModel, Weights};
 use crate::testing::*;
 use crate::Graph;
 
-fn build(xml: &str) -> Graph {
+pub(crate) fn build(xml: &str) -> Graph {
     Graph::build(
         IrModel::parse(xml, Path::new("t.xml"), Weights::empty(Path::new("t.bin")))
             .expect("well-formed"),

@@ -1,21 +1,12 @@
 //! Loop, TensorIterator and If: bodies read, checked and inferred through their port maps.
 
-use std::path::Path;
-
-use irun_ir::{IrModel, Weights};
 use irun_ops::codes;
 use irun_tensor::ElementType;
 
 use crate::control_flow::{Joined, OutputMap, ParamSource};
 use crate::testing::*;
+use crate::tests::build;
 use crate::Graph;
-
-fn build(xml: &str) -> Graph {
-    Graph::build(
-        IrModel::parse(xml, Path::new("t.xml"), Weights::empty(Path::new("t.bin")))
-            .expect("well-formed"),
-    )
-}
 
 /// Messages of the errors, rendered with their paths.
 fn errors(g: &Graph) -> Vec<String> {
