@@ -27,7 +27,8 @@ pub trait Number: Scalar + PartialOrd + Debug {
     /// The remainder with the divisor's sign, `a - floor(a / b) * b`: FloorMod-1.
     fn rem_floor(self, b: Self) -> Self;
     /// `a^b`: floats as libm `pow`; integers exactly, negative exponents truncating toward 0,
-    /// results beyond the type saturating (what `pow` in double then a saturating cast gives).
+    /// results beyond the type wrapping as every other integer op does (numpy's and torch's
+    /// integer power; `0^-n`, which has no integer value, is the type's maximum).
     fn pow(self, b: Self) -> Self;
     /// The larger value; NaN if either is NaN (as torch and numpy do); the first of two equal.
     fn max_nan(self, b: Self) -> Self;
@@ -85,15 +86,17 @@ macro_rules! int_number {
                         _ => 0,
                     };
                 }
-                let e = u32::try_from(b as u128).unwrap_or(u32::MAX);
-                self.checked_pow(e).unwrap_or_else(|| {
-                    match self as i128 {
-                        0 | 1 => self,
-                        -1 => if e % 2 == 0 { 1 } else { self },
-                        x if x < 0 && e % 2 == 1 => <$t>::MIN,
-                        _ => <$t>::MAX,
+                // Square and multiply, wrapping: the exact power modulo 2^bits, as numpy's and
+                // torch's integer power give it, for any exponent of the type.
+                let (mut base, mut e, mut acc) = (self, b as u128, 1 as $t);
+                while e > 0 {
+                    if e & 1 == 1 {
+                        acc = acc.wrapping_mul(base);
                     }
-                })
+                    base = base.wrapping_mul(base);
+                    e >>= 1;
+                }
+                acc
             }
             #[inline(always)]
             fn max_nan(self, b: Self) -> Self { if b > self { b } else { self } }
@@ -204,7 +207,7 @@ mod tests {
     }
 
     #[test]
-    fn integer_power_is_exact_and_saturates() {
+    fn integer_power_is_exact_and_wraps() {
         assert_eq!(
             Number::pow(13i64, 8),
             815_730_721,
@@ -217,10 +220,17 @@ mod tests {
         assert_eq!(Number::pow(-1i32, -4), 1);
         assert_eq!(Number::pow(0i32, 0), 1);
         assert_eq!(Number::pow(0i32, -1), i32::MAX);
-        assert_eq!(Number::pow(3i32, 20), i32::MAX);
-        assert_eq!(Number::pow(-3i32, 21), i32::MIN);
-        assert_eq!(Number::pow(-3i32, 22), i32::MAX);
-        assert_eq!(Number::pow(2u8, 200), u8::MAX);
+        // Beyond the type: the exact power modulo 2^bits (numpy: np.int32(3) ** 20).
+        assert_eq!(Number::pow(3i32, 20), 3i32.wrapping_pow(20));
+        assert_eq!(Number::pow(3i32, 20), -808_182_895);
+        assert_eq!(Number::pow(-3i32, 21), (-3i32).wrapping_pow(21));
+        assert_eq!(Number::pow(2i32, 31), i32::MIN);
+        assert_eq!(Number::pow(2i32, 32), 0);
+        assert_eq!(Number::pow(2u8, 200), 0);
+        assert_eq!(Number::pow(3u8, 200), 3u8.wrapping_pow(200));
+        // Odd numbers have multiplicative order dividing 2^62 modulo 2^64.
+        assert_eq!(Number::pow(3i64, 1 << 62), 1);
+        assert_eq!(Number::pow(3u8, 200), 161);
         assert_eq!(Number::pow(3i64, 39), 4_052_555_153_018_976_267);
     }
 

@@ -1,6 +1,7 @@
 //! Power-1: `a ^ b`. Floats: libm `pow`. Integers: exact (OpenVINO CPU goes through f32:
 //! `13^8` gives 815730752 there), negative exponents truncate toward 0 (`2^-1 = 0`), results
-//! beyond the type saturate (the reference's double-to-integer cast is undefined there).
+//! beyond the type wrap as all integer arithmetic does (numpy and torch; the reference's
+//! double-to-integer cast is undefined there, and CPU's gives INT_MIN).
 
 use crate::attrs::AttrReader;
 use crate::binary::{Arith, ArithKind, Binary};
