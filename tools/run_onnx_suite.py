@@ -22,6 +22,8 @@ import tempfile
 import warnings
 
 import numpy as np
+import onnx
+import onnx.numpy_helper
 import openvino as ov
 from onnx.backend.test.case.node import collect_testcases
 
@@ -55,13 +57,22 @@ def close(got, want):
     return None
 
 
+def array(v):
+    """A test value as numpy: the suite stores values of types numpy lacks (bf16, float8,
+    int4) and some of its others as TensorProtos, which `np.asarray` would wrap in an object
+    array; onnx decodes them (bf16 and the narrow types as ml_dtypes arrays)."""
+    if isinstance(v, onnx.TensorProto):
+        return onnx.numpy_helper.to_array(v)
+    return np.asarray(v)
+
+
 def inputs_of(case, data):
     """The test's inputs keyed by the ONNX graph's input names (what the converted IR's
     Parameters are named), leaving out optional inputs given as empty names."""
     names = [i.name for i in case.model.graph.input]
     inits = {i.name for i in case.model.graph.initializer}
     names = [n for n in names if n not in inits]
-    return {n: np.asarray(v) for n, v in zip(names, data[0])}
+    return {n: array(v) for n, v in zip(names, data[0])}
 
 
 def model_inputs(core, xml, feed):
@@ -131,7 +142,7 @@ def main():
                 continue
             data = case.data_sets[0]
             feed = model_inputs(core, xml, inputs_of(case, data))
-            want = [np.asarray(v) for v in data[1]]
+            want = [array(v) for v in data[1]]
             row = {}
             for who, (status, got, msg) in (("irun", run_irun(args.irun, xml, feed, tmp)),
                                              ("openvino", run_openvino(core, xml, feed))):
