@@ -31,7 +31,7 @@ import openvino as ov
 
 warnings.filterwarnings("ignore")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from run_onnx_suite import close, inputs_of, model_inputs, run_openvino  # noqa: E402
+from run_onnx_suite import array, close, inputs_of, model_inputs, run_openvino  # noqa: E402
 from onnx.backend.test.case.node import collect_testcases  # noqa: E402
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "models", "onnx_suite")
@@ -75,7 +75,7 @@ def main():
             if case is not None and case.data_sets:
                 data = case.data_sets[0]
                 feed = model_inputs(core, xml, inputs_of(case, data))
-                want = {f"output_{i}": np.asarray(v) for i, v in enumerate(data[1])}
+                want = {f"output_{i}": array(v) for i, v in enumerate(data[1])}
                 ins, outs = npz_bytes(feed), npz_bytes(want)
                 if ins is not None and outs is not None:
                     z.writestr(f"{name}/inputs.npz", ins)

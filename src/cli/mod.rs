@@ -141,7 +141,13 @@ pub fn run(cli: Cli) -> u8 {
             outputs,
         } => bench::run(&exec, niter, time, profile, outputs.as_deref()),
         Command::Ops => {
-            for (ty, first, last, version) in irun_ops::registry::supported() {
+            let flows = irun_graph::FlowKind::ALL.iter().map(|&(_, ty, since)| {
+                let last = irun_ops::registry::NEWEST_OPSET;
+                (ty.to_string(), since, last, since)
+            });
+            for (ty, first, last, version) in
+                irun_ops::registry::supported().into_iter().chain(flows)
+            {
                 let range = if first == last {
                     format!("opset{first}")
                 } else {

@@ -28,15 +28,9 @@ impl FlowKind {
     /// before the op's first opset is an error.
     pub fn of(layer: &Layer) -> Option<Result<FlowKind, OpError>> {
         let t = &layer.type_name;
-        let (kind, since) = if t.eq_ignore_ascii_case("Loop") {
-            (FlowKind::Loop, 5)
-        } else if t.eq_ignore_ascii_case("TensorIterator") {
-            (FlowKind::TensorIterator, 1)
-        } else if t.eq_ignore_ascii_case("If") {
-            (FlowKind::If, 8)
-        } else {
-            return None;
-        };
+        let &(kind, _, since) = FlowKind::ALL
+            .iter()
+            .find(|(_, name, _)| t.eq_ignore_ascii_case(name))?;
         let opset = irun_ops::registry::parse_opset(&layer.version);
         Some(match opset {
             Some(n) if n >= since => Ok(kind),
@@ -54,6 +48,13 @@ impl FlowKind {
             )),
         })
     }
+
+    /// The three, each with the opset that introduced it (and its only version).
+    pub const ALL: [(FlowKind, &'static str, u32); 3] = [
+        (FlowKind::TensorIterator, "TensorIterator", 1),
+        (FlowKind::Loop, "Loop", 5),
+        (FlowKind::If, "If", 8),
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
