@@ -124,18 +124,6 @@ pub fn expect_channel_params(
     Ok(())
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn slots_skip_the_reduced_axes() {
-        assert_eq!(reduced_slots(&[2, 3], &[1]), [0, 0, 0, 1, 1, 1]);
-        assert_eq!(reduced_slots(&[2, 3], &[0]), [0, 1, 2, 0, 1, 2]);
-        assert_eq!(reduced_slots(&[2, 2], &[]), [0, 1, 2, 3]);
-    }
-}
-
 /// The sum of `f(x)` over `xs` in f64, in eight interleaved lanes (then the lanes, then the
 /// tail): a fixed order, so deterministic, and vectorisable where one running sum is a
 /// chain of dependent adds (a LayerNorm row of 128 took 10 us in three such chains).
@@ -173,4 +161,16 @@ pub fn block_sums<F: Fn(usize, f64) -> f64 + Sync>(xs: &[f32], blocks: usize, f:
         );
     });
     pieces.chunks(per_block).map(|c| c.iter().sum()).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slots_skip_the_reduced_axes() {
+        assert_eq!(reduced_slots(&[2, 3], &[1]), [0, 0, 0, 1, 1, 1]);
+        assert_eq!(reduced_slots(&[2, 3], &[0]), [0, 1, 2, 0, 1, 2]);
+        assert_eq!(reduced_slots(&[2, 2], &[]), [0, 1, 2, 3]);
+    }
 }

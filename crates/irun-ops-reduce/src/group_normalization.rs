@@ -232,7 +232,7 @@ mod tests {
         let worst = got
             .iter()
             .zip(&want)
-            .map(|(g, w)| ((g - w).abs() / w.abs().max(1.0)))
+            .map(|(g, w)| (g - w).abs() / w.abs().max(1.0))
             .fold(0f32, f32::max);
         assert!(worst <= 2.0 * f32::EPSILON, "worst relative error {worst}");
     }
