@@ -27,6 +27,11 @@ irun: `irun bench MODEL -niter N --threads 2`.
 
     /tmp/ov/bin/python tools/bench_models.py tools/out/models --irun target/release/irun \
         --extra tools/out/real/resnet18 tools/out/real/mobilenet_v3 tools/out/real/bert
+
+The family models (a detector with NMS, a U-Net, a ROIAlign/GridSample head, a scripted Loop
+decoder, a TensorIterator RNN) at benchmark sizes come from
+`tools/convert_family_models.py --full`; add them with
+`--extra tools/out/families_full/*` (and `--only` with no names to time only those).
 """
 
 import argparse
