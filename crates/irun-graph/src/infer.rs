@@ -55,6 +55,19 @@ impl Graph {
                 continue;
             }
             flows.push(None);
+            if let Some(body) = l.bodies.first() {
+                diags.push(
+                    Diagnostic::warning(
+                        irun_ir::codes::UNKNOWN_ELEMENT,
+                        format!(
+                            "<{}> is ignored: only Loop, TensorIterator and If have bodies, not {}",
+                            body.role, l.type_name
+                        ),
+                    )
+                    .at(body.pos)
+                    .on_layer(l.layer_ref()),
+                );
+            }
             match irun_ops::resolve(l) {
                 Resolution::Op {
                     op,

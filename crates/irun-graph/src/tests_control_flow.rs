@@ -321,3 +321,23 @@ fn an_if_on_an_unknown_condition_gives_what_both_branches_allow() {
     assert_eq!(errors(&g), Vec::<String>::new());
     assert_eq!(g.facts[3][0].to_string(), "f32 [2,3..5]");
 }
+
+#[test]
+fn a_body_on_another_layer_type_is_a_warning() {
+    let xml = loop_model("Loop", "opset5", LOOP_MAP, &loop_body(&[1, 3])).replace(
+        r#"<layer id="5" name="last" type="Result" version="opset1">"#,
+        &format!(
+            r#"<layer id="5" name="last" type="Result" version="opset1">{}"#,
+            loop_body(&[1, 3])
+        ),
+    );
+    let g = build(&xml);
+    let d = g
+        .all_diagnostics()
+        .find(|d| d.code == irun_ir::codes::UNKNOWN_ELEMENT)
+        .expect("a warning");
+    assert_eq!(
+        d.message,
+        "<body> is ignored: only Loop, TensorIterator and If have bodies, not Result"
+    );
+}
