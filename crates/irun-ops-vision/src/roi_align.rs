@@ -288,22 +288,15 @@ impl Op for RoiAlign {
             let x = data.values::<T>().ok_or_else(|| OpError::new(codes::INTERNAL, "storage"))?;
             let rv: Vec<f32> = rois.values::<T>().ok_or_else(|| OpError::input(1, codes::ELEMENT_TYPE, "rois of the data's type"))?
                 .iter().map(|v| v.to_f64() as f32).collect();
-            // Every box's samples once; then channel by channel, so that each input plane
-            // stays in cache while every box reads it (box by box, each box visited every
-            // plane and most taps missed the cache). Results go to [C, R, bins] and are
-            // transposed to [R, C, bins] after.
-            let r_count = rs[0];
-            let taps: Vec<(Vec<Sample>, usize)> = (0..r_count)
-                .map(|r| self.samples(rv[4 * r..4 * r + 4].try_into().expect("4 values"), h, w))
-                .collect();
+            let mut y = vec![T::default(); rs[0] * c * bins];
             let plane = h * w;
-            let mut by_channel = vec![T::default(); c * r_count * bins];
-            irun_opkit::par::for_each_split_mut(&mut by_channel, r_count * bins, &|at, chunk| {
-                for (i, dst) in chunk.chunks_mut(r_count * bins).enumerate() {
-                    let ch = at / (r_count * bins) + i;
-                    for (r, out) in dst.chunks_mut(bins).enumerate() {
-                        let (samples, per_bin) = (&taps[r].0, taps[r].1);
-                        let src = &x[(batch[r] as usize * c + ch) * plane..][..plane];
+            irun_opkit::par::for_each_split_mut(&mut y, c * bins, &|at, chunk| {
+                for (i, dst) in chunk.chunks_mut(c * bins).enumerate() {
+                    let r = at / (c * bins) + i;
+                    let (samples, per_bin) = self.samples(rv[4 * r..4 * r + 4].try_into().expect("4 values"), h, w);
+                    let img = &x[batch[r] as usize * c * plane..][..c * plane];
+                    for (ch, out) in dst.chunks_mut(bins).enumerate() {
+                        let src = &img[ch * plane..][..plane];
                         for (bin, o) in out.iter_mut().enumerate() {
                             let values = samples[bin * per_bin..][..per_bin].iter().map(|s| {
                                 s.iter().map(|&(k, wt)| wt as f64 * src[k].to_f64()).sum::<f64>()
@@ -315,15 +308,6 @@ impl Op for RoiAlign {
                             };
                             *o = T::from_f64(v);
                         }
-                    }
-                }
-            });
-            let mut y = vec![T::default(); r_count * c * bins];
-            irun_opkit::par::for_each_split_mut(&mut y, c * bins, &|at, chunk| {
-                for (i, dst) in chunk.chunks_mut(c * bins).enumerate() {
-                    let r = at / (c * bins) + i;
-                    for (ch, out) in dst.chunks_mut(bins).enumerate() {
-                        out.copy_from_slice(&by_channel[(ch * r_count + r) * bins..][..bins]);
                     }
                 }
             });
