@@ -217,19 +217,32 @@ impl TopK {
             // Row numbers as u32 beside the values: lanes of one width, so the selects
             // vectorise (the caller checked that d fits).
             let mut at = vec![0u32; w];
-            for j in 1..d {
-                let row = &v[*first + j * inner..][..w];
-                let j = j as u32;
-                for ((top, a), &c) in vs.iter_mut().zip(at.iter_mut()).zip(row) {
-                    let better = if self.largest {
-                        (c > *top) | ((c != c) & (*top == *top))
-                    } else {
-                        (c < *top) | ((*top != *top) & (c == c))
-                    };
-                    *top = if better { c } else { *top };
-                    *a = if better { j } else { *a };
-                }
-            }
+            // One loop per direction, compiled for the widest vector unit: the comparison
+            // chosen inside the loop, and the baseline unit, kept it scalar.
+            let largest = self.largest;
+            irun_opkit::simd::widest(
+                #[inline(always)]
+                || {
+                    for j in 1..d {
+                        let row = &v[*first + j * inner..][..w];
+                        let j = j as u32;
+                        let lanes = vs.iter_mut().zip(at.iter_mut()).zip(row);
+                        if largest {
+                            for ((top, a), &c) in lanes {
+                                let better = (c > *top) | ((c != c) & (*top == *top));
+                                *top = if better { c } else { *top };
+                                *a = if better { j } else { *a };
+                            }
+                        } else {
+                            for ((top, a), &c) in lanes {
+                                let better = (c < *top) | ((*top != *top) & (c == c));
+                                *top = if better { c } else { *top };
+                                *a = if better { j } else { *a };
+                            }
+                        }
+                    }
+                },
+            );
             for (i, &a) in is.iter_mut().zip(&at) {
                 *i = a as i64;
             }
