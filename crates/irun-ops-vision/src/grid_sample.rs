@@ -203,9 +203,15 @@ impl Op for GridSample {
                 format!("GridSample-9: a grid of {gty}"),
             )
         })?;
-        let taps: Vec<Vec<(usize, f64)>> = (0..n * points)
-            .map(|p| self.taps(g[2 * p], g[2 * p + 1], h, w))
-            .collect();
+        // Every point's taps in one flat list (point p's are `starts[p]..starts[p + 1]`): a
+        // list per point was a pointer to chase per output element of every channel.
+        let mut starts = Vec::with_capacity(n * points + 1);
+        let mut taps: Vec<(usize, f64)> = Vec::new();
+        starts.push(0);
+        for p in 0..n * points {
+            taps.extend(self.taps(g[2 * p], g[2 * p + 1], h, w));
+            starts.push(taps.len());
+        }
         let ty = data.element_type();
         let out_shape = vec![n, c, gs[1], gs[2]];
         let out = with_number!(ty, T => {
@@ -216,8 +222,10 @@ impl Op for GridSample {
                 for (i, out_plane) in chunk.chunks_mut(points.max(1)).enumerate() {
                     let nc = at / points.max(1) + i;
                     let src = &x[nc * plane..][..plane];
-                    let taps = &taps[(nc / c.max(1)) * points..][..points];
-                    for (o, t) in out_plane.iter_mut().zip(taps) {
+                    let first = (nc / c.max(1)) * points;
+                    let bounds = starts[first..=first + points].windows(2);
+                    for (o, b) in out_plane.iter_mut().zip(bounds) {
+                        let t = &taps[b[0]..b[1]];
                         let v: f64 = t.iter().map(|&(k, wt)| wt * src[k].to_f64()).sum();
                         *o = T::from_f64(if T::IS_INTEGER { v.round() } else { v });
                     }
