@@ -147,7 +147,9 @@ impl Graph {
                 format!("{what} has no Result layer, so it has no outputs"),
             ));
         }
-        g.topological_order();
+        // A body's Parameters are fed by its layer's port map, which may map some that the
+        // body does not read (a loop counter, an If branch using part of the inputs): no note.
+        g.topological_order(what == "the model");
         g.resolve_and_infer();
         g.collect_variables();
         g
@@ -284,7 +286,9 @@ impl Graph {
 
     /// Iterative depth-first search from every sink, then every Parameter, in XML order, as
     /// OpenVINO orders a model. A back edge is a cycle: reported once, with the layers on it.
-    fn topological_order(&mut self) {
+    /// With `note_unused_inputs` (a model, not a body), a Parameter that feeds nothing is a
+    /// note.
+    fn topological_order(&mut self, note_unused_inputs: bool) {
         #[derive(Clone, Copy, PartialEq)]
         enum Mark {
             New,
@@ -374,6 +378,9 @@ impl Graph {
         }
         // An input that feeds nothing is still an input (OpenVINO keeps it), but whoever
         // feeds it values should know they change nothing.
+        if !note_unused_inputs {
+            return;
+        }
         for &p in &self.parameters {
             if self.nodes[p].consumers.iter().all(Vec::is_empty) {
                 let l = &self.model.layers[p];

@@ -99,6 +99,8 @@ fn loop_model(kind: &str, version: &str, port_map: &str, body: &str) -> String {
 fn a_loop_resolves_its_port_map_and_infers_through_its_body() {
     let g = build(&loop_model("Loop", "opset5", LOOP_MAP, &loop_body(&[1, 3])));
     assert_eq!(errors(&g), Vec::<String>::new());
+    // The body does not read its current-iteration Parameter: normal in a body, no note.
+    assert_eq!(g.all_diagnostics().count(), 0, "{:?}", g.diagnostics);
     let flow = g.flows[4].as_ref().expect("a control-flow node");
     let body = &flow.bodies[0];
     assert_eq!(
