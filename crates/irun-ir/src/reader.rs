@@ -288,60 +288,56 @@ impl Reader {
         (inputs, outputs)
     }
 
+    /// One `<input>`/`<output>` of a port map: `external_port_id` and `internal_layer_id`
+    /// required, `axis` optional, `start`/`end`/`stride`/`part_size` defaulting to 0/-1/1/1.
     fn port_map_entry(&mut self, e: &Element, owner: &Layer) -> Option<PortMapEntry> {
         let what = format!("port map <{}>", e.name);
-        let mut int = |name: &str, default: Option<i64>| -> Result<Option<i64>, ()> {
+        // An integer attribute: `Ok(None)` when absent, `Err` (reported) when not an integer.
+        let mut int = |name: &str| -> Result<Option<i64>, ()> {
             let Some(a) = e.attr(name) else {
-                if default.is_none() && (name == "external_port_id") {
-                    self.push(
-                        Diagnostic::error(codes::BAD_ATTRIBUTE, format!("{what} has no `{name}`"))
-                            .at(e.pos)
-                            .on_layer(owner.layer_ref()),
-                    );
-                    return Err(());
-                }
-                return Ok(default);
+                return Ok(None);
             };
-            match a.value.trim().parse::<i64>() {
-                Ok(v) => Ok(Some(v)),
-                Err(_) => {
-                    self.push(
-                        Diagnostic::error(
-                            codes::BAD_ATTRIBUTE,
-                            format!("`{name}=\"{}\"` of {what} is not an integer", a.value),
-                        )
-                        .at(a.pos)
-                        .on_layer(owner.layer_ref()),
-                    );
-                    Err(())
-                }
-            }
+            a.value.trim().parse::<i64>().map(Some).map_err(|_| {
+                self.push(
+                    Diagnostic::error(
+                        codes::BAD_ATTRIBUTE,
+                        format!("`{name}=\"{}\"` of {what} is not an integer", a.value),
+                    )
+                    .at(a.pos)
+                    .on_layer(owner.layer_ref()),
+                )
+            })
         };
-        let external_port_id = int("external_port_id", None);
-        let axis = int("axis", None);
-        let start = int("start", Some(0));
-        let end = int("end", Some(-1));
-        let stride = int("stride", Some(1));
-        let part_size = int("part_size", Some(1));
+        let values = [
+            int("external_port_id"),
+            int("axis"),
+            int("start"),
+            int("end"),
+            int("stride"),
+            int("part_size"),
+        ];
+        if values[0] == Ok(None) {
+            self.push(
+                Diagnostic::error(
+                    codes::BAD_ATTRIBUTE,
+                    format!("{what} has no `external_port_id`"),
+                )
+                .at(e.pos)
+                .on_layer(owner.layer_ref()),
+            );
+        }
         let internal = self.uint_attr(e, "internal_layer_id", &what);
-        let (Ok(Some(external_port_id)), Ok(axis), Ok(Some(start)), Ok(Some(end))) =
-            (external_port_id, axis, start, end)
-        else {
-            return None;
-        };
-        let (Ok(Some(stride)), Ok(Some(part_size)), Some(internal_layer_id)) =
-            (stride, part_size, internal)
-        else {
+        let [Ok(external), Ok(axis), Ok(start), Ok(end), Ok(stride), Ok(part_size)] = values else {
             return None;
         };
         Some(PortMapEntry {
-            external_port_id,
-            internal_layer_id,
+            external_port_id: external?,
+            internal_layer_id: internal?,
             axis,
-            start,
-            end,
-            stride,
-            part_size,
+            start: start.unwrap_or(0),
+            end: end.unwrap_or(-1),
+            stride: stride.unwrap_or(1),
+            part_size: part_size.unwrap_or(1),
             purpose: e.attr("purpose").map(|a| a.value.clone()),
             pos: e.pos,
         })
