@@ -101,10 +101,17 @@ impl Executable {
                     .params
                     .iter()
                     .map(|s| match *s {
-                        ParamSource::Invariant { input } => args[input].clone(),
-                        _ => unreachable!("If maps only invariant inputs"),
+                        ParamSource::Invariant { input } => Ok(args[input].clone()),
+                        // The port map's builder gives If's bodies nothing else.
+                        _ => Err(self
+                            .layer_error(
+                                n,
+                                RunErrorKind::Op,
+                                format!("internal error: an If body Parameter fed as {s:?}"),
+                            )
+                            .with_code(irun_ops::codes::INTERNAL)),
                     })
-                    .collect();
+                    .collect::<Result<_, _>>()?;
                 let results = exe
                     .run_body(inputs)
                     .map_err(|e| in_body(&self.graph, n, body, "", e))?;

@@ -683,63 +683,55 @@ impl Executable {
                         })
                         .collect();
                     if let Some(flow) = &self.flows[n] {
+                        // A Loop, TensorIterator or If: its bodies run here, not an op kernel.
                         let produced = self.run_flow(n, flow, args)?;
                         self.check_outputs(n, &produced, &facts[n], |_| true)?;
-                        if let (Some(p), Some(t)) = (profile.as_deref_mut(), started) {
-                            p.add(n, t.elapsed());
-                        }
-                        for (slot, v) in produced.into_iter().enumerate() {
-                            let o = self.plan.outlet(n, slot);
-                            if remaining[o] > 0 {
-                                live_bytes = live_bytes.saturating_add(v.byte_size() as u64);
-                                values[o] = Some(v);
+                        produced
+                    } else {
+                        let op = self.graph.ops[n]
+                            .as_ref()
+                            .expect("plan has only resolved ops");
+                        let outlets = self.plan.outlets(n);
+                        let result = match (&self.prepared[n], self.fused[n]) {
+                            // Applied by the kernel that produced the input, or by the one that
+                            // reads the output: passed through.
+                            (_, Some(slot)) => {
+                                if self.index_broadcasts[n].is_some() {
+                                    held.push((n, args[1..].to_vec()));
+                                }
+                                Ok(args.into_iter().skip(slot).take(1).collect())
                             }
-                        }
-                        continue;
-                    }
-                    let op = self.graph.ops[n]
-                        .as_ref()
-                        .expect("plan has only resolved ops");
-                    let outlets = self.plan.outlets(n);
-                    let result = match (&self.prepared[n], self.fused[n]) {
-                        // Applied by the kernel that produced the input, or by the one that
-                        // reads the output: passed through.
-                        (_, Some(slot)) => {
-                            if self.index_broadcasts[n].is_some() {
-                                held.push((n, args[1..].to_vec()));
-                            }
-                            Ok(args.into_iter().skip(slot).take(1).collect())
-                        }
-                        (Some(kernel), None) => kernel.eval(args),
-                        (None, None) => match &self.index_broadcasts[n] {
-                            Some(fused) => {
-                                let left = live_bytes.saturating_add(need);
-                                let left = self.memory_limit.saturating_sub(left);
-                                self.run_index_broadcast(n, fused, args, &held, left)
-                            }
-                            None if outlets.len() > 1 => {
-                                let read: Vec<bool> =
-                                    outlets.clone().map(|o| remaining[o] > 0).collect();
-                                op.eval_reading(args, &read)
-                            }
-                            None => op.eval(args),
-                        },
-                    };
-                    let produced = result.map_err(|e| {
-                        self.layer_error(n, RunErrorKind::Op, e.message)
-                            .with_code(e.code)
-                    })?;
-                    // A passed-through value is what its reader expects, not the node's fact;
-                    // an output nothing reads may be a placeholder (`Op::eval_reading`).
-                    if self.fused[n].is_none() {
-                        let read = |slot: usize| {
-                            let o = outlets.start + slot;
-                            !outlets.contains(&o) || remaining[o] > 0
+                            (Some(kernel), None) => kernel.eval(args),
+                            (None, None) => match &self.index_broadcasts[n] {
+                                Some(fused) => {
+                                    let left = live_bytes.saturating_add(need);
+                                    let left = self.memory_limit.saturating_sub(left);
+                                    self.run_index_broadcast(n, fused, args, &held, left)
+                                }
+                                None if outlets.len() > 1 => {
+                                    let read: Vec<bool> =
+                                        outlets.clone().map(|o| remaining[o] > 0).collect();
+                                    op.eval_reading(args, &read)
+                                }
+                                None => op.eval(args),
+                            },
                         };
-                        let expected = &facts[self.reduced_into[n].unwrap_or(n)];
-                        self.check_outputs(n, &produced, expected, read)?;
+                        let produced = result.map_err(|e| {
+                            self.layer_error(n, RunErrorKind::Op, e.message)
+                                .with_code(e.code)
+                        })?;
+                        // A passed-through value is what its reader expects, not the node's fact;
+                        // an output nothing reads may be a placeholder (`Op::eval_reading`).
+                        if self.fused[n].is_none() {
+                            let read = |slot: usize| {
+                                let o = outlets.start + slot;
+                                !outlets.contains(&o) || remaining[o] > 0
+                            };
+                            let expected = &facts[self.reduced_into[n].unwrap_or(n)];
+                            self.check_outputs(n, &produced, expected, read)?;
+                        }
+                        produced
                     }
-                    produced
                 }
             };
             if let (Some(p), Some(t)) = (profile.as_deref_mut(), started) {
