@@ -13,10 +13,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "/models/scatter/seu12_mean_floor_negative/model.xml"
     );
     let model = Model::open(path)?;
-    let exe = model.compile(&Options {
-        threads: Some(2),
-        ..Options::default()
-    })?;
+    let exe = model.compile(&Options::new().threads(2))?;
     for input in exe.inputs() {
         println!(
             "input  {}: {} {}",
@@ -24,17 +21,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         );
     }
     // data[indices[i]] gets the mean of its updates (integer mean rounds toward -inf).
-    let inputs = vec![
+    let inputs = [
+        ("data", Tensor::from_i32(vec![4], vec![0, 0, 0, 10])?),
         (
-            "data".to_string(),
-            Tensor::from_i32(vec![4], vec![0, 0, 0, 10])?,
-        ),
-        (
-            "indices".to_string(),
+            "indices",
             Tensor::from_i64(vec![7], vec![0, 0, 1, 1, 2, 2, 2])?,
         ),
         (
-            "updates".to_string(),
+            "updates",
             Tensor::from_i32(vec![7], vec![-1, -2, 1, 2, -5, -5, -6])?,
         ),
     ];

@@ -4,8 +4,8 @@
 //! an iteration past the slices. Expected values are worked out here from the model's
 //! definition in tools/gen_model_goldens.py (`control_flow`), not taken from irun.
 
-use irun::tensor::read_npz;
 use irun::{Model, Options, Tensor};
+use irun_tensor::read_npz;
 
 const CASE: &str = "models/ops/control_flow";
 
@@ -21,10 +21,7 @@ fn inputs_with(changes: &[(&str, Tensor)]) -> Vec<(String, Tensor)> {
 fn run(changes: &[(&str, Tensor)]) -> Result<Vec<(String, Tensor)>, irun::RunError> {
     let exe = Model::open(format!("{CASE}/model.xml"))
         .unwrap()
-        .compile(&Options {
-            threads: Some(2),
-            ..Options::default()
-        })
+        .compile(&Options::new().threads(2))
         .unwrap();
     exe.run(inputs_with(changes))
 }

@@ -17,8 +17,8 @@
 
 use std::path::{Path, PathBuf};
 
-use irun::tensor::{read_npz, Storage, Tensor};
 use irun::{Model, Options};
+use irun_tensor::{read_npz, Storage, Tensor};
 
 mod goldens;
 
@@ -40,10 +40,7 @@ fn npz(path: &Path) -> Vec<(String, Tensor)> {
 fn run(dir: &Path, threads: usize) -> Vec<(String, Tensor)> {
     let exe = Model::open(dir.join("model.xml"))
         .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .compile(&Options {
-            threads: Some(threads),
-            ..Options::default()
-        })
+        .compile(&Options::new().threads(threads))
         .unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
     exe.run(npz(&dir.join("inputs.npz")))
         .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
@@ -137,15 +134,13 @@ fn prepared_and_fused_kernels_change_no_bit() {
     let (mut fused, mut elided) = (0, 0);
     for dir in cases() {
         let compile = |prepare_constants| {
-            Model::open(dir.join("model.xml"))
-                .unwrap()
-                .compile(&Options {
-                    threads: Some(2),
-                    prepare_constants,
-                    fuse_broadcasts: prepare_constants,
-                    ..Options::default()
-                })
-                .unwrap()
+            goldens::compile_internal(
+                &dir.join("model.xml"),
+                &Options::new()
+                    .threads(2)
+                    .prepare_constants(prepare_constants)
+                    .fuse_broadcasts(prepare_constants),
+            )
         };
         let (plain, prepared) = (compile(false), compile(true));
         assert_eq!((plain.fused(), plain.broadcasts_elided()), (0, 0));
@@ -175,14 +170,12 @@ fn prepared_and_fused_kernels_change_no_bit() {
 fn a_max_over_rows_is_fused_into_the_product() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("models/ops/pillar_max");
     let compile = |prepare_constants| {
-        Model::open(dir.join("model.xml"))
-            .unwrap()
-            .compile(&Options {
-                threads: Some(2),
-                prepare_constants,
-                ..Options::default()
-            })
-            .unwrap()
+        goldens::compile_internal(
+            &dir.join("model.xml"),
+            &Options::new()
+                .threads(2)
+                .prepare_constants(prepare_constants),
+        )
     };
     let (plain, fused) = (compile(false), compile(true));
     // Add, ReLU and ReduceMax after the first product; ReduceMax after the second.
@@ -220,15 +213,7 @@ fn dynamic_shapes_alternate_without_stale_facts() {
             Tensor::from_i64(vec![2, kept.len()], small_edges).unwrap(),
         ),
     ];
-    let compile = || {
-        Model::open(dir.join("model.xml"))
-            .unwrap()
-            .compile(&Options {
-                threads: Some(2),
-                ..Options::default()
-            })
-            .unwrap()
-    };
+    let compile = || goldens::compile_internal(&dir.join("model.xml"), &Options::new().threads(2));
     let exe = compile();
     let first = exe.run(full.clone()).unwrap();
     let second = exe.run(small.clone()).unwrap();
@@ -246,18 +231,10 @@ fn dynamic_shapes_alternate_without_stale_facts() {
 #[test]
 fn compressed_weights_are_widened_once_and_prepared() {
     let compile = |name: &str| {
-        Model::open(
-            Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("models/real")
-                .join(name)
-                .join("model.xml"),
-        )
-        .unwrap()
-        .compile(&Options {
-            threads: Some(2),
-            ..Options::default()
-        })
-        .unwrap()
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("models/real")
+            .join(name);
+        goldens::compile_internal(&dir.join("model.xml"), &Options::new().threads(2))
     };
     let (wide, compressed) = (compile("mobilenet_v3"), compile("mobilenet_v3_f16"));
     assert!(wide.prepared().0 > 40);

@@ -11,8 +11,8 @@ use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use irun::tensor::{read_npz, Storage, Tensor};
 use irun::{Error, Model, Options};
+use irun_tensor::{read_npz, Storage, Tensor};
 
 const SUITE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/models/onnx_suite");
 
@@ -134,7 +134,7 @@ fn as_f64(t: &Tensor, bf16_bits: bool) -> Option<Vec<f64>> {
         Storage::Bf16(v) => v.iter().map(|x| x.to_f64()).collect(),
         Storage::U16(v) if bf16_bits => v
             .iter()
-            .map(|&b| irun::tensor::bf16::from_bits(b).to_f64())
+            .map(|&b| irun_tensor::bf16::from_bits(b).to_f64())
             .collect(),
         _ => return None,
     })
@@ -178,12 +178,7 @@ fn every_onnx_suite_test_irun_passed_still_passes() {
         let inputs = npz(&mut zip, &format!("{name}/inputs.npz"));
         let want = npz(&mut zip, &format!("{name}/expected.npz"));
         let got = Model::from_bytes(&xml, bin)
-            .and_then(|m| {
-                m.compile(&Options {
-                    threads: Some(1),
-                    ..Options::default()
-                })
-            })
+            .and_then(|m| m.compile(&Options::new().threads(1)))
             .map_err(|e| e.to_string())
             .and_then(|exe| exe.run(inputs).map_err(|e| e.to_string()));
         let got = match got {

@@ -4,8 +4,8 @@
 
 use std::path::{Path, PathBuf};
 
-use irun::info::ModelInfo;
-use irun::tensor::{read_npz, Storage, Tensor};
+use irun_graph::ModelInfo;
+use irun_tensor::{read_npz, Storage, Tensor};
 use pretty_assertions::assert_eq;
 use serde_json::Value;
 
@@ -36,7 +36,7 @@ fn bits(t: &Tensor) -> Vec<u64> {
 #[test]
 fn every_element_type_decodes_exactly_as_openvino_does() {
     let dir = models().join("element_types");
-    let graph = irun::load_graph(&dir.join("model.xml"), None).unwrap();
+    let graph = irun_graph::load(&dir.join("model.xml"), None).unwrap();
     assert!(
         !graph.has_errors(),
         "{:?}",
@@ -92,7 +92,7 @@ fn check_info_matches_openvino(case: &str) {
 
 fn check_dir_matches_openvino(dir: &Path, view_file: &str) {
     let case = dir.display();
-    let graph = irun::load_graph(&dir.join("model.xml"), None).unwrap();
+    let graph = irun_graph::load(&dir.join("model.xml"), None).unwrap();
     assert!(
         !graph.has_errors(),
         "{:?}",
@@ -135,7 +135,7 @@ fn info_matches_openvino_on_ir_v10() {
 
 #[test]
 fn tensor_names_rt_info_and_compressed_weights_are_read() {
-    let graph = irun::load_graph(&models().join("forms_v11/model.xml"), None).unwrap();
+    let graph = irun_graph::load(&models().join("forms_v11/model.xml"), None).unwrap();
     let p = &graph.model.layers[graph.parameters[0]];
     assert_eq!(p.outputs[0].names, vec!["alias,with,comma", "p_static"]);
     let layout = &p.outputs[0].rt_info[0];
@@ -179,7 +179,7 @@ fn info_matches_openvino_on_converted_samples() {
 #[test]
 fn info_outputs_show_inferred_facts() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("models/check/snd15_sub_dynamic");
-    let graph = irun::load_graph(&dir.join("model.xml"), None).unwrap();
+    let graph = irun_graph::load(&dir.join("model.xml"), None).unwrap();
     assert_eq!(ModelInfo::of(&graph).outputs[0].shape, "[?,5]");
     let xml = std::fs::read_to_string(dir.join("model.xml")).unwrap();
     let outputs_from = xml
@@ -194,7 +194,7 @@ fn info_outputs_show_inferred_facts() {
     std::fs::create_dir_all(&tmp).unwrap();
     std::fs::write(tmp.join("model.xml"), relaxed).unwrap();
     std::fs::copy(dir.join("model.bin"), tmp.join("model.bin")).unwrap();
-    let graph = irun::load_graph(&tmp.join("model.xml"), None).unwrap();
+    let graph = irun_graph::load(&tmp.join("model.xml"), None).unwrap();
     assert!(!graph.has_errors());
     let result_port = &graph.layer(graph.results[0]).inputs[0];
     assert_eq!(

@@ -6,9 +6,9 @@
 
 use std::path::{Path, PathBuf};
 
-use irun::graph::testing::{edge, ir, layer, parameter, port, result};
-use irun::tensor::{read_npz, Storage, Tensor};
 use irun::{Executable, Model, Options, State};
+use irun_graph::testing::{edge, ir, layer, parameter, port, result};
+use irun_tensor::{read_npz, Storage, Tensor};
 
 fn case(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -23,10 +23,7 @@ fn npz(path: &Path) -> Vec<(String, Tensor)> {
 fn compile(dir: &Path, threads: usize) -> Executable {
     Model::open(dir.join("model.xml"))
         .unwrap()
-        .compile(&Options {
-            threads: Some(threads),
-            ..Options::default()
-        })
+        .compile(&Options::new().threads(threads))
         .unwrap()
 }
 
@@ -299,7 +296,7 @@ fn state_values_are_checked() {
 #[test]
 fn info_lists_the_variables() {
     let exe = compile(&case("growing"), 1);
-    let info = irun::info::ModelInfo::of(exe.graph());
+    let info = exe.info();
     let vars: Vec<(&str, &str, &str)> = info
         .variables
         .iter()

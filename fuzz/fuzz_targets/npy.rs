@@ -1,3 +1,3 @@
 #![no_main]
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| irun::fuzzing::npy(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| irun_fuzzing::npy(data));

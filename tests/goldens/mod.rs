@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 /// `models/<family>/manifest.json`.
 pub fn manifest(family: &str) -> serde_json::Value {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+    let path = repo_root()
         .join("models")
         .join(family)
         .join("manifest.json");
@@ -18,9 +18,7 @@ pub fn manifest(family: &str) -> serde_json::Value {
 /// object keyed by them), sorted. Asserts that each holds every file in `required`, and that
 /// the family's directories are exactly the goldens and the manifest's `reader_samples`.
 pub fn golden_dirs(family: &str, required: &[&str]) -> Vec<PathBuf> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("models")
-        .join(family);
+    let root = repo_root().join("models").join(family);
     let m = manifest(family);
     let listed = |key: &str| -> BTreeSet<String> {
         match &m[key] {
@@ -63,7 +61,7 @@ pub fn golden_dirs(family: &str, required: &[&str]) -> Vec<PathBuf> {
 /// compares values).
 #[allow(dead_code)]
 pub fn same_bits(a: &[(String, irun::Tensor)], b: &[(String, irun::Tensor)]) -> bool {
-    use irun::tensor::Words;
+    use irun_tensor::Words;
     let words = |t: &irun::Tensor| -> Option<Vec<u64>> {
         Some(match t.words()? {
             Words::W1(v) => v.iter().map(|&x| x as u64).collect(),
@@ -82,4 +80,29 @@ pub fn same_bits(a: &[(String, irun::Tensor)], b: &[(String, irun::Tensor)]) -> 
                     _ => ta == tb,
                 }
         })
+}
+
+/// The repository root: this module serves the root package's tests and, by `#[path]`, those
+/// of crates under `crates/`.
+pub fn repo_root() -> PathBuf {
+    let here = Path::new(env!("CARGO_MANIFEST_DIR"));
+    if here.join("models").is_dir() {
+        here.to_path_buf()
+    } else {
+        here.join("../..")
+    }
+}
+
+/// Reads and compiles a valid model with the executor crate itself, whose counters
+/// (`prepared`, `fused`, `folded`) the public `irun::Executable` does not show.
+#[allow(dead_code)]
+pub fn compile_internal(xml: &Path, options: &irun_exec::Options) -> irun_exec::Executable {
+    let graph = irun_graph::load(xml, None).unwrap_or_else(|d| panic!("{}: {d}", xml.display()));
+    assert!(
+        !graph.has_errors(),
+        "{}: the model is invalid",
+        xml.display()
+    );
+    irun_exec::Executable::compile(graph, options)
+        .unwrap_or_else(|e| panic!("{}: {e}", xml.display()))
 }

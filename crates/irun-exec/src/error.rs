@@ -17,8 +17,9 @@ pub enum RunErrorKind {
 
 /// A compile or run error: kind, diagnostic code when there is one, message, and the layer it
 /// is about.
+/// Displayed as the CLI prints it: `[E0601] message` (the code only when there is one).
 #[derive(Clone, Debug, thiserror::Error)]
-#[error("{message}")]
+#[error("{}{message}", code.map(|c| format!("[{c}] ")).unwrap_or_default())]
 pub struct RunError {
     pub kind: RunErrorKind,
     pub code: Option<&'static str>,

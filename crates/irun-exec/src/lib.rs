@@ -38,8 +38,9 @@ use plan::{Plan, Source};
 pub use profile::Profile;
 pub use state::{State, VariableInfo};
 
-/// How to compile a model.
+/// How to compile a model: `Options::new().threads(2)`, or [`Options::default`].
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct Options {
     /// Worker threads; `None` uses every core.
     pub threads: Option<usize>,
@@ -55,7 +56,8 @@ pub struct Options {
     pub fuse_broadcasts: bool,
     /// Keep the other workers spinning for the length of a run, so that parallel loops do
     /// not wait for them to wake (`awake.rs`); they burn their cores meanwhile, as
-    /// OpenVINO's do. Outputs are the same either way. Default: true.
+    /// OpenVINO's do. Outputs are the same either way. Default: false, so that a library
+    /// never spins its host's cores unasked; the `irun` command turns it on.
     pub keep_workers_awake: bool,
 }
 
@@ -66,8 +68,46 @@ impl Default for Options {
             memory_limit: None,
             prepare_constants: true,
             fuse_broadcasts: true,
-            keep_workers_awake: true,
+            keep_workers_awake: false,
         }
+    }
+}
+
+impl Options {
+    /// The defaults: every core, the physical memory as the limit, constants prepared,
+    /// workers sleeping between parallel loops.
+    pub fn new() -> Options {
+        Options::default()
+    }
+
+    /// Worker threads (at least 1).
+    pub fn threads(mut self, threads: usize) -> Options {
+        self.threads = Some(threads.max(1));
+        self
+    }
+
+    /// The most bytes of tensors alive at once.
+    pub fn memory_limit(mut self, bytes: u64) -> Options {
+        self.memory_limit = Some(bytes);
+        self
+    }
+
+    /// See [`Options::prepare_constants`](#structfield.prepare_constants).
+    pub fn prepare_constants(mut self, on: bool) -> Options {
+        self.prepare_constants = on;
+        self
+    }
+
+    /// See [`Options::fuse_broadcasts`](#structfield.fuse_broadcasts).
+    pub fn fuse_broadcasts(mut self, on: bool) -> Options {
+        self.fuse_broadcasts = on;
+        self
+    }
+
+    /// See [`Options::keep_workers_awake`](#structfield.keep_workers_awake).
+    pub fn keep_workers_awake(mut self, on: bool) -> Options {
+        self.keep_workers_awake = on;
+        self
     }
 }
 

@@ -11,12 +11,29 @@
 pub mod control_flow;
 mod graph;
 mod infer;
+pub mod info;
 pub mod testing;
 mod variables;
 
 pub use control_flow::{ControlFlow, FlowKind};
 pub use graph::{Graph, Node, NodeId, Outlet};
+pub use info::ModelInfo;
 pub use variables::Variable;
+
+use std::path::Path;
+
+use irun_ir::{Diagnostic, IrModel};
+
+/// Reads a model (`bin`: its weights file, by default the `.xml` path with the extension
+/// `.bin`) and builds its graph. `Err` is a fatal reading problem; problems that did not stop
+/// reading are in the graph's diagnostics.
+pub fn load(xml: &Path, bin: Option<&Path>) -> Result<Graph, Diagnostic> {
+    let model = match bin {
+        Some(b) => IrModel::open_with_weights(xml, b)?,
+        None => IrModel::open(xml)?,
+    };
+    Ok(Graph::build(model))
+}
 
 #[cfg(test)]
 mod tests;

@@ -215,6 +215,33 @@ impl Diagnostic {
     }
 }
 
+/// One line, for a diagnostic held apart from its file (an error value, a log):
+/// `error[E0501] line 12, layer 5 "s" (ScatterUpdate-opset3), input 1: message`.
+/// [`Diagnostic::render`] gives the multi-line form `irun check` prints.
+impl fmt::Display for Diagnostic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}[{}]", self.severity, self.code)?;
+        let mut sep = " ";
+        if let Some(p) = self.pos {
+            write!(f, "{sep}line {}", p.line)?;
+            sep = ", ";
+        }
+        for b in &self.inside {
+            write!(f, "{sep}in {b}")?;
+            sep = ", ";
+        }
+        if let Some(l) = &self.layer {
+            write!(f, "{sep}{l}")?;
+            if let Some(p) = &self.port {
+                write!(f, ", {p}")?;
+            }
+        }
+        write!(f, ": {}", self.message)
+    }
+}
+
+impl std::error::Error for Diagnostic {}
+
 /// The stable diagnostic codes. E01xx: files and XML; E02xx: IR structure and weights;
 /// E03xx: graph; E04xx: op resolution and attributes; E05xx: shapes and types; E06xx: run time.
 pub mod codes {

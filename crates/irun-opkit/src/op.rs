@@ -185,6 +185,7 @@ pub mod codes {
 }
 
 /// A rule an op's inputs or attributes break. The graph pass adds the layer and position.
+/// Displayed as `[E0501] input 1: message` (the port or attribute when there is one).
 #[derive(Clone, Debug, PartialEq)]
 pub struct OpError {
     pub code: &'static str,
@@ -226,6 +227,21 @@ impl OpError {
         }
     }
 }
+
+impl std::fmt::Display for OpError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "[{}] ", self.code)?;
+        match (&self.port, &self.attribute) {
+            (Some((PortDirection::Input, slot)), _) => write!(f, "input {slot}: ")?,
+            (Some((PortDirection::Output, slot)), _) => write!(f, "output {slot}: ")?,
+            (None, Some(name)) => write!(f, "attribute {name}: ")?,
+            (None, None) => {}
+        }
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for OpError {}
 
 /// Checks the number of inputs.
 pub fn expect_inputs(inputs: &[Fact], n: usize, op: &str) -> Result<(), OpError> {

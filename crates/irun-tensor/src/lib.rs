@@ -4,9 +4,13 @@
 //! always holds exactly `product(shape)` values in the storage variant its element type maps to
 //! ([`storage_kind`]); no constructor can break that.
 
+#![forbid(unsafe_code)]
+
 mod buf;
 mod dispatch;
 mod element;
+#[cfg(feature = "ndarray")]
+mod ndarray_interop;
 mod npy;
 mod shape;
 mod tensor;

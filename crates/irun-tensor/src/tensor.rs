@@ -331,27 +331,34 @@ typed_constructors! {
 /// A Rust scalar type that is the element of one [`Storage`] variant: typed access to a
 /// tensor's values without matching on the variant at every use.
 pub trait Scalar: Copy + Default + Send + Sync + 'static {
+    /// The element type a tensor of these values has.
+    const ELEMENT_TYPE: ElementType;
     /// The values, if `s` is this type's variant.
     fn slice(s: &Storage) -> Option<&[Self]>;
     /// The values, mutably, if `s` is this type's variant.
     fn slice_mut(s: &mut Storage) -> Option<&mut [Self]>;
     /// Wraps values in this type's variant.
-    fn wrap(v: Vec<Self>) -> Storage;
+    fn wrap(v: Vec<Self>) -> Storage {
+        Self::wrap_buf(v.into())
+    }
+    /// Wraps owned or borrowed values in this type's variant.
+    fn wrap_buf(b: Buf<Self>) -> Storage;
     /// Unwraps this type's variant; any other variant comes back unchanged.
     fn unwrap(s: Storage) -> Result<Vec<Self>, Storage>;
 }
 
 macro_rules! scalar_impls {
-    ($($t:ty => $variant:ident;)*) => {$(
+    ($($t:ty => $variant:ident, $ty:ident;)*) => {$(
         impl Scalar for $t {
+            const ELEMENT_TYPE: ElementType = ElementType::$ty;
             fn slice(s: &Storage) -> Option<&[Self]> {
                 match s { Storage::$variant(v) => Some(v.deref()), _ => None }
             }
             fn slice_mut(s: &mut Storage) -> Option<&mut [Self]> {
                 match s { Storage::$variant(v) => Some(v.make_mut().as_mut_slice()), _ => None }
             }
-            fn wrap(v: Vec<Self>) -> Storage {
-                Storage::$variant(v.into())
+            fn wrap_buf(b: Buf<Self>) -> Storage {
+                Storage::$variant(b)
             }
             fn unwrap(s: Storage) -> Result<Vec<Self>, Storage> {
                 match s { Storage::$variant(v) => Ok(v.into_vec()), other => Err(other) }
@@ -361,12 +368,21 @@ macro_rules! scalar_impls {
 }
 
 scalar_impls! {
-    bool => Bool; f16 => F16; bf16 => Bf16; f32 => F32; f64 => F64;
-    i8 => I8; i16 => I16; i32 => I32; i64 => I64;
-    u8 => U8; u16 => U16; u32 => U32; u64 => U64;
+    bool => Bool, Boolean; f16 => F16, F16; bf16 => Bf16, Bf16; f32 => F32, F32;
+    f64 => F64, F64; i8 => I8, I8; i16 => I16, I16; i32 => I32, I32; i64 => I64, I64;
+    u8 => U8, U8; u16 => U16, U16; u32 => U32, U32; u64 => U64, U64;
 }
 
 impl Tensor {
+    /// A tensor of `T`'s element type from values and a shape (`Tensor::from_f32` and the
+    /// other typed constructors, for code generic over the type).
+    pub fn from_values<T: Scalar>(
+        shape: Vec<usize>,
+        values: Vec<T>,
+    ) -> Result<Tensor, TensorError> {
+        Tensor::new(T::ELEMENT_TYPE, shape, T::wrap(values))
+    }
+
     /// The values as a typed slice, if `T` is the element of this tensor's storage.
     pub fn values<T: Scalar>(&self) -> Option<&[T]> {
         T::slice(&self.data)

@@ -4,10 +4,14 @@
 
 use std::sync::Arc;
 
-use irun::ops::{Fact, Op, OpError, Value};
-use irun::{Model, Options, Tensor};
+use irun_exec::{Executable, Options, RunError};
+use irun_ops::{Fact, Op, OpError, Value};
+use irun_tensor::Tensor;
 
-const CASE: &str = "models/scatter/seu12_mean_floor_negative";
+const CASE: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../models/scatter/seu12_mean_floor_negative"
+);
 
 /// How a broken kernel rewrites the real kernel's outputs.
 type Breakage = fn(Vec<Value>) -> Vec<Value>;
@@ -33,20 +37,17 @@ impl Op for Broken {
     }
 }
 
-fn run_with(how: Breakage) -> irun::RunError {
+fn run_with(how: Breakage) -> RunError {
     let xml = format!("{CASE}/model.xml");
-    let mut graph = irun::load_graph(xml.as_ref(), None).unwrap();
+    let mut graph = irun_graph::load(xml.as_ref(), None).unwrap();
     let n = (0..graph.nodes.len())
         .find(|&n| graph.layer(n).type_name == "ScatterElementsUpdate")
         .unwrap();
     let real = graph.ops[n].take().unwrap();
     graph.ops[n] = Some(Box::new(Broken { real, how }));
-    let exe = Model::from_graph(graph)
-        .unwrap()
-        .compile(&Options::default())
-        .unwrap();
+    let exe = Executable::compile(graph, &Options::default()).unwrap();
     let inputs =
-        irun::tensor::read_npz(std::fs::File::open(format!("{CASE}/inputs.npz")).unwrap()).unwrap();
+        irun_tensor::read_npz(std::fs::File::open(format!("{CASE}/inputs.npz")).unwrap()).unwrap();
     exe.run(inputs).unwrap_err()
 }
 

@@ -4,9 +4,10 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use irun::exec::Profile;
-use irun::tensor::{Storage, Tensor};
-use irun::{ElementType, Executable};
+use irun_exec::Executable;
+use irun_exec::Profile;
+use irun_tensor::ElementType;
+use irun_tensor::{Storage, Tensor};
 
 use super::run::{report, ExecArgs, Failure, NpzOut};
 use super::EXIT_USAGE;
@@ -166,7 +167,7 @@ fn random_inputs(exe: &Executable) -> Result<Vec<(String, Arc<Tensor>)>, Failure
 }
 
 fn random_storage(ty: ElementType, n: usize, rng: &mut SplitMix) -> Option<Storage> {
-    use irun::tensor::{bf16, f16};
+    use irun_tensor::{bf16, f16};
     let mut unit = || rng.unit();
     Some(match ty {
         ElementType::Boolean => Storage::Bool((0..n).map(|_| unit() < 0.5).collect()),

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use irun_graph::{Graph, NodeId};
+use crate::{Graph, NodeId};
 use irun_ir::Port;
 use irun_ops::Fact;
 use irun_tensor::ElementType;

@@ -2,7 +2,8 @@
 
 use std::path::{Path, PathBuf};
 
-use irun::{Error, Executable, Model, Options, RunError, RunErrorKind, State, Tensor};
+use irun_exec::{Executable, Options, RunError, RunErrorKind, State};
+use irun_tensor::Tensor;
 
 use super::{exit_code_for, print_diagnostics, EXIT_INVALID, EXIT_OK, EXIT_USAGE};
 
@@ -35,25 +36,22 @@ pub fn compile(
     options: &Options,
 ) -> Result<Executable, Failure> {
     let file = model.display().to_string();
-    let opened = match weights {
-        Some(w) => Model::open_with_weights(model, w),
-        None => Model::open(model),
-    };
-    let result = opened.and_then(|m| m.compile(options));
-    result.map_err(|e| match e {
-        Error::Unreadable(d) => {
-            print_diagnostics(&file, std::iter::once(&*d));
-            Failure {
-                code: exit_code_for(&d),
-                message: format!("{file}: cannot read the model"),
-            }
+    let graph = irun_graph::load(model, weights).map_err(|d| {
+        print_diagnostics(&file, std::iter::once(&d));
+        Failure {
+            code: exit_code_for(&d),
+            message: format!("{file}: cannot read the model"),
         }
-        Error::Invalid(diags) => {
-            print_diagnostics(&file, diags.iter());
-            Failure::invalid(format!("{file}: invalid model: {} error(s)", diags.len()))
-        }
-        Error::Run(e) => Failure::invalid(format!("{file}: {e}")),
-    })
+    })?;
+    if graph.has_errors() {
+        let errors: Vec<_> = graph.all_diagnostics().filter(|d| d.is_error()).collect();
+        print_diagnostics(&file, errors.iter().copied());
+        return Err(Failure::invalid(format!(
+            "{file}: invalid model: {} error(s)",
+            errors.len()
+        )));
+    }
+    Executable::compile(graph, options).map_err(|e| Failure::invalid(format!("{file}: {e}")))
 }
 
 /// Reads `--inputs IN.npz` and every `-i NAME=FILE.npy`, their arrays together within `limit`
@@ -69,7 +67,7 @@ pub fn read_inputs(
     if let Some(p) = npz {
         let f = std::fs::File::open(p)
             .map_err(|e| Failure::usage(format!("cannot open inputs file {}: {e}", p.display())))?;
-        let entries = irun::tensor::read_npz_within(std::io::BufReader::new(f), &mut budget)
+        let entries = irun_tensor::read_npz_within(std::io::BufReader::new(f), &mut budget)
             .map_err(|e| input_failure(&p.display().to_string(), e, limit))?;
         inputs.extend(entries);
     }
@@ -79,7 +77,7 @@ pub fn read_inputs(
             .ok_or_else(|| Failure::usage(format!("-i expects NAME=FILE.npy, got `{spec}`")))?;
         let f = std::fs::File::open(file)
             .map_err(|e| Failure::usage(format!("cannot read {file}: {e}")))?;
-        let t = irun::tensor::read_npy_from(&mut std::io::BufReader::new(f), &mut budget)
+        let t = irun_tensor::read_npy_from(&mut std::io::BufReader::new(f), &mut budget)
             .map_err(|e| input_failure(file, e, limit))?;
         inputs.retain(|(k, _)| k != name);
         inputs.push((name.to_string(), t));
@@ -89,9 +87,9 @@ pub fn read_inputs(
 
 /// An inputs file that cannot be read is a usage error (exit 2); one whose arrays do not fit
 /// in the memory limit is a resource error, as a tensor of the run would be (exit 1).
-fn input_failure(file: &str, e: irun::tensor::TensorError, limit: u64) -> Failure {
+fn input_failure(file: &str, e: irun_tensor::TensorError, limit: u64) -> Failure {
     match e {
-        irun::tensor::TensorError::OverLimit { what, need, left } => Failure::invalid(format!(
+        irun_tensor::TensorError::OverLimit { what, need, left } => Failure::invalid(format!(
             "inputs file {file}: {what} needs {need} bytes with {} already read, over the memory limit of {limit} bytes",
             limit.saturating_sub(left)
         )),
@@ -131,12 +129,13 @@ impl ExecArgs {
     /// Reads and compiles the model for these options; `runs_once`: skip the compile-time
     /// work on constants, which only pays off over several runs.
     pub fn compile(&self, runs_once: bool) -> Result<Executable, Failure> {
-        let options = Options {
-            threads: self.threads.map(usize::from),
-            memory_limit: self.memory_limit,
-            prepare_constants: !runs_once,
-            ..Options::default()
-        };
+        // Spinning workers measure faster between the parallel loops of one run; a command
+        // owns its process, so it may spend the cores that way.
+        let mut options = Options::new()
+            .prepare_constants(!runs_once)
+            .keep_workers_awake(true);
+        options.threads = self.threads.map(usize::from);
+        options.memory_limit = self.memory_limit;
         compile(&self.model, self.weights.as_deref(), &options)
     }
 
@@ -160,7 +159,7 @@ impl ExecArgs {
         let f = std::fs::File::open(path)
             .map_err(|e| Failure::usage(format!("cannot open state file {file}: {e}")))?;
         let mut budget = exe.memory_limit();
-        let entries = irun::tensor::read_npz_within(std::io::BufReader::new(f), &mut budget)
+        let entries = irun_tensor::read_npz_within(std::io::BufReader::new(f), &mut budget)
             .map_err(|e| input_failure(&file, e, exe.memory_limit()))?;
         for (id, value) in entries {
             state
@@ -186,17 +185,15 @@ impl Failure {
     /// A failed run: exit 1, the message with its code (`[E0601] layer 4 ...`).
     pub fn of_run(e: RunError) -> Failure {
         Failure {
-            // Every run failure is exit 1 (DESIGN.md); the match makes a new kind choose its code.
+            // Every run failure is exit 1 (the exit-code contract in the README); the match
+            // makes a new kind choose its code.
             code: match e.kind {
                 RunErrorKind::Input
                 | RunErrorKind::Op
                 | RunErrorKind::InvalidModel
                 | RunErrorKind::Resources => EXIT_INVALID,
             },
-            message: match e.code {
-                Some(c) => format!("[{c}] {}", e.message),
-                None => e.message,
-            },
+            message: e.to_string(),
         }
     }
 }
@@ -251,7 +248,7 @@ impl NpzOut {
         };
         let file = self.file.take().expect("an NpzOut is written once");
         let mut w = std::io::BufWriter::new(file);
-        irun::tensor::write_npz(entries, &mut w).map_err(|e| cannot(&e))?;
+        irun_tensor::write_npz(entries, &mut w).map_err(|e| cannot(&e))?;
         let file = w.into_inner().map_err(|e| cannot(e.error()))?;
         file.sync_all().map_err(|e| cannot(&e))?;
         std::fs::rename(&self.partial, &self.path).map_err(|e| cannot(&e))
@@ -292,7 +289,7 @@ fn try_run(
                 outln!(
                     "{key}: {} {} = [{}]",
                     t.element_type(),
-                    irun::tensor::fmt_shape(t.shape()),
+                    irun_tensor::fmt_shape(t.shape()),
                     t.preview(16)
                 );
             }

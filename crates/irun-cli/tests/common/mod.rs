@@ -15,7 +15,7 @@ pub struct Outcome {
 /// signal, whatever the input.
 pub fn irun(args: &[&str]) -> Outcome {
     let out = Command::new(env!("CARGO_BIN_EXE_irun"))
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
         .args(args)
         .output()
         .unwrap();

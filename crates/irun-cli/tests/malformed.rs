@@ -6,7 +6,7 @@ mod common;
 use common::{irun, scratch_dir, Outcome};
 use std::path::Path;
 
-use irun::graph::testing::{edge, ir, layer, parameter, port, result};
+use irun_graph::testing::{edge, ir, layer, parameter, port, result};
 
 /// Writes model.xml (+ model.bin when given) and runs `irun info` on it.
 fn info(xml: &[u8], bin: Option<&[u8]>) -> Outcome {
@@ -493,7 +493,8 @@ fn valid_model_prints_info_and_exits_0() {
 fn random_byte_flips_never_crash_the_reader() {
     // A cheap mutation fuzz over a real OpenVINO-written file: every single-byte corruption must
     // end in a clean exit code. (Deterministic: positions and bytes come from a fixed LCG.)
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("models/reader/forms_v11");
+    let root =
+        Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../..")).join("models/reader/forms_v11");
     let xml = std::fs::read(root.join("model.xml")).unwrap();
     let bin = std::fs::read(root.join("model.bin")).unwrap();
     let mut state: u64 = 0x2545F4914F6CDD1D;

@@ -1,5 +1,5 @@
 //! Replays every input the fuzz campaigns found (`fuzz/regressions/TARGET/`) and every seed
-//! (`fuzz/seeds/TARGET/`) through the fuzz targets' bodies (`irun::fuzzing`): each must return,
+//! (`fuzz/seeds/TARGET/`) through the fuzz targets' bodies (`irun_fuzzing`): each must return,
 //! whatever irun makes of it, without a panic. Every stored file is replayed (the count is
 //! checked), and a regression of a mutating target is replayed on the model its `.seed` file
 //! names, whatever models have been committed since.
@@ -9,15 +9,15 @@ use std::path::Path;
 type Target = fn(&[u8]);
 
 const TARGETS: &[(&str, Target)] = &[
-    ("ir_reader", irun::fuzzing::ir_reader),
-    ("npy", irun::fuzzing::npy),
-    ("check_mutated", irun::fuzzing::check_mutated),
-    ("run_mutated", irun::fuzzing::run_mutated),
+    ("ir_reader", irun_fuzzing::ir_reader),
+    ("npy", irun_fuzzing::npy),
+    ("check_mutated", irun_fuzzing::check_mutated),
+    ("run_mutated", irun_fuzzing::run_mutated),
 ];
 
 /// Replays every stored input of `kind`; the number replayed and the number stored.
 fn replay(kind: &str) -> (usize, usize) {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+    let root = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
         .join("fuzz")
         .join(kind);
     let (mut replayed, mut stored) = (0, 0);
@@ -40,7 +40,7 @@ fn replay(kind: &str) -> (usize, usize) {
             if kind == "regressions" && name.ends_with("_mutated") {
                 let model = std::fs::read_to_string(&seed)
                     .unwrap_or_else(|_| panic!("{} names no seed model", seed.display()));
-                let selector = irun::fuzzing::seed_selector(name, model.trim())
+                let selector = irun_fuzzing::seed_selector(name, model.trim())
                     .unwrap_or_else(|| panic!("{}: no seed model {model}", file.display()));
                 assert!(data.len() >= 2, "{}", file.display());
                 data[..2].copy_from_slice(&selector);

@@ -1,5 +1,5 @@
 //! The scatter golden suite (models/scatter, written by tools/gen_scatter_goldens.py from an
-//! independent numpy reference of DESIGN.md's semantics, cross-checked with OpenVINO CPU).
+//! independent numpy reference of the scatter semantics in the README, cross-checked with OpenVINO CPU).
 //!
 //! Every case runs through the public API at 1 and 2 threads: outputs must be bit-identical
 //! between the two, and equal to expected.npz bit for bit (NaN matches NaN), float sums and
@@ -10,9 +10,10 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use irun::tensor::{read_npz, Storage, Tensor};
-use irun::{Model, Options};
+use irun_exec::Options;
+use irun_tensor::{read_npz, Storage, Tensor};
 
+#[path = "../../../tests/goldens/mod.rs"]
 mod goldens;
 
 /// Every case models/scatter/manifest.json lists (a missing file fails).
@@ -102,15 +103,14 @@ fn check_output(case: &Case, got: &[(String, Tensor)]) -> Result<(), String> {
 }
 
 /// The outputs, and how many layers ran a kernel prepared for constant inputs.
-fn run_api(case: &Case, threads: usize) -> (Result<Vec<(String, Tensor)>, irun::RunError>, usize) {
-    let exe = Model::open(case.dir.join("model.xml"))
-        .unwrap_or_else(|e| panic!("{}: {e}", case.name()))
-        .compile(&Options {
-            threads: Some(threads),
-            memory_limit: None,
-            ..Options::default()
-        })
-        .unwrap_or_else(|e| panic!("{}: {e}", case.name()));
+fn run_api(
+    case: &Case,
+    threads: usize,
+) -> (Result<Vec<(String, Tensor)>, irun_exec::RunError>, usize) {
+    let exe = goldens::compile_internal(
+        &case.dir.join("model.xml"),
+        &Options::new().threads(threads),
+    );
     (exe.run(case.npz("inputs.npz")), exe.prepared().0)
 }
 
@@ -232,21 +232,18 @@ fn irun_run_reproduces_every_golden_case() {
 /// or with `prepare_constants` off, the model runs unprepared, with the same outputs.
 #[test]
 fn preparation_yields_to_the_memory_limit_and_the_option() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("models/scatter/big_seu12_sum_1d_const");
+    let dir = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
+        .join("models/scatter/big_seu12_sum_1d_const");
     let case = Case::load(&dir);
     // The plan holds 2^18 offsets and updates (2 MiB); the run needs about 2.5 MiB.
     for (memory_limit, prepare_constants, prepared) in
         [(None, true, 1), (Some(3 << 20), true, 0), (None, false, 0)]
     {
-        let exe = Model::open(dir.join("model.xml"))
-            .unwrap()
-            .compile(&Options {
-                threads: Some(2),
-                memory_limit,
-                prepare_constants,
-                ..Options::default()
-            })
-            .unwrap();
+        let mut options = Options::new()
+            .threads(2)
+            .prepare_constants(prepare_constants);
+        options.memory_limit = memory_limit;
+        let exe = goldens::compile_internal(&dir.join("model.xml"), &options);
         assert_eq!(
             exe.prepared().0,
             prepared,

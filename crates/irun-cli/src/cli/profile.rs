@@ -4,8 +4,8 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use irun::exec::Profile;
-use irun::Executable;
+use irun_exec::Executable;
+use irun_exec::Profile;
 
 /// How many of the slowest layers to list.
 const SLOWEST: usize = 15;

@@ -1,6 +1,6 @@
 //! The bodies of the fuzz targets (`fuzz/`, run by `tools/fuzz.sh`) and of the test that replays
 //! every input they ever found (`tests/fuzz_regressions.rs`), in one place so that both run the
-//! same code.
+//! same code. Not part of the `irun` library: it drives the internal crates directly.
 //!
 //! Each takes arbitrary bytes and must return: whatever the bytes, irun reports an error value,
 //! never a panic, an abort, a hang or an allocation beyond [`MEMORY_LIMIT`]. The mutating
@@ -16,8 +16,8 @@ use irun_graph::Graph;
 use irun_ir::{IrModel, Weights};
 use irun_tensor::{read_npy_from, read_npz, read_npz_within, write_npy, Tensor};
 
-use crate::info::ModelInfo;
-use crate::{Model, Options};
+use irun_exec::{Executable, Options};
+use irun_graph::ModelInfo;
 
 /// What one fuzz input may make irun hold: far below the fuzzer's 2 GiB RSS limit.
 pub const MEMORY_LIMIT: u64 = 512 << 20;
@@ -31,9 +31,17 @@ pub fn ir_reader(data: &[u8]) {
     let split = (u32::from_le_bytes(*len) as usize).min(rest.len());
     let (xml, bin) = rest.split_at(split);
     let weights = Weights::from_vec(Path::new("model.bin"), bin.to_vec());
-    if let Ok(model) = Model::from_xml_and_weights(xml, weights) {
-        let _ = model.compile(&options(1));
+    if let Some(graph) = valid_graph(xml, weights) {
+        let _ = Executable::compile(graph, &options(1));
     }
+}
+
+/// The graph of a model that reads and has no errors: what `irun run` would compile.
+fn valid_graph(xml: &[u8], weights: Weights) -> Option<Graph> {
+    let path = Path::new("model.xml");
+    let text = irun_ir::xml_text(xml.to_vec(), path).ok()?;
+    let graph = Graph::build(IrModel::parse(&text, path, weights).ok()?);
+    (!graph.has_errors()).then_some(graph)
 }
 
 /// Reads bytes as an `.npy` and as an `.npz`. What reads must write and read back to the same
@@ -87,8 +95,8 @@ pub fn check_mutated(data: &[u8]) {
     }
     serde_json::to_string(&graph.all_diagnostics().collect::<Vec<_>>())
         .expect("diagnostics serialize");
-    if let Ok(model) = Model::from_graph(graph) {
-        let _ = model.compile(&options(1));
+    if !graph.has_errors() {
+        let _ = Executable::compile(graph, &options(1));
     }
 }
 
@@ -104,10 +112,10 @@ pub fn run_mutated(data: &[u8]) {
     } else {
         seed.xml.clone()
     };
-    let Ok(model) = Model::from_xml_and_weights(xml.as_bytes(), seed.weights.clone()) else {
+    let Some(graph) = valid_graph(xml.as_bytes(), seed.weights.clone()) else {
         return;
     };
-    let Ok(exe) = model.compile(&options(threads)) else {
+    let Ok(exe) = Executable::compile(graph, &options(threads)) else {
         return;
     };
     let inputs = seed
@@ -119,13 +127,12 @@ pub fn run_mutated(data: &[u8]) {
 }
 
 fn options(threads: usize) -> Options {
-    Options {
-        threads: Some(threads),
-        memory_limit: Some(MEMORY_LIMIT),
-        prepare_constants: threads == 2,
-        fuse_broadcasts: threads == 2,
-        keep_workers_awake: threads == 2,
-    }
+    Options::new()
+        .threads(threads)
+        .memory_limit(MEMORY_LIMIT)
+        .prepare_constants(threads == 2)
+        .fuse_broadcasts(threads == 2)
+        .keep_workers_awake(threads == 2)
 }
 
 /// The fuzz input, read a byte at a time; zeros once it is used up.
@@ -369,7 +376,7 @@ pub fn seed_selector(target: &str, name: &str) -> Option<[u8; 2]> {
 fn seeds() -> &'static Seeds {
     static SEEDS: OnceLock<Seeds> = OnceLock::new();
     SEEDS.get_or_init(|| {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("models");
+        let root = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../..")).join("models");
         let mut xmls = Vec::new();
         collect_xml(&root, &mut xmls);
         xmls.sort();

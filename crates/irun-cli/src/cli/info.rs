@@ -1,13 +1,13 @@
 use std::path::Path;
 
-use irun::info::ModelInfo;
+use irun_graph::ModelInfo;
 use irun_ir::Severity;
 
 use super::{exit_code_for, print_diagnostics, EXIT_INVALID, EXIT_OK};
 
 pub fn run(model: &Path, weights: Option<&Path>, json: bool) -> u8 {
     let file = model.display().to_string();
-    let graph = match irun::load_graph(model, weights) {
+    let graph = match irun_graph::load(model, weights) {
         Ok(g) => g,
         Err(d) => {
             print_diagnostics(&file, std::iter::once(&d));

@@ -9,7 +9,7 @@ use serde_json::Value;
 
 #[test]
 fn valid_scatter_irs_pass_and_mutations_are_named() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("models/check");
+    let root = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../..")).join("models/check");
     let manifest: Vec<Value> =
         serde_json::from_str(&std::fs::read_to_string(root.join("manifest.json")).unwrap())
             .unwrap();
@@ -46,7 +46,7 @@ fn valid_scatter_irs_pass_and_mutations_are_named() {
 
 #[test]
 fn check_renders_like_rustc_with_a_verdict() {
-    let xml = Path::new(env!("CARGO_MANIFEST_DIR"))
+    let xml = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
         .join("models/check/su3_static_constaxis__axis_range/model.xml");
     let out = Command::new(env!("CARGO_BIN_EXE_irun"))
         .arg("check")

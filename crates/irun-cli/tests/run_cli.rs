@@ -6,9 +6,14 @@ mod common;
 use common::{irun, scratch_dir, Outcome};
 use std::path::Path;
 
-use irun::tensor::{read_npz, write_npy, write_npz, Tensor};
+use irun_tensor::{read_npz, write_npy, write_npz, Tensor};
 
-const CASE: &str = "models/scatter/seu12_mean_floor_negative";
+/// The repository root: the models are there, and the binary runs there.
+const ROOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+const CASE: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../models/scatter/seu12_mean_floor_negative"
+);
 
 fn npz(dir: &Path, entries: Vec<(&str, Tensor)>) -> String {
     let p = dir.join("in.npz");
@@ -167,7 +172,7 @@ fn tensors_and_decoded_constants_count_against_the_memory_limit() {
     expect(&o, 1, "over the memory limit of 110 bytes");
 
     // A u1 constant of 80,000 elements is 10,000 bytes in the .bin and 80,000 decoded.
-    use irun::graph::testing::{edge, ir, layer, port, result};
+    use irun_graph::testing::{edge, ir, layer, port, result};
     let d = scratch_dir("run_cli");
     let xml = ir(
         &[
@@ -346,7 +351,7 @@ fn a_reader_that_goes_away_ends_the_output_quietly() {
         vec!["info", &model],
     ] {
         let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_irun"))
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
             .args(&args)
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
@@ -394,7 +399,7 @@ fn assert_matches(what: &str, got: &[(String, Tensor)], want: &[(String, Tensor)
 #[test]
 fn state_files_carry_a_kv_cache_from_step_to_step() {
     let dir = scratch_dir("state");
-    let m = "models/stateful/kv_cache";
+    let m = &format!("{ROOT}/models/stateful/kv_cache");
     let xml = format!("{m}/model.xml");
     let read = |path: &str| read_npz(std::fs::File::open(path).unwrap()).unwrap();
     let step = |k: usize, extra: &[&str]| {

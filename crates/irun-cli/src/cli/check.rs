@@ -8,7 +8,7 @@ use super::{exit_code_for, print_diagnostics, EXIT_INVALID, EXIT_OK};
 /// one-line verdict. Exit 0 valid (warnings allowed), 1 invalid, 2 unreadable.
 pub fn run(model: &Path, weights: Option<&Path>, json: bool) -> u8 {
     let file = model.display().to_string();
-    let (diags, layers): (Vec<Diagnostic>, usize) = match irun::load_graph(model, weights) {
+    let (diags, layers): (Vec<Diagnostic>, usize) = match irun_graph::load(model, weights) {
         Ok(g) => {
             let result = (g.all_diagnostics().cloned().collect(), g.model.layers.len());
             // The process ends right after printing: freeing a large model's many small
