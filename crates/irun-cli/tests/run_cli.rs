@@ -155,6 +155,96 @@ fn unreadable_inputs_are_exit_2() {
     expect(&o, 2, "-i expects NAME=FILE.npy");
 }
 
+/// `bytes` with the first occurrence of `from` replaced by `to`.
+fn patched(bytes: &[u8], from: &[u8], to: &[u8]) -> Vec<u8> {
+    let at = bytes.windows(from.len()).position(|w| w == from).unwrap();
+    [&bytes[..at], to, &bytes[at + from.len()..]].concat()
+}
+
+/// The npz contract: an archive that is not exactly what numpy writes is unreadable (exit 2)
+/// with the reason, and an array that does not fit its input is refused from its header
+/// (exit 1, the run's own message) before its data is read.
+#[test]
+fn inputs_files_must_be_sound_npz_archives() {
+    let d = scratch_dir("npz-contract");
+    let model = format!("{CASE}/model.xml");
+    let good = std::fs::read(npz(&d, good_inputs())).unwrap();
+    let run_with = |name: &str, bytes: &[u8]| {
+        let p = d.join(name);
+        std::fs::write(&p, bytes).unwrap();
+        irun(&["run", &model, "--inputs", p.to_str().unwrap()])
+    };
+    // A flipped data byte: data's 10 becomes 11.
+    let flipped = patched(
+        &good,
+        &[0, 0, 0, 0, 10, 0, 0, 0],
+        &[0, 0, 0, 0, 11, 0, 0, 0],
+    );
+    let o = run_with("flipped.npz", &flipped);
+    expect(&o, 2, "entry 'data.npy': corrupted data");
+    // fortran_order must be a boolean.
+    let yes = patched(&good, b"'fortran_order': False", b"'fortran_order': 'yes'");
+    let o = run_with("yes.npz", &yes);
+    expect(&o, 2, "fortran_order is 'yes', not True or False");
+    // The same member twice: `indices.npy` renamed `updates.npy` (same length) in its local
+    // header and in the central directory.
+    let mut twice = good.clone();
+    let spots: Vec<usize> = (0..twice.len() - 11)
+        .filter(|&i| &twice[i..i + 11] == b"indices.npy")
+        .collect();
+    assert_eq!(spots.len(), 2);
+    for i in spots {
+        twice[i..i + 11].copy_from_slice(b"updates.npy");
+    }
+    let o = run_with("twice.npz", &twice);
+    expect(&o, 2, "two entries of one name");
+    // Bytes after an array's data in its member.
+    let mut doc = Vec::new();
+    write_npy(
+        &Tensor::from_i32(vec![4], vec![0, 0, 0, 10]).unwrap(),
+        &mut doc,
+    )
+    .unwrap();
+    doc.extend_from_slice(b"extra");
+    let mut zip = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+    zip.start_file("data.npy", zip::write::SimpleFileOptions::default())
+        .unwrap();
+    std::io::Write::write_all(&mut zip, &doc).unwrap();
+    let trailing = zip.finish().unwrap().into_inner();
+    let o = run_with("trailing.npz", &trailing);
+    expect(&o, 2, "entry 'data.npy': bytes after the array's data");
+    // A header that does not fit the input: refused before its 4 GB are read.
+    let mut header = Vec::new();
+    write_npy(&Tensor::from_i32(vec![4], vec![0; 4]).unwrap(), &mut header).unwrap();
+    let huge = patched(&header[..header.len() - 16], b"(4,)", b"(1000000000,)");
+    let single = d.join("huge.npy");
+    std::fs::write(&single, &huge).unwrap();
+    let spec = format!("data={}", single.display());
+    let o = irun(&[
+        "run",
+        &model,
+        "--inputs",
+        &npz(&d, good_inputs()),
+        "-i",
+        &spec,
+    ]);
+    expect(
+        &o,
+        1,
+        "input `data` has shape [1000000000], the model expects [4]",
+    );
+    let wide = npz(
+        &d,
+        vec![("data", Tensor::from_i64(vec![4], vec![0; 4]).unwrap())],
+    );
+    let o = irun(&["run", &model, "--inputs", &wide]);
+    expect(
+        &o,
+        1,
+        "input `data` has element type i64, the model expects i32",
+    );
+}
+
 #[test]
 fn a_memory_limit_is_a_clean_error() {
     let model = format!("{CASE}/model.xml");

@@ -19,44 +19,13 @@ impl Executable {
     pub(crate) fn bind_inputs(&self, given: Vec<(String, Value)>) -> Result<Vec<Value>, RunError> {
         let mut bound: Vec<Option<(String, Value)>> = vec![None; self.inputs.len()];
         for (key, value) in given {
-            let i = self.input_index(&key).ok_or_else(|| {
-                RunError::new(
-                    RunErrorKind::Input,
-                    format!(
-                        "input `{key}` is not an input of the model; its inputs are: {}",
-                        self.describe_inputs()
-                    ),
-                )
-            })?;
+            let i = self.check_input(&key, value.element_type(), value.shape())?;
             if let Some((first, _)) = &bound[i] {
                 return Err(RunError::new(
                     RunErrorKind::Input,
                     format!(
                         "`{key}` and `{first}` both name model input {i} ({})",
                         self.inputs[i].layer_name
-                    ),
-                ));
-            }
-            let info = &self.inputs[i];
-            if info.element_type != ElementType::Dynamic
-                && value.element_type() != info.element_type
-            {
-                return Err(RunError::new(
-                    RunErrorKind::Input,
-                    format!(
-                        "input `{key}` has element type {}, the model expects {}",
-                        value.element_type(),
-                        info.element_type
-                    ),
-                ));
-            }
-            if !info.shape.accepts(value.shape()) {
-                return Err(RunError::new(
-                    RunErrorKind::Input,
-                    format!(
-                        "input `{key}` has shape {}, the model expects {}",
-                        irun_tensor::fmt_shape(value.shape()),
-                        info.shape
                     ),
                 ));
             }
@@ -75,6 +44,47 @@ impl Executable {
             ));
         }
         Ok(bound.into_iter().map(|b| b.expect("checked").1).collect())
+    }
+
+    /// Whether a value of type `ty` and shape `shape` may be the model input `key` names (a
+    /// tensor name or the Parameter's name): its index if so. What a run checks of each
+    /// input, for readers that can tell before they read the values (an `.npy` header).
+    pub fn check_input(
+        &self,
+        key: &str,
+        ty: ElementType,
+        shape: &[usize],
+    ) -> Result<usize, RunError> {
+        let i = self.input_index(key).ok_or_else(|| {
+            RunError::new(
+                RunErrorKind::Input,
+                format!(
+                    "input `{key}` is not an input of the model; its inputs are: {}",
+                    self.describe_inputs()
+                ),
+            )
+        })?;
+        let info = &self.inputs[i];
+        if info.element_type != ElementType::Dynamic && ty != info.element_type {
+            return Err(RunError::new(
+                RunErrorKind::Input,
+                format!(
+                    "input `{key}` has element type {ty}, the model expects {}",
+                    info.element_type
+                ),
+            ));
+        }
+        if !info.shape.accepts(shape) {
+            return Err(RunError::new(
+                RunErrorKind::Input,
+                format!(
+                    "input `{key}` has shape {}, the model expects {}",
+                    irun_tensor::fmt_shape(shape),
+                    info.shape
+                ),
+            ));
+        }
+        Ok(i)
     }
 
     pub(crate) fn describe_inputs(&self) -> String {

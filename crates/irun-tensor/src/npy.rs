@@ -91,7 +91,21 @@ fn parse_header(header: &str) -> Result<(String, bool, Vec<usize>), TensorError>
         .find(quote)
         .ok_or_else(|| bad("unterminated descr"))?;
     let descr = descr_v[1..1 + end].to_string();
-    let fortran = dict_value(header, "fortran_order")?.starts_with("True");
+    let fortran_v = dict_value(header, "fortran_order")?;
+    let fortran = if fortran_v.starts_with("True") {
+        true
+    } else if fortran_v.starts_with("False") {
+        false
+    } else {
+        let got: String = fortran_v
+            .chars()
+            .take_while(|c| *c != ',' && *c != '}')
+            .collect();
+        return Err(bad(format!(
+            "fortran_order is {}, not True or False",
+            got.trim()
+        )));
+    };
     let shape_v = dict_value(header, "shape")?;
     let inner = shape_v
         .strip_prefix('(')
@@ -124,6 +138,19 @@ pub fn read_npy(bytes: &[u8]) -> Result<Tensor, TensorError> {
 /// stream that expands beyond that (a zip bomb) is never read. The array's bytes are taken
 /// from `budget` before anything is allocated; an array larger than what is left is an error.
 pub fn read_npy_from<R: Read>(r: &mut R, budget: &mut u64) -> Result<Tensor, TensorError> {
+    read_npy_checked(r, budget, &mut |_, _| Ok(()))
+}
+
+/// What a reader learns from an `.npy` header before it reads the data: its element type and
+/// shape. A check returns `Err` to stop before the data is allocated or inflated.
+pub type HeaderCheck<'a> = dyn FnMut(ElementType, &[usize]) -> Result<(), String> + 'a;
+
+/// [`read_npy_from`], calling `check` with the header's type and shape before reading data.
+pub fn read_npy_checked<R: Read>(
+    r: &mut R,
+    budget: &mut u64,
+    check: &mut HeaderCheck,
+) -> Result<Tensor, TensorError> {
     let mut lead = [0u8; 8];
     r.read_exact(&mut lead)
         .map_err(|_| bad("not an .npy file (bad magic)"))?;
@@ -154,6 +181,7 @@ pub fn read_npy_from<R: Read>(r: &mut R, budget: &mut u64) -> Result<Tensor, Ten
     let header = std::str::from_utf8(&header).map_err(|_| bad("header is not text"))?;
     let (descr, fortran, shape) = parse_header(header)?;
     let (ty, size, big) = parse_descr(&descr)?;
+    check(ty, &shape).map_err(bad)?;
     let count = element_count(&shape).ok_or_else(|| bad("shape overflows"))?;
     let nbytes = count
         .checked_mul(size)
@@ -303,9 +331,28 @@ pub fn read_npz_within<R: Read + Seek>(
     r: R,
     budget: &mut u64,
 ) -> Result<Vec<(String, Tensor)>, TensorError> {
+    read_npz_checked(r, budget, &mut |_, _, _| Ok(()))
+}
+
+/// [`read_npz_within`], calling `check` with each entry's key, element type and shape before
+/// its data is inflated or allocated (so that an array the caller would refuse is never read).
+///
+/// Every entry must be exactly one `.npy` document: bytes after the array's data are an error,
+/// and so is an entry whose zip CRC-32 does not match its bytes (a corrupted archive). Two
+/// entries with the same name are an error: which one a reader picks is not defined.
+pub fn read_npz_checked<R: Read + Seek>(
+    r: R,
+    budget: &mut u64,
+    check: &mut dyn FnMut(&str, ElementType, &[usize]) -> Result<(), String>,
+) -> Result<Vec<(String, Tensor)>, TensorError> {
     let mut zip =
         zip::ZipArchive::new(r).map_err(|e| bad(format!("not a valid .npz archive: {e}")))?;
-    let mut out = Vec::with_capacity(zip.len());
+    if zip.has_duplicate_names() {
+        return Err(bad(
+            "the archive holds two entries of one name (which one a reader takes is not defined)",
+        ));
+    }
+    let mut out: Vec<(String, Tensor)> = Vec::with_capacity(zip.len());
     for i in 0..zip.len() {
         let mut file = zip
             .by_index(i)
@@ -318,14 +365,28 @@ pub fn read_npz_within<R: Read + Seek>(
             .map_err(|e| bad(format!("archive entry {i} has a bad name: {e}")))?
             .to_string();
         let key = name.strip_suffix(".npy").unwrap_or(&name).to_string();
-        let t = read_npy_from(&mut file, budget).map_err(|e| match e {
+        let entry_error = |e: TensorError| match e {
             TensorError::OverLimit { what, need, left } => TensorError::OverLimit {
                 what: format!("entry '{name}', {what},"),
                 need,
                 left,
             },
             e => bad(format!("entry '{name}': {e}")),
-        })?;
+        };
+        let t = read_npy_checked(&mut file, budget, &mut |ty, shape| check(&key, ty, shape))
+            .map_err(entry_error)?;
+        // Reading on to the entry's end makes the zip reader compare its CRC-32; one byte
+        // is enough to tell that there is more than the array.
+        let mut rest = [0u8; 1];
+        match file.read(&mut rest) {
+            Ok(0) => {}
+            Ok(_) => {
+                return Err(entry_error(bad(
+                    "bytes after the array's data (an entry holds one array)",
+                )))
+            }
+            Err(e) => return Err(entry_error(bad(format!("corrupted data: {e}")))),
+        }
         out.push((key, t));
     }
     Ok(out)
@@ -497,7 +558,7 @@ mod tests {
     }
 
     #[test]
-    fn a_deflated_npz_entry_that_expands_past_its_header_is_not_read_past_it() {
+    fn a_deflated_npz_entry_that_expands_past_its_header_is_refused_unread() {
         use std::io::Write as _;
         // The entry's header declares 4 f32; its deflated stream holds 64 MiB more zeros.
         let mut doc = Vec::new();
@@ -513,8 +574,14 @@ mod tests {
         }
         let archive = zip.finish().unwrap().into_inner();
         assert!(archive.len() < 1 << 20, "the bomb is small on disk");
-        let read = read_npz_within(Cursor::new(&archive), &mut 16).unwrap();
-        assert_eq!(read[0].1, Tensor::from_f32(vec![4], vec![1.0; 4]).unwrap());
+        // One byte past the array is read, to tell that there is more: an error.
+        let err = read_npz_within(Cursor::new(&archive), &mut 16)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("entry 'x.npy': bytes after the array's data"),
+            "{err}"
+        );
         let err = read_npz_within(Cursor::new(&archive), &mut 15)
             .unwrap_err()
             .to_string();
@@ -529,6 +596,92 @@ mod tests {
         assert!(err.contains("truncated"), "{err}");
         assert!(read_npy(b"hello").is_err());
         assert!(read_npy(b"\x93NUMPY\x01\x00\xff\xff").is_err());
+    }
+
+    /// An archive of two small arrays, `a` and `b`, as `write_npz` writes it.
+    fn two_entry_npz() -> Vec<u8> {
+        let entries = vec![
+            (
+                "a".to_string(),
+                Tensor::from_i32(vec![3], vec![1, 2, 3]).unwrap(),
+            ),
+            ("b".to_string(), Tensor::from_i32(vec![1], vec![7]).unwrap()),
+        ];
+        let mut buf = Cursor::new(Vec::new());
+        write_npz(&entries, &mut buf).unwrap();
+        buf.into_inner()
+    }
+
+    fn npz_error(bytes: &[u8]) -> String {
+        read_npz(Cursor::new(bytes)).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn a_flipped_data_byte_fails_the_entrys_crc() {
+        let good = two_entry_npz();
+        assert_eq!(read_npz(Cursor::new(&good)).unwrap().len(), 2);
+        // The value 2 of `a` (stored, uncompressed) becomes 3.
+        let bad = replace_bytes(&good, &[1, 0, 0, 0, 2, 0, 0, 0], &[1, 0, 0, 0, 3, 0, 0, 0]);
+        let err = npz_error(&bad);
+        assert!(err.contains("entry 'a.npy': corrupted data"), "{err}");
+        assert!(err.to_lowercase().contains("checksum"), "{err}");
+    }
+
+    #[test]
+    fn an_archive_with_one_name_twice_is_refused() {
+        // `b.npy` renamed `a.npy` in its local header and the central directory.
+        let twice = two_entry_npz();
+        let at: Vec<usize> = (0..twice.len() - 5)
+            .filter(|&i| &twice[i..i + 5] == b"b.npy")
+            .collect();
+        assert_eq!(at.len(), 2, "a local header and a central directory entry");
+        let mut twice = twice;
+        for i in at {
+            twice[i] = b'a';
+        }
+        let err = npz_error(&twice);
+        assert!(err.contains("two entries of one name"), "{err}");
+    }
+
+    #[test]
+    fn fortran_order_must_be_true_or_false() {
+        let mut buf = Vec::new();
+        write_npy(&Tensor::from_i32(vec![2], vec![1, 2]).unwrap(), &mut buf).unwrap();
+        let yes = replace_bytes(&buf, b"'fortran_order': False", b"'fortran_order': 'yes'");
+        let err = read_npy(&yes).unwrap_err().to_string();
+        assert!(
+            err.contains("fortran_order is 'yes', not True or False"),
+            "{err}"
+        );
+        let one = replace_bytes(&buf, b"'fortran_order': False", b"'fortran_order': 1    ");
+        assert!(read_npy(&one).is_err());
+    }
+
+    #[test]
+    fn a_header_check_stops_before_the_data_is_read() {
+        let archive = two_entry_npz();
+        let mut seen = Vec::new();
+        let mut budget = 1000;
+        let err = read_npz_checked(Cursor::new(&archive), &mut budget, &mut |key, ty, shape| {
+            seen.push((key.to_string(), ty, shape.to_vec()));
+            if key == "b" {
+                Err("b is not wanted".to_string())
+            } else {
+                Ok(())
+            }
+        })
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("entry 'b.npy': b is not wanted"), "{err}");
+        assert_eq!(
+            seen,
+            [
+                ("a".to_string(), ElementType::I32, vec![3]),
+                ("b".to_string(), ElementType::I32, vec![1])
+            ]
+        );
+        // `a`'s 12 bytes were read; `b`'s 4 never were.
+        assert_eq!(budget, 1000 - 12);
     }
 
     #[test]

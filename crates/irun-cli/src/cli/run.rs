@@ -54,31 +54,64 @@ pub fn compile(
     Executable::compile(graph, options).map_err(|e| Failure::invalid(format!("{file}: {e}")))
 }
 
-/// Reads `--inputs IN.npz` and every `-i NAME=FILE.npy`, their arrays together within `limit`
-/// bytes; a file that cannot be read is a usage error (exit 2). Later entries with the same key
-/// replace earlier ones.
+/// Reads `--inputs IN.npz` and every `-i NAME=FILE.npy`, their arrays together within the
+/// model's memory limit; a file that cannot be read is a usage error (exit 2). Each array's
+/// header is checked against the model input it names before its data is read or inflated
+/// (exit 1, as the run would refuse it). Later entries with the same key replace earlier ones.
 pub fn read_inputs(
     npz: Option<&Path>,
     singles: &[String],
-    limit: u64,
+    exe: &Executable,
 ) -> Result<Vec<(String, Tensor)>, Failure> {
+    let limit = exe.memory_limit();
     let mut inputs: Vec<(String, Tensor)> = Vec::new();
     let mut budget = limit;
+    let singles: Vec<(&str, &str)> = singles
+        .iter()
+        .map(|spec| {
+            spec.split_once('=')
+                .ok_or_else(|| Failure::usage(format!("-i expects NAME=FILE.npy, got `{spec}`")))
+        })
+        .collect::<Result<_, _>>()?;
+    // The first input that does not fit the model, kept to be reported as the run would.
+    let mismatch: std::cell::Cell<Option<RunError>> = std::cell::Cell::new(None);
+    let fits = |key: &str, ty, shape: &[usize]| {
+        exe.check_input(key, ty, shape).map(|_| ()).map_err(|e| {
+            let text = e.message.clone();
+            mismatch.set(Some(e));
+            text
+        })
+    };
     if let Some(p) = npz {
         let f = std::fs::File::open(p)
             .map_err(|e| Failure::usage(format!("cannot open inputs file {}: {e}", p.display())))?;
-        let entries = irun_tensor::read_npz_within(std::io::BufReader::new(f), &mut budget)
-            .map_err(|e| input_failure(&p.display().to_string(), e, limit))?;
+        let mut check = |key: &str, ty, shape: &[usize]| {
+            // An entry that an -i file replaces is never used: no reason to refuse it.
+            if singles.iter().any(|(name, _)| *name == key) {
+                return Ok(());
+            }
+            fits(key, ty, shape)
+        };
+        let read =
+            irun_tensor::read_npz_checked(std::io::BufReader::new(f), &mut budget, &mut check);
+        let entries = read.map_err(|e| match mismatch.take() {
+            Some(m) => Failure::of_run(m),
+            None => input_failure(&p.display().to_string(), e, limit),
+        })?;
         inputs.extend(entries);
     }
-    for spec in singles {
-        let (name, file) = spec
-            .split_once('=')
-            .ok_or_else(|| Failure::usage(format!("-i expects NAME=FILE.npy, got `{spec}`")))?;
+    for (name, file) in singles {
         let f = std::fs::File::open(file)
             .map_err(|e| Failure::usage(format!("cannot read {file}: {e}")))?;
-        let t = irun_tensor::read_npy_from(&mut std::io::BufReader::new(f), &mut budget)
-            .map_err(|e| input_failure(file, e, limit))?;
+        let read = irun_tensor::read_npy_checked(
+            &mut std::io::BufReader::new(f),
+            &mut budget,
+            &mut |ty, shape| fits(name, ty, shape),
+        );
+        let t = read.map_err(|e| match mismatch.take() {
+            Some(m) => Failure::of_run(m),
+            None => input_failure(file, e, limit),
+        })?;
         inputs.retain(|(k, _)| k != name);
         inputs.push((name.to_string(), t));
     }
@@ -145,7 +178,7 @@ impl ExecArgs {
     }
 
     pub fn read_inputs(&self, exe: &Executable) -> Result<Vec<(String, Tensor)>, Failure> {
-        read_inputs(self.inputs.as_deref(), &self.input, exe.memory_limit())
+        read_inputs(self.inputs.as_deref(), &self.input, exe)
     }
 
     /// A state for `exe`: unset variables, or those of --state-in. A file naming a variable
