@@ -21,7 +21,7 @@ pub use element::ElementType;
 pub use half::{bf16, f16};
 pub use npy::{
     read_npy, read_npy_checked, read_npy_from, read_npz, read_npz_checked, read_npz_within,
-    write_npy, write_npz, HeaderCheck,
+    write_npy, write_npz, EntryCheck, HeaderCheck,
 };
 pub use shape::{element_count, fmt_shape, Dim, PartialShape};
 pub use tensor::{storage_kind, Scalar, Storage, Tensor};

@@ -334,6 +334,9 @@ pub fn read_npz_within<R: Read + Seek>(
     read_npz_checked(r, budget, &mut |_, _, _| Ok(()))
 }
 
+/// [`HeaderCheck`] for an `.npz` entry, with the entry's key (its name without `.npy`).
+pub type EntryCheck<'a> = dyn FnMut(&str, ElementType, &[usize]) -> Result<(), String> + 'a;
+
 /// [`read_npz_within`], calling `check` with each entry's key, element type and shape before
 /// its data is inflated or allocated (so that an array the caller would refuse is never read).
 ///
@@ -343,7 +346,7 @@ pub fn read_npz_within<R: Read + Seek>(
 pub fn read_npz_checked<R: Read + Seek>(
     r: R,
     budget: &mut u64,
-    check: &mut dyn FnMut(&str, ElementType, &[usize]) -> Result<(), String>,
+    check: &mut EntryCheck,
 ) -> Result<Vec<(String, Tensor)>, TensorError> {
     let mut zip =
         zip::ZipArchive::new(r).map_err(|e| bad(format!("not a valid .npz archive: {e}")))?;
