@@ -11,6 +11,8 @@
 //! graph. In-place reuse is the ops' business: the executor only guarantees that the input an
 //! op names in `inplace_input` reaches `eval` as the only reference when nothing else reads it.
 
+#![forbid(unsafe_code)]
+
 mod awake;
 mod checks;
 mod error;

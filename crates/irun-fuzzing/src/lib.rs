@@ -8,6 +8,8 @@
 //! exporter or a hand edit would (attribute values, dims, ids, edges, offsets, element types,
 //! whole lines), so that most inputs get past the XML parser into validation and execution.
 
+#![forbid(unsafe_code)]
+
 use std::io::Cursor;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;

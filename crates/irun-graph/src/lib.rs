@@ -8,6 +8,8 @@
 //! small Consts and from ShapeOf of static shapes. A state variable has at most one ReadValue
 //! and one Assign (`Graph::variables`).
 
+#![forbid(unsafe_code)]
+
 pub mod control_flow;
 mod graph;
 mod infer;

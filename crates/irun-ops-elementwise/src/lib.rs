@@ -10,6 +10,8 @@
 //! element-type dispatch is irun-tensor's `with_*!` macros; parallel work goes through
 //! `irun_opkit::par`.
 
+#![forbid(unsafe_code)]
+
 // The kit under the paths the op files use (`crate::op::Op`, `crate::par`, ...).
 #[cfg(test)]
 pub(crate) use irun_opkit::testing as testing_kit;

@@ -6,6 +6,8 @@
 //! out of range is a run-time error naming its position, or the result the op's spec defines
 //! for it (OneHot's all-off row).
 
+#![forbid(unsafe_code)]
+
 // The kit under the paths the op files use (`crate::op::Op`, `crate::par`, ...).
 #[cfg(test)]
 pub(crate) use irun_opkit::testing as testing_kit;

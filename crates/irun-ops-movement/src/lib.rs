@@ -7,6 +7,8 @@
 //! Architecture invariant: copy-like kernels are generic over the element width
 //! (`irun_tensor::Word`) only, and check every offset they can reach before they copy.
 
+#![forbid(unsafe_code)]
+
 // The kit under the paths the op files use (`crate::op::Op`, `crate::par`, ...).
 #[cfg(test)]
 pub(crate) use irun_opkit::testing as testing_kit;

@@ -7,6 +7,8 @@
 //! Architecture invariant: each output element folds its inputs in index order on one task,
 //! so results are bit-identical for any thread count; floats accumulate in f64.
 
+#![forbid(unsafe_code)]
+
 // The kit under the paths the op files use (`crate::op::Op`, `crate::par`, ...).
 #[cfg(test)]
 pub(crate) use irun_opkit::testing as testing_kit;

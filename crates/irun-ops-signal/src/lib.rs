@@ -2,6 +2,8 @@
 //! One file per op; `lines.rs` is what they share (axes and signal sizes, resizing an axis,
 //! a transform over every line along an axis).
 
+#![forbid(unsafe_code)]
+
 // The kit under the paths the op files use (`crate::op::Op`, ...).
 #[allow(unused_imports)]
 pub(crate) use irun_opkit::{attrs, fact, kernel, op, par, util};

@@ -7,6 +7,8 @@
 //! once (the pillow modes also after their first pass, as Pillow does); every output
 //! element is a fixed sum in a fixed order, so results do not depend on the thread count.
 
+#![forbid(unsafe_code)]
+
 // The kit under the paths the op files use (`crate::op::Op`, ...).
 #[allow(unused_imports)]
 pub(crate) use irun_opkit::{attrs, fact, kernel, op, par, util};

@@ -6,6 +6,8 @@
 //! touches its own file (in its family's crate), one line of `registry::REGISTRY`, and its
 //! golden cases.
 
+#![forbid(unsafe_code)]
+
 pub mod known;
 pub mod registry;
 
