@@ -40,7 +40,7 @@ impl Half for f16 {
 /// when a scatter widened its updates block by block. The same instruction as `half`'s, so
 /// the same bits.
 ///
-/// How many values ahead [`widen_f16c`] asks for its source. A scatter widens its f16
+/// How many values ahead `widen_f16c` asks for its source. A scatter widens its f16
 /// updates a block at a time between stretches of random read-modify-writes, which leave
 /// the hardware's stream prefetch behind: 16M f16 updates summed onto 1M elements with
 /// half of them on 8 hot targets, 2 threads (Zen 4), 17.87 to 16.67 ms; uniform targets
@@ -85,7 +85,7 @@ impl Half for bf16 {
 }
 
 /// `v` widened to f32 (exact). Outputs of [`STREAM_MIN_BYTES`] or more are written with
-/// streaming stores: a 64 MB widening of f16 data for a ScatterNDUpdate sum onto [1M,16]
+/// streaming stores: a 64 MB widening of f16 data for a ScatterNDUpdate sum onto `[1M,16]`
 /// leaves the cache before the scatter reads it (2 threads, Zen 4: 24.35 to 22.60 ms,
 /// medians of 5 alternating runs).
 pub fn widen<H: Half>(v: &[H]) -> Result<Vec<f32>, OpError> {

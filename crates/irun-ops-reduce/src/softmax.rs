@@ -137,7 +137,7 @@ const COLUMNS: usize = 1024;
 pub type ColumnsFn<'a> = &'a (dyn Fn(&[&[f32]], &mut [&mut [f32]]) + Sync);
 
 /// `f` over `x` viewed as `[outer, along, inner]` (inner > 1), a task per block and run of
-/// [`COLUMNS`] columns: every pass of `f` runs along a row, across the columns, so a
+/// `COLUMNS` columns: every pass of `f` runs along a row, across the columns, so a
 /// non-innermost axis is as vectorisable as the innermost one (a slice at a time would
 /// stride through memory `along` times per element).
 pub fn across_columns_f32(

@@ -186,7 +186,7 @@ fn remeasure_after(worse_by: f64, best: RoundMode) -> u32 {
     (300.0 * (worse_by - 1.0)).clamp(8.0, most) as u32
 }
 
-/// [`RoundModes`] kept by an op between its runs, so that each run starts from what the
+/// `RoundModes` kept by an op between its runs, so that each run starts from what the
 /// last one measured instead of measuring both ways again. Two runs at once each take
 /// their own copy; the last to finish is kept.
 #[derive(Debug, Default)]
