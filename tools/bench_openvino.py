@@ -11,7 +11,7 @@ c_input; else random). irun: `irun bench MODEL -niter N --threads 2 [--inputs in
 The two alternate for `--rounds` rounds and each reports the median of its per-round medians
 (the machine is noisy).
 
-    /work/venv/bin/python tools/bench_openvino.py tools/out/bench --irun target/release/irun
+    venv/bin/python tools/bench_openvino.py tools/out/bench --irun target/release/irun
 """
 
 import argparse

@@ -66,7 +66,7 @@ def run_openvino(model, inputs):
 
 def write(dirname, model, inputs, save_model=True, numpy_reference=None):
     """`numpy_reference`: {output key: (values, why)} for outputs where OpenVINO CPU departs
-    from OpenVINO's own spec and reference (reference doc section 13); those expected values
+    from OpenVINO's own spec and reference (docs/semantics.md, section 6); those expected values
     come from numpy instead, and golden.json says which and why."""
     os.makedirs(dirname, exist_ok=True)
     xml = os.path.join(dirname, "model.xml")

@@ -3,11 +3,11 @@
 
 Each case: model.xml + model.bin (written by OpenVINO's own serializer), inputs.npz,
 expected.npz (key "out") and case.json. Expected values come from the independent reference
-below, a direct transcription of DESIGN.md's semantics contract (sequential loops in row-major
+below, a direct transcription of the scatter semantics of docs/semantics.md (section 1) (sequential loops in row-major
 order, f16/bf16 accumulated in f32 and rounded once, integers wrapping in their type, floor for
 integer mean, the per-op NaN rules). Each case is also run on OpenVINO CPU
 (INFERENCE_PRECISION_HINT=f32) and the agreement is recorded in case.json ("openvino": "agrees",
-"differs: ...", or "skipped: <why>"): the reference doc (sections 3 and 5) lists where CPU is
+"differs: ...", or "skipped: <why>"): docs/semantics.md (section 6) lists where CPU is
 not a valid oracle, and those cases are not run there.
 
     python3 -m venv /tmp/venv && /tmp/venv/bin/pip install openvino numpy
@@ -70,7 +70,7 @@ def wrap(ty, v):
 
 # ---------------------------------------------------------------------------------------------
 # The reference. Values are handled as Python scalars in a "compute domain": np.float32 for
-# f32/f16/bf16 (the f32 accumulator of DESIGN.md), np.float64 for f64, Python int (wrapped to
+# f32/f16/bf16 (the f32 accumulator of docs/semantics.md), np.float64 for f64, Python int (wrapped to
 # the type after every step) for integers, bool for boolean.
 
 
@@ -309,7 +309,7 @@ def reference(case):
 
 
 def openvino_unreliable(case):
-    """Why OpenVINO CPU is not a valid oracle for this case (reference doc sections 3 and 5):
+    """Why OpenVINO CPU is not a valid oracle for this case (docs/semantics.md, section 6):
     (reason, run_anyway). Cases it cannot run or runs non-deterministically are not run; the
     others are, and a difference is recorded as expected."""
     op, ty, red = case["op"], case["type"], case.get("reduction", "none")
@@ -334,7 +334,7 @@ def openvino_unreliable(case):
     if ty == "bf16" and red in ("sum", "sub", "prod", "mean"):
         return "CPU rounds to bf16 between a reduction's steps (reference: in f32, rounded once)", True
     if red == "mean" and TYPES[ty][1] == "int":
-        return "CPU truncates integer mean (reference and DESIGN floor)", True
+        return "CPU truncates integer mean (the reference and irun floor)", True
     if case.get("special") == "nan":
         return "NaN rules: CPU differs from the reference for ScatterElementsUpdate", True
     if op in ("snd3", "snd15") and idx.shape[-1] == 0:
@@ -673,7 +673,7 @@ def main():
             except IndexError_:
                 pass
             if case["op"] in ("seu3", "seu12") and (np.asarray(case["inputs"]["indices"]).astype(np.int64) < -case["inputs"]["data"].shape[case["axis"]]).any():
-                meta["openvino"] = "skipped: CPU writes out of bounds for ScatterElementsUpdate indices < -dim (heap corruption, reference doc section 3)"
+                meta["openvino"] = "skipped: CPU writes out of bounds for ScatterElementsUpdate indices < -dim (heap corruption)"
             else:
                 meta["openvino"] = openvino_must_fail(core, model, case)
             (d / "case.json").write_text(json.dumps(meta, indent=1) + "\n")

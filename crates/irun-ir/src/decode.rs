@@ -1,4 +1,4 @@
-//! Decoding `.bin` blobs into tensors, bit-exact with OpenVINO's layouts (reference doc 1.8).
+//! Decoding `.bin` blobs into tensors, bit-exact with OpenVINO's layouts (docs/semantics.md, section 2).
 //!
 //! Which Rust type each packed or narrow type decodes to (see `irun_tensor::storage_kind`):
 //! u1, u2, u3, u4, u6 -> `u8` (one value per element); i4 -> `i8` (sign-extended);
@@ -184,7 +184,7 @@ mod tests {
         decode(ty, vec![n], bytes).unwrap().into_storage()
     }
 
-    /// Every example of the reference doc's table 1.8.
+    /// Every example of the layouts in docs/semantics.md, section 2.
     #[test]
     fn reference_layout_examples() {
         assert_eq!(

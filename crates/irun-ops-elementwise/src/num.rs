@@ -1,4 +1,4 @@
-//! The arithmetic of every numeric element type, with the rules of DESIGN.md: integers wrap
+//! The arithmetic of every numeric element type, with the rules of docs/semantics.md: integers wrap
 //! as OpenVINO's reference does (two's complement), i64/u64 are exact, f16/bf16 compute in f32
 //! and round once per operation (as `ov::float16`'s operators do), a float result converted to
 //! an integer saturates. Integer division or remainder by zero never reaches these functions:

@@ -1,5 +1,5 @@
 //! The spatial attributes Convolution, GroupConvolution and the pools share, and the output
-//! size rules (reference doc section 8): `explicit` pads, `valid` (no pads), `same_upper` and
+//! size rules (docs/semantics.md, section 3): `explicit` pads, `valid` (no pads), `same_upper` and
 //! `same_lower` (output `ceil(in / s)`, the odd pad cell at the end or the start), and the
 //! pools' `floor`, `ceil` and `ceil_torch` rounding.
 

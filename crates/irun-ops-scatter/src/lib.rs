@@ -1,6 +1,6 @@
 //! The scatter family: ScatterUpdate-3, ScatterElementsUpdate-3/12, ScatterNDUpdate-3/15.
-//! Validation follows reference doc section 2 (OpenVINO's rules and messages) plus the stricter
-//! rules of DESIGN.md, each marked "stricter than OpenVINO" where it is checked.
+//! Validation follows OpenVINO's rules and messages plus the stricter
+//! rules of docs/semantics.md (section 6), each marked "stricter than OpenVINO" where it is checked.
 
 // The kit under the paths the op files use (`crate::op::Op`, `crate::par`, ...).
 #[cfg(test)]

@@ -132,7 +132,7 @@ pub struct Sum;
 pub struct Sub;
 pub struct Prod;
 /// ScatterElementsUpdate's max, `acc > u ? acc : u`: a NaN update poisons the element and a
-/// later update replaces a NaN (OpenVINO's reference, reference doc 2.2).
+/// later update replaces a NaN (OpenVINO's reference; docs/semantics.md, section 1).
 pub struct MaxElements;
 /// ScatterElementsUpdate's min, `acc < u ? acc : u`.
 pub struct MinElements;

@@ -100,8 +100,12 @@ pub fn to_tensor(
             what,
         );
     }
-    // ml_dtypes' bfloat16: read its bits through a uint16 view of the same buffer.
-    if dtype.itemsize() == 2 && dtype.getattr("name")?.extract::<String>()? == "bfloat16" {
+    // ml_dtypes' bfloat16, or 2-byte void values (`<V2`, how `.npz` files carry bf16 without
+    // it, as `irun run` reads them): read the bits through a uint16 view of the same buffer.
+    let name: String = dtype.getattr("name")?.extract()?;
+    if dtype.itemsize() == 2
+        && (name == "bfloat16" || (dtype.kind() == b'V' && !dtype.has_fields()))
+    {
         let bits = array
             .call_method1("view", ("uint16",))?
             .cast_into::<PyUntypedArray>()?;
@@ -165,7 +169,7 @@ fn new_tensor(ty: ElementType, shape: &[usize], data: Storage, what: &str) -> Py
 
 /// A tensor as a numpy array: its values become the array's buffer (a copy only when they
 /// are shared or borrowed). bf16 comes back as `ml_dtypes.bfloat16` when that is installed,
-/// else as its uint16 bits; strings as an object array.
+/// else as its uint16 bits with a `UserWarning` saying so; strings as an object array.
 pub fn to_numpy(py: Python<'_>, tensor: Tensor) -> PyResult<Bound<'_, PyAny>> {
     let (_, shape, storage) = tensor.into_parts();
     fn array<'py, T: Element>(
@@ -177,31 +181,30 @@ pub fn to_numpy(py: Python<'_>, tensor: Tensor) -> PyResult<Bound<'_, PyAny>> {
             .reshape(shape.to_vec())?
             .into_any())
     }
-    match storage {
-        Storage::Bool(b) => array(py, b.into_vec(), &shape),
-        Storage::F16(b) => array(py, b.into_vec(), &shape),
-        Storage::F32(b) => array(py, b.into_vec(), &shape),
-        Storage::F64(b) => array(py, b.into_vec(), &shape),
-        Storage::I8(b) => array(py, b.into_vec(), &shape),
-        Storage::I16(b) => array(py, b.into_vec(), &shape),
-        Storage::I32(b) => array(py, b.into_vec(), &shape),
-        Storage::I64(b) => array(py, b.into_vec(), &shape),
-        Storage::U8(b) => array(py, b.into_vec(), &shape),
-        Storage::U16(b) => array(py, b.into_vec(), &shape),
-        Storage::U32(b) => array(py, b.into_vec(), &shape),
-        Storage::U64(b) => array(py, b.into_vec(), &shape),
-        Storage::Bf16(b) => {
-            let bits = array(py, bytemuck::cast_vec::<bf16, u16>(b.into_vec()), &shape)?;
-            match py.import("ml_dtypes") {
-                Ok(ml) => bits.call_method1("view", (ml.getattr("bfloat16")?,)),
-                Err(_) => Ok(bits),
+    // Every storage numpy has a type for is handed over as it is.
+    macro_rules! to_array {
+        ($($variant:ident),*) => {
+            match storage {
+                $(Storage::$variant(b) => array(py, b.into_vec(), &shape),)*
+                Storage::Bf16(b) => {
+                    let bits = array(py, bytemuck::cast_vec::<bf16, u16>(b.into_vec()), &shape)?;
+                    match py.import("ml_dtypes") {
+                        Ok(ml) => bits.call_method1("view", (ml.getattr("bfloat16")?,)),
+                        Err(_) => {
+                            let note = c"irun: a bf16 output is returned as its uint16 bits; install ml_dtypes to get bfloat16 arrays";
+                            PyErr::warn(py, &py.get_type::<pyo3::exceptions::PyUserWarning>(), note, 1)?;
+                            Ok(bits)
+                        }
+                    }
+                }
+                Storage::String(b) => {
+                    let list = PyList::new(py, b.into_vec())?;
+                    py.import("numpy")?
+                        .call_method1("array", (list, "object"))?
+                        .call_method1("reshape", (shape,))
+                }
             }
-        }
-        Storage::String(b) => {
-            let np = py.import("numpy")?;
-            let list = PyList::new(py, b.into_vec())?;
-            np.call_method1("array", (list, "object"))?
-                .call_method1("reshape", (shape,))
-        }
+        };
     }
+    to_array!(Bool, F16, F32, F64, I8, I16, I32, I64, U8, U16, U32, U64)
 }

@@ -137,3 +137,28 @@ def test_unreadable_files_and_bad_inputs_raise():
         compiled({**inputs, "x": inputs["x"].astype(np.float64)})
     with pytest.raises(TypeError):
         compiled(42)
+
+
+def test_the_readme_example_runs(capsys, monkeypatch):
+    """The README's Python example, as a new user would paste it, from the repository root."""
+    readme = (MODELS.parent / "README.md").read_text()
+    example = readme.split("```python\n", 1)[1].split("```", 1)[0]
+    monkeypatch.chdir(MODELS.parent)
+    exec(compile(example, "README.md", "exec"), {})
+    printed = capsys.readouterr().out
+    want = npz(MODELS / "converted" / "torch_gcn" / "expected.npz")["out"]
+    assert f"{want[0, 0]:.4f}"[:6] in printed, printed
+
+
+def test_bf16_without_ml_dtypes_travels_as_bits_with_a_warning(monkeypatch):
+    import sys
+    case = MODELS / "scatter" / "seu12_max_noinit_bf16_i64_r1"
+    compiled = irun.Model(case / "model.xml").compile()
+    # As `irun run` does, 2-byte void arrays ('<V2', how the golden files store bf16) are
+    # read as bf16 bits; without ml_dtypes the output comes back as uint16 bits.
+    monkeypatch.setitem(sys.modules, "ml_dtypes", None)
+    with pytest.warns(UserWarning, match="install ml_dtypes"):
+        (key, got), = compiled(npz(case / "inputs.npz")).items()
+    assert got.dtype == np.uint16
+    want = npz(case / "expected.npz")[key]
+    assert np.array_equal(got, want.view(np.uint16))

@@ -4,7 +4,7 @@ use std::fmt;
 
 /// An element type of OpenVINO IR (`ov::element::Type_t`).
 ///
-/// Three spellings exist in IR files (reference doc section 1.8):
+/// Three spellings exist in IR files (docs/semantics.md, section 2):
 /// * the enum name (`f32`, `boolean`, `u1`), written in Parameter `element_type` and Const `element_type`;
 /// * the legacy precision (`FP32`, `BOOL`, `BIN`), written in port `precision`;
 /// * both are accepted by the Const/port parser ([`ElementType::from_type_string`]), only the

@@ -1,4 +1,4 @@
-//! Subcommands. Exit codes (the contract of DESIGN.md): 0 success, 1 invalid model or run
+//! Subcommands. Exit codes (the contract the README states): 0 success, 1 invalid model or run
 //! error, 2 usage error or unreadable file.
 
 /// `println!` for the commands' output, through [`emit`].
