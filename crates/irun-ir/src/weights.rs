@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use irun_tensor::{element_count, fmt_shape, Buf, ByteSource, ElementType, Storage, Tensor};
-use memmap2::Mmap;
+use memmapix::Mmap;
 
 use crate::decode;
 

@@ -348,25 +348,27 @@ pub fn read_npz_checked<R: Read + Seek>(
     budget: &mut u64,
     check: &mut EntryCheck,
 ) -> Result<Vec<(String, Tensor)>, TensorError> {
-    let mut zip =
-        zip::ZipArchive::new(r).map_err(|e| bad(format!("not a valid .npz archive: {e}")))?;
-    if zip.has_duplicate_names() {
-        return Err(bad(
-            "the archive holds two entries of one name (which one a reader takes is not defined)",
-        ));
-    }
-    let mut out: Vec<(String, Tensor)> = Vec::with_capacity(zip.len());
-    for i in 0..zip.len() {
-        let mut file = zip
-            .by_index(i)
-            .map_err(|e| bad(format!("cannot read archive entry {i}: {e}")))?;
-        if file.is_dir() {
+    let not_npz = |e: rawzip::Error| bad(format!("not a valid .npz archive: {e}"));
+    let mut buffer = vec![0u8; rawzip::RECOMMENDED_BUFFER_SIZE];
+    let archive = rawzip::ZipArchive::from_seekable(r, &mut buffer).map_err(not_npz)?;
+    // The central directory first: every member's name, method and place.
+    let mut members = Vec::new();
+    let mut names = std::collections::HashSet::new();
+    let mut listing = archive.entries(&mut buffer);
+    while let Some(record) = listing.next_entry().map_err(not_npz)? {
+        if record.is_dir() {
             continue;
         }
-        let name = file
-            .name()
-            .map_err(|e| bad(format!("archive entry {i} has a bad name: {e}")))?
-            .to_string();
+        let name = String::from_utf8_lossy(record.file_path().as_bytes()).into_owned();
+        if !names.insert(name.clone()) {
+            return Err(bad(format!(
+                "the archive holds two entries named '{name}' (which one a reader takes is not defined)"
+            )));
+        }
+        members.push((name, record.compression_method(), record.wayfinder()));
+    }
+    let mut out: Vec<(String, Tensor)> = Vec::with_capacity(members.len());
+    for (name, method, place) in members {
         let key = name.strip_suffix(".npy").unwrap_or(&name).to_string();
         let entry_error = |e: TensorError| match e {
             TensorError::OverLimit { what, need, left } => TensorError::OverLimit {
@@ -376,12 +378,29 @@ pub fn read_npz_checked<R: Read + Seek>(
             },
             e => bad(format!("entry '{name}': {e}")),
         };
-        let t = read_npy_checked(&mut file, budget, &mut |ty, shape| check(&key, ty, shape))
+        let entry = archive
+            .get_entry(place)
+            .map_err(|e| entry_error(bad(format!("cannot read it: {e}"))))?;
+        // The verifying reader compares the bytes' count and CRC-32 with the archive's at
+        // their end.
+        let mut data: Box<dyn Read> = match method {
+            rawzip::CompressionMethod::STORE => Box::new(entry.verifying_reader(entry.reader())),
+            rawzip::CompressionMethod::DEFLATE => {
+                Box::new(entry.verifying_reader(flate2::read::DeflateDecoder::new(entry.reader())))
+            }
+            other => {
+                return Err(entry_error(bad(format!(
+                    "compression method {} is not stored or deflated",
+                    other.as_u16()
+                ))))
+            }
+        };
+        let t = read_npy_checked(&mut data, budget, &mut |ty, shape| check(&key, ty, shape))
             .map_err(entry_error)?;
-        // Reading on to the entry's end makes the zip reader compare its CRC-32; one byte
-        // is enough to tell that there is more than the array.
+        // One byte past the array tells whether there is more; reading to the end makes the
+        // reader compare the CRC-32.
         let mut rest = [0u8; 1];
-        match file.read(&mut rest) {
+        match data.read(&mut rest) {
             Ok(0) => {}
             Ok(_) => {
                 return Err(entry_error(bad(
@@ -396,17 +415,23 @@ pub fn read_npz_checked<R: Read + Seek>(
 }
 
 /// Writes an `.npz` archive (stored, uncompressed, as `np.savez` does).
-pub fn write_npz<W: Write + Seek>(entries: &[(String, Tensor)], w: W) -> Result<(), TensorError> {
-    let mut zip = zip::ZipWriter::new(w);
-    let opts = zip::write::SimpleFileOptions::default()
-        .compression_method(zip::CompressionMethod::Stored)
-        .large_file(entries.iter().any(|(_, t)| t.len() * 8 > (1 << 31)));
+pub fn write_npz<W: Write>(entries: &[(String, Tensor)], w: W) -> Result<(), TensorError> {
+    let failed = |name: &str, e: &dyn std::fmt::Display| bad(format!("cannot write '{name}': {e}"));
+    let mut archive = rawzip::ZipArchiveWriter::new(w);
     for (name, t) in entries {
-        zip.start_file(format!("{name}.npy"), opts)
-            .map_err(|e| bad(format!("cannot write '{name}': {e}")))?;
-        write_npy(t, &mut zip)?;
+        let file = format!("{name}.npy");
+        let (mut entry, config) = archive
+            .new_file(file.as_str())
+            .compression_method(rawzip::CompressionMethod::STORE)
+            .start()
+            .map_err(|e| failed(name, &e))?;
+        let mut data = config.wrap(&mut entry);
+        write_npy(t, &mut data)?;
+        let (_, descriptor) = data.finish().map_err(|e| failed(name, &e))?;
+        entry.finish(descriptor).map_err(|e| failed(name, &e))?;
     }
-    zip.finish()
+    archive
+        .finish()
         .map_err(|e| bad(format!("cannot finish archive: {e}")))?;
     Ok(())
 }
@@ -626,8 +651,8 @@ mod tests {
         // The value 2 of `a` (stored, uncompressed) becomes 3.
         let bad = replace_bytes(&good, &[1, 0, 0, 0, 2, 0, 0, 0], &[1, 0, 0, 0, 3, 0, 0, 0]);
         let err = npz_error(&bad);
-        assert!(err.contains("entry 'a.npy': corrupted data"), "{err}");
-        assert!(err.to_lowercase().contains("checksum"), "{err}");
+        assert!(err.contains("entry 'a.npy': "), "{err}");
+        assert!(err.contains("Invalid checksum"), "{err}");
     }
 
     #[test]
@@ -643,7 +668,7 @@ mod tests {
             twice[i] = b'a';
         }
         let err = npz_error(&twice);
-        assert!(err.contains("two entries of one name"), "{err}");
+        assert!(err.contains("two entries named 'a.npy'"), "{err}");
     }
 
     #[test]
