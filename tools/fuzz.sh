@@ -2,11 +2,11 @@
 # A fuzz campaign: tools/fuzz.sh TARGET SECONDS [more libFuzzer flags]
 #
 # TARGET is one of ir_reader, npy, check_mutated, run_mutated (fuzz/fuzz_targets/; their
-# bodies are in src/fuzzing.rs). The corpus grows in fuzz/corpus/TARGET and is kept between
+# bodies are in crates/irun-fuzzing/src/lib.rs). The corpus grows in fuzz/corpus/TARGET and is kept between
 # campaigns (not committed); the committed seeds in fuzz/seeds/TARGET start it. A crash, a
 # hang over 10 s or more than 2 GiB of memory stops the campaign with the input saved under
 # fuzz/artifacts/TARGET/; once fixed, copy that input into fuzz/regressions/TARGET/ so that
-# `cargo test` replays it (tests/fuzz_regressions.rs). For check_mutated and run_mutated,
+# `cargo test` replays it (crates/irun-fuzzing/tests/fuzz_regressions.rs). For check_mutated and run_mutated,
 # also write NAME.seed beside it with the seed model's path under models/ (the model its
 # first two bytes chose when it crashed: see the target's log), so that the replay still
 # mutates that model after others are committed.
