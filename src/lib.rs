@@ -32,7 +32,6 @@ use std::path::Path;
 use std::sync::Arc;
 
 use irun_graph::Graph;
-use irun_ir::IrModel;
 
 pub use irun_exec::{InputInfo, Options, OutputInfo, RunError, RunErrorKind, State, VariableInfo};
 pub use irun_graph::ModelInfo;
@@ -84,19 +83,14 @@ impl Model {
     /// A model from the contents of its `.xml` and `.bin` (for callers that hold them in
     /// memory), with the checks of [`Model::open`].
     pub fn from_bytes(xml: &[u8], bin: Vec<u8>) -> Result<Model, Error> {
-        let path = Path::new("model.xml");
         let weights = irun_ir::Weights::from_vec(Path::new("model.bin"), bin);
-        let graph = irun_ir::xml_text(xml.to_vec(), path)
-            .and_then(|text| IrModel::parse(&text, path, weights))
-            .map(Graph::build);
-        Model::validated(graph)
+        Model::validated(irun_graph::from_bytes(xml, weights))
     }
 
     fn validated(graph: Result<Graph, Diagnostic>) -> Result<Model, Error> {
         let graph = graph.map_err(|d| Error::Unreadable(Box::new(d)))?;
         if graph.has_errors() {
-            let errors = graph.all_diagnostics().filter(|d| d.is_error());
-            return Err(Error::Invalid(errors.cloned().collect()));
+            return Err(Error::Invalid(graph.errors().cloned().collect()));
         }
         Ok(Model { graph })
     }

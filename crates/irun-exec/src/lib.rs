@@ -22,6 +22,7 @@ mod fuse;
 mod fuse_index;
 mod inputs;
 mod memory;
+mod options;
 mod plan;
 mod profile;
 mod run_facts;
@@ -36,82 +37,10 @@ use irun_tensor::{ElementType, PartialShape, Tensor};
 use awake::Awake;
 pub use error::{RunError, RunErrorKind};
 use memory::physical_memory;
+pub use options::Options;
 use plan::{Plan, Source};
 pub use profile::Profile;
 pub use state::{State, VariableInfo};
-
-/// How to compile a model: `Options::new().threads(2)`, or [`Options::default`].
-#[derive(Clone, Debug)]
-#[non_exhaustive]
-pub struct Options {
-    /// Worker threads; `None` uses every core.
-    pub threads: Option<usize>,
-    /// The most bytes of tensors alive at once; `None` uses the machine's physical memory.
-    pub memory_limit: Option<u64>,
-    /// Let ops do compile-time work on their constant inputs ([`irun_ops::Op::prepare`]):
-    /// a slower compile for faster runs, so worth it when the model runs more than once.
-    /// Outputs are the same either way. Default: true.
-    pub prepare_constants: bool,
-    /// Let an op read an input as it was before the Broadcast that feeds it
-    /// ([`irun_ops::Op::eval_broadcast`]; costs nothing at compile time). Outputs are the
-    /// same either way. Default: true.
-    pub fuse_broadcasts: bool,
-    /// Keep the other workers spinning for the length of a run, so that parallel loops do
-    /// not wait for them to wake (`awake.rs`); they burn their cores meanwhile, as
-    /// OpenVINO's do. Outputs are the same either way. Default: false, so that a library
-    /// never spins its host's cores unasked; the `irun` command turns it on.
-    pub keep_workers_awake: bool,
-}
-
-impl Default for Options {
-    fn default() -> Options {
-        Options {
-            threads: None,
-            memory_limit: None,
-            prepare_constants: true,
-            fuse_broadcasts: true,
-            keep_workers_awake: false,
-        }
-    }
-}
-
-impl Options {
-    /// The defaults: every core, the physical memory as the limit, constants prepared,
-    /// workers sleeping between parallel loops.
-    pub fn new() -> Options {
-        Options::default()
-    }
-
-    /// Worker threads (at least 1).
-    pub fn threads(mut self, threads: usize) -> Options {
-        self.threads = Some(threads.max(1));
-        self
-    }
-
-    /// The most bytes of tensors alive at once.
-    pub fn memory_limit(mut self, bytes: u64) -> Options {
-        self.memory_limit = Some(bytes);
-        self
-    }
-
-    /// See [`Options::prepare_constants`](#structfield.prepare_constants).
-    pub fn prepare_constants(mut self, on: bool) -> Options {
-        self.prepare_constants = on;
-        self
-    }
-
-    /// See [`Options::fuse_broadcasts`](#structfield.fuse_broadcasts).
-    pub fn fuse_broadcasts(mut self, on: bool) -> Options {
-        self.fuse_broadcasts = on;
-        self
-    }
-
-    /// See [`Options::keep_workers_awake`](#structfield.keep_workers_awake).
-    pub fn keep_workers_awake(mut self, on: bool) -> Options {
-        self.keep_workers_awake = on;
-        self
-    }
-}
 
 /// A model input as the caller sees it.
 #[derive(Clone, Debug)]
@@ -214,8 +143,7 @@ impl Executable {
     ) -> Result<Executable, RunError> {
         if graph.has_errors() {
             let errors: Vec<String> = graph
-                .all_diagnostics()
-                .filter(|d| d.is_error())
+                .errors()
                 .map(|d| format!("{}: {}", d.code, d.message))
                 .collect();
             return Err(RunError::new(

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use irun_graph::Graph;
-use irun_ir::{IrModel, Weights};
+use irun_ir::Weights;
 use irun_tensor::{read_npy_from, read_npz, read_npz_within, write_npy, Tensor};
 
 use irun_exec::{Executable, Options};
@@ -40,9 +40,7 @@ pub fn ir_reader(data: &[u8]) {
 
 /// The graph of a model that reads and has no errors: what `irun run` would compile.
 fn valid_graph(xml: &[u8], weights: Weights) -> Option<Graph> {
-    let path = Path::new("model.xml");
-    let text = irun_ir::xml_text(xml.to_vec(), path).ok()?;
-    let graph = Graph::build(IrModel::parse(&text, path, weights).ok()?);
+    let graph = irun_graph::from_bytes(xml, weights).ok()?;
     (!graph.has_errors()).then_some(graph)
 }
 
@@ -77,18 +75,13 @@ pub fn check_mutated(data: &[u8]) {
     // Two bytes: with one, only the first 256 of the 307 committed models were ever mutated.
     let seed = &seeds[input.next_u16() % seeds.len()];
     let xml = mutate(&seed.xml, &mut input);
-    let path = Path::new("model.xml");
-    let Ok(text) = irun_ir::xml_text(xml.into_bytes(), path) else {
-        return;
-    };
-    let model = match IrModel::parse(&text, path, seed.weights.clone()) {
-        Ok(m) => m,
+    let graph = match irun_graph::from_bytes(xml.as_bytes(), seed.weights.clone()) {
+        Ok(g) => g,
         Err(d) => {
             d.render("model.xml");
             return;
         }
     };
-    let graph = Graph::build(model);
     let info = ModelInfo::of(&graph);
     info.render("model.xml");
     serde_json::to_string(&info).expect("ModelInfo serializes");

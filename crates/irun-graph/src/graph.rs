@@ -164,8 +164,13 @@ impl Graph {
         self.model.diagnostics.iter().chain(&self.diagnostics)
     }
 
+    /// The error diagnostics, reader first: what makes the model invalid.
+    pub fn errors(&self) -> impl Iterator<Item = &Diagnostic> {
+        self.all_diagnostics().filter(|d| d.is_error())
+    }
+
     pub fn has_errors(&self) -> bool {
-        self.all_diagnostics().any(Diagnostic::is_error)
+        self.errors().next().is_some()
     }
 
     /// Maps layer ids to node ids; a repeated id is an error and the later layer is not wired.

@@ -24,7 +24,7 @@ pub use variables::Variable;
 
 use std::path::Path;
 
-use irun_ir::{Diagnostic, IrModel};
+use irun_ir::{Diagnostic, IrModel, Weights};
 
 /// Reads a model (`bin`: its weights file, by default the `.xml` path with the extension
 /// `.bin`) and builds its graph. `Err` is a fatal reading problem; problems that did not stop
@@ -35,6 +35,14 @@ pub fn load(xml: &Path, bin: Option<&Path>) -> Result<Graph, Diagnostic> {
         None => IrModel::open(xml)?,
     };
     Ok(Graph::build(model))
+}
+
+/// As [`load`], for a model held in memory: the `.xml` text and its weights. Diagnostics name
+/// the file `model.xml`.
+pub fn from_bytes(xml: &[u8], weights: Weights) -> Result<Graph, Diagnostic> {
+    let path = Path::new("model.xml");
+    let text = irun_ir::xml_text(xml.to_vec(), path)?;
+    Ok(Graph::build(IrModel::parse(&text, path, weights)?))
 }
 
 #[cfg(test)]

@@ -10,10 +10,7 @@ use crate::Graph;
 
 /// Messages of the errors, rendered with their paths.
 fn errors(g: &Graph) -> Vec<String> {
-    g.all_diagnostics()
-        .filter(|d| d.is_error())
-        .map(|d| d.render("t.xml"))
-        .collect()
+    g.errors().map(|d| d.render("t.xml")).collect()
 }
 
 /// The body of the test Loop: acc (back-edged) + the slice xs; the condition is the outer

@@ -44,7 +44,7 @@ pub fn compile(
         }
     })?;
     if graph.has_errors() {
-        let errors: Vec<_> = graph.all_diagnostics().filter(|d| d.is_error()).collect();
+        let errors: Vec<_> = graph.errors().collect();
         print_diagnostics(&file, errors.iter().copied());
         return Err(Failure::invalid(format!(
             "{file}: invalid model: {} error(s)",
