@@ -179,6 +179,46 @@ impl Plan {
         Schedule { runs, readers }
     }
 
+    /// Keeps only the input slots `keep` of `node`'s step (a kernel that no longer reads the
+    /// others); their producers lose a reader.
+    pub fn keep_inputs(&mut self, node: NodeId, keep: &[usize]) {
+        let Some(step) = self.steps.iter_mut().find(|s| s.node == node) else {
+            return;
+        };
+        let mut kept = Vec::with_capacity(keep.len());
+        for (slot, &o) in step.inputs.iter().enumerate() {
+            if keep.contains(&slot) {
+                kept.push(o);
+            } else {
+                self.readers[o] -= 1;
+            }
+        }
+        step.inputs = kept;
+    }
+
+    /// Drops the steps whose outputs nobody reads (model inputs, Results and state nodes
+    /// stay), last first, so that whole subgraphs left without readers go.
+    pub fn prune(&mut self) {
+        let mut keep = vec![true; self.steps.len()];
+        for i in (0..self.steps.len()).rev() {
+            let step = &self.steps[i];
+            let sink = step.output_index.is_some()
+                || matches!(
+                    step.source,
+                    Source::Input(_) | Source::Assign(_) | Source::ReadValue(_)
+                );
+            if sink || self.readers[self.outlets(step.node)].iter().any(|&r| r > 0) {
+                continue;
+            }
+            keep[i] = false;
+            for &o in &self.steps[i].inputs {
+                self.readers[o] -= 1;
+            }
+        }
+        let mut k = keep.into_iter();
+        self.steps.retain(|_| k.next().expect("one flag per step"));
+    }
+
     /// The outlets of `node`'s outputs (none for a Result).
     pub fn outlets(&self, node: NodeId) -> std::ops::Range<usize> {
         let end = self.first_outlet.get(node + 1).copied();

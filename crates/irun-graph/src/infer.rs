@@ -148,7 +148,7 @@ impl Graph {
                 .and_then(|s| irun_tensor::element_count(&s))
                 .is_some_and(|c| c <= MAX_FOLDED_ELEMENTS)
         });
-        if !small {
+        if !small || self.decompresses_weights(n) {
             return;
         }
         let Some(values) = node
@@ -171,6 +171,30 @@ impl Graph {
                 f.value = Some(v);
             }
         }
+    }
+
+    /// Whether `n` is the Convert of compressed weight codes (4- and 8-bit floats, 4-bit
+    /// integers, or a matrix of at least 256 8-bit integers) to a float type: the first
+    /// step of the decompression subgraphs NNCF writes. Folding it would hold a widened copy
+    /// of the weights that no shape depends on and that the executor, which reads the codes
+    /// in place, never uses.
+    fn decompresses_weights(&self, n: NodeId) -> bool {
+        use irun_tensor::ElementType as E;
+        let layer = self.layer(n);
+        let source = self.nodes[n].inputs.first().copied().flatten();
+        let Some(info) = source.and_then(|o| self.layer(o.node).constant.as_ref()) else {
+            return false;
+        };
+        let to_float = layer
+            .data_attr("destination_type")
+            .and_then(|a| E::from_type_string(&a.value))
+            .is_some_and(|t| t.is_real());
+        let codes = match info.element_type {
+            E::U4 | E::I4 | E::Nf4 | E::F4e2m1 | E::F8e4m3 | E::F8e5m2 => true,
+            E::U8 | E::I8 => info.shape.len() >= 2 && info.element_count() >= 256,
+            _ => false,
+        };
+        layer.type_name == "Convert" && to_float && codes
     }
 
     /// The input facts of node `n` given the facts of its producers, with the values of the
@@ -210,6 +234,14 @@ impl Graph {
         for &n in &self.order {
             if let Some((_, f)) = inputs.iter().find(|(p, _)| *p == n) {
                 facts[n] = vec![f.clone()];
+                continue;
+            }
+            // Values the model's own inference found (constants and what folds from them)
+            // hold for any inputs, which only refine the declared shapes: not computed again
+            // (an LLM's decompression subgraphs would be, at every decode step).
+            let known = &self.facts[n];
+            if !known.is_empty() && known.iter().all(|f| f.value.is_some()) {
+                facts[n] = known.clone();
                 continue;
             }
             let input_facts = self.input_facts(&facts, n);

@@ -166,6 +166,18 @@ impl Weights {
         decode::decode(c.element_type, c.shape.clone(), bytes)
     }
 
+    /// A constant's bytes as stored, borrowed from the weights without a copy (packed codes
+    /// that a kernel decodes itself); `None` when they are outside the file.
+    pub fn raw(&self, c: &ConstInfo) -> Option<Buf<u8>> {
+        self.slice(c.offset, c.size)?;
+        let source: Arc<dyn ByteSource> = self.bytes.clone()?;
+        Buf::borrow(
+            source,
+            usize::try_from(c.offset).ok()?,
+            usize::try_from(c.size).ok()?,
+        )
+    }
+
     /// The constant as a view of the weights, when its layout allows one.
     fn borrow(&self, c: &ConstInfo) -> Option<Tensor> {
         if cfg!(target_endian = "big") {

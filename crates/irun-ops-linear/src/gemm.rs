@@ -201,7 +201,7 @@ fn vector_product(
 /// compiler's own vectorisation of the loop below moved two floats at a time through the
 /// stack, at half the speed); the sums are the same either way.
 #[inline(always)]
-fn dot32(x: &[f32], y: &[f32]) -> f32 {
+pub(crate) fn dot32(x: &[f32], y: &[f32]) -> f32 {
     const LANES: usize = 32;
     let n = x.len().min(y.len()) / LANES * LANES;
     #[cfg(target_arch = "x86_64")]

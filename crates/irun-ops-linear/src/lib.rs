@@ -20,6 +20,7 @@ pub(crate) use irun_opkit::testing;
 pub(crate) use irun_opkit::{attrs, broadcast, fact, kernel, op, par, simd, util};
 
 pub mod avg_pool;
+pub mod compressed;
 pub mod conv;
 pub mod conv_backprop;
 mod conv_gemm;
