@@ -33,6 +33,7 @@ use std::sync::Arc;
 
 use irun_graph::Graph;
 
+pub use irun_exec::generate::{argmax, Generation, Generator};
 pub use irun_exec::{InputInfo, Options, OutputInfo, RunError, RunErrorKind, State, VariableInfo};
 pub use irun_graph::ModelInfo;
 pub use irun_ir::{BodyRef, Diagnostic, LayerRef, PortDirection, PortRef, Pos, Severity};
@@ -54,6 +55,16 @@ pub enum Error {
     /// Compiling or running failed.
     #[error(transparent)]
     Run(#[from] RunError),
+    /// A configuration file beside the model (`generation_config.json` ...) is unreadable.
+    #[error("{0}")]
+    Config(String),
+}
+
+/// The end-of-sequence token ids an optimum-intel export names in `model_dir`
+/// (`eos_token_id` of `generation_config.json`, else of `config.json`); none when neither
+/// file names one.
+pub fn end_tokens(model_dir: impl AsRef<Path>) -> Result<Vec<i64>, Error> {
+    irun_exec::generate::end_tokens(model_dir.as_ref()).map_err(Error::Config)
 }
 
 /// Every diagnostic of the model at `xml` (its `.bin` beside it), errors, warnings and notes,
@@ -217,5 +228,23 @@ impl Executable {
             .map(|(k, v)| (k.into(), v.into().0))
             .collect();
         self.inner.run_values_with_state(state, inputs)
+    }
+
+    /// A greedy-generation session for a stateful decoder exported by optimum-intel
+    /// (inputs `input_ids`, `attention_mask`, optionally `position_ids` and `beam_idx`;
+    /// output `logits`; the KV cache in state variables): what `irun generate` runs.
+    ///
+    /// ```
+    /// use irun::{end_tokens, Model, Options};
+    ///
+    /// let dir = std::path::Path::new("models/llm/llama_int4_asym");
+    /// let exe = Model::open(dir.join("openvino_model.xml"))?.compile(&Options::new())?;
+    /// let mut generator = exe.generator()?;
+    /// let done = generator.generate(&[1, 17, 42], 4, &end_tokens(dir)?, |_| true)?;
+    /// assert!(!done.tokens.is_empty() && done.tokens.len() <= 4);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn generator(&self) -> Result<Generator<'_>, RunError> {
+        Generator::new(&self.inner)
     }
 }

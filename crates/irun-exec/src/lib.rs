@@ -15,11 +15,13 @@
 
 mod awake;
 mod checks;
+mod compressed;
 mod error;
 mod flow;
 mod fold;
 mod fuse;
 mod fuse_index;
+pub mod generate;
 mod inputs;
 mod memory;
 mod options;
@@ -244,6 +246,9 @@ impl Executable {
             outputs,
             graph,
         };
+        // Not an optimisation only: the packed kernels decompress in f32 as OpenVINO does,
+        // so every run uses them, prepared or not.
+        exe.use_compressed_weights()?;
         if options.prepare_constants {
             exe.fold_constants()?;
             exe.prepare()?;
@@ -292,6 +297,9 @@ impl Executable {
                 continue;
             }
             let n = step.node;
+            if self.prepared[n].is_some() {
+                continue;
+            }
             let mut facts = Vec::new();
             let mut constants = Vec::new();
             for o in self.graph.nodes[n].inputs.iter().flatten() {
@@ -316,7 +324,7 @@ impl Executable {
                 *slot = op.prepare(facts, constants);
             })
         });
-        let mut total: u64 = 0;
+        let mut total: u64 = self.prepared_bytes;
         for ((n, _, _), kernel) in offers.iter().zip(kernels) {
             let Some(kernel) = kernel else { continue };
             let bytes = kernel.byte_size() as u64;
@@ -338,6 +346,27 @@ impl Executable {
     /// preparations hold.
     pub fn prepared(&self) -> (usize, u64) {
         (self.prepared.iter().flatten().count(), self.prepared_bytes)
+    }
+
+    /// Bytes of memory the executable holds for the model's constants beyond the weights
+    /// file: decoded Consts (those borrowed from the file count nothing), folded values and
+    /// prepared kernels. Grows as runs decode Consts for the first time.
+    pub fn held_bytes(&self) -> u64 {
+        let owned = |v: &Value| {
+            if v.is_borrowed() {
+                0
+            } else {
+                v.byte_size() as u64
+            }
+        };
+        let consts: u64 = self
+            .consts
+            .iter()
+            .filter_map(OnceLock::get)
+            .map(owned)
+            .sum();
+        let folded: u64 = self.folded.iter().flatten().flatten().map(owned).sum();
+        consts + folded + self.prepared_bytes
     }
 
     /// How many layers a prepared kernel before them applies (an Add of a bias, a ReLU).

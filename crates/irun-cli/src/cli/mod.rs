@@ -17,6 +17,7 @@ macro_rules! out {
 
 mod bench;
 mod check;
+mod generate;
 mod info;
 mod profile;
 mod run;
@@ -100,6 +101,9 @@ enum Command {
         #[arg(long)]
         outputs: Option<PathBuf>,
     },
+    /// Greedy generation with a stateful LLM exported by optimum-intel: prefill the prompt,
+    /// then one token per step, streamed to stdout as they come.
+    Generate(generate::GenerateArgs),
     /// The supported (type, opset) pairs.
     Ops,
 }
@@ -140,6 +144,7 @@ pub fn run(cli: Cli) -> u8 {
             profile,
             outputs,
         } => bench::run(&exec, niter, time, profile, outputs.as_deref()),
+        Command::Generate(args) => generate::run(&args),
         Command::Ops => {
             let flows = irun_graph::FlowKind::ALL.iter().map(|&(_, ty, since)| {
                 let last = irun_ops::registry::NEWEST_OPSET;
