@@ -24,6 +24,19 @@ fn golden(key: &str) -> Vec<i64> {
         .to_vec()
 }
 
+/// The JSON object `--json` printed, once its `tokens` are checked against `want`.
+fn tokens_of(stdout: &str, want: &[i64]) -> serde_json::Value {
+    let json: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap();
+    let got: Vec<i64> = json["tokens"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_i64().unwrap())
+        .collect();
+    assert_eq!(got, want);
+    json
+}
+
 fn ids(v: &[i64]) -> String {
     v.iter().map(i64::to_string).collect::<Vec<_>>().join(",")
 }
@@ -44,14 +57,7 @@ fn prompt_ids_give_openvinos_tokens_as_json() {
         "2",
     ]);
     assert_eq!(o.code, 0, "{}", o.stderr);
-    let json: serde_json::Value = serde_json::from_str(o.stdout.trim()).unwrap();
-    let got: Vec<i64> = json["tokens"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v.as_i64().unwrap())
-        .collect();
-    assert_eq!(got, tokens);
+    let json = tokens_of(&o.stdout, &tokens);
     for key in ["prefill_ms", "decode_ms_per_token", "load_ms"] {
         assert!(json[key].as_f64().is_some_and(|v| v > 0.0), "{key}: {json}");
     }
@@ -75,14 +81,7 @@ fn a_text_prompt_goes_through_the_tokenizer() {
         "--json",
     ]);
     assert_eq!(o.code, 0, "{}", o.stderr);
-    let json: serde_json::Value = serde_json::from_str(o.stdout.trim()).unwrap();
-    let got: Vec<i64> = json["tokens"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v.as_i64().unwrap())
-        .collect();
-    assert_eq!(got, tokens);
+    let json = tokens_of(&o.stdout, &tokens);
     let streamed = irun(&["generate", LLM, "--prompt", prompt, "--max-new-tokens", &n]);
     assert_eq!(streamed.code, 0, "{}", streamed.stderr);
     assert_eq!(

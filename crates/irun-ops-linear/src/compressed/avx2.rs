@@ -15,7 +15,9 @@ use super::{CompressedWeights, Decode};
 
 /// Whether these kernels serve `w` on this CPU.
 pub fn usable(w: &CompressedWeights) -> bool {
-    crate::simd::unit() != crate::simd::Unit::Baseline && w.group.is_multiple_of(8) && w.cols.is_multiple_of(2)
+    crate::simd::unit() != crate::simd::Unit::Baseline
+        && w.group.is_multiple_of(8)
+        && w.cols.is_multiple_of(2)
 }
 
 /// The most input rows [`dot_rows`] multiplies at once.
@@ -205,6 +207,83 @@ unsafe fn dot_rows_avx2<const R: usize, const KIND: u8>(
         }
         for (m, o) in out.iter_mut().enumerate() {
             *o = hsum(sums[m]) - offsets[m];
+        }
+    }
+}
+
+/// The most input rows [`weighted_rows`] multiplies at once.
+pub const MAX_WEIGHTED_ROWS: usize = 8;
+
+/// `out[m] = x_m · w_r` for up to [`MAX_WEIGHTED_ROWS`] input rows, each weight decoded once
+/// to `(value - zero_point) * scale` (the f32 weight itself, as [`decode_row`] gives it) and
+/// multiplied into every row's eight running sums: for prompts, where one decoding serves
+/// several rows and the weight's scale costs less than keeping per-group sums for each.
+pub fn weighted_rows(w: &CompressedWeights, r: usize, xs: &[f32], out: &mut [f32]) {
+    let p = row_start(w, r);
+    assert!(out.len() <= MAX_WEIGHTED_ROWS && xs.len() == out.len() * w.cols);
+    macro_rules! rows {
+        ($kind:expr) => {
+            // SAFETY: as `dot_rows`.
+            unsafe {
+                match out.len() {
+                    1 => weighted_rows_avx2::<1, { $kind }>(w, r, p, xs, out),
+                    2 => weighted_rows_avx2::<2, { $kind }>(w, r, p, xs, out),
+                    3 => weighted_rows_avx2::<3, { $kind }>(w, r, p, xs, out),
+                    4 => weighted_rows_avx2::<4, { $kind }>(w, r, p, xs, out),
+                    5 => weighted_rows_avx2::<5, { $kind }>(w, r, p, xs, out),
+                    6 => weighted_rows_avx2::<6, { $kind }>(w, r, p, xs, out),
+                    7 => weighted_rows_avx2::<7, { $kind }>(w, r, p, xs, out),
+                    _ => weighted_rows_avx2::<8, { $kind }>(w, r, p, xs, out),
+                }
+            }
+        };
+    }
+    match kind(w.decode) {
+        U4 => rows!(U4),
+        LUT16 => rows!(LUT16),
+        U8 => rows!(U8),
+        I8 => rows!(I8),
+        _ => rows!(LUT256),
+    }
+}
+
+#[target_feature(enable = "avx2,fma")]
+unsafe fn weighted_rows_avx2<const R: usize, const KIND: u8>(
+    w: &CompressedWeights,
+    r: usize,
+    mut p: *const u8,
+    xs: &[f32],
+    out: &mut [f32],
+) {
+    unsafe {
+        let (k, g) = (w.cols, w.group);
+        let groups = k / g;
+        let luts = luts(w);
+        let lut = w.lut.as_ptr();
+        let x = xs.as_ptr();
+        let mut sums = [_mm256_setzero_ps(); R];
+        for gi in 0..groups {
+            let scale = _mm256_set1_ps(w.scales[r * groups + gi]);
+            let zero = w
+                .zero_points
+                .as_ref()
+                .map(|z| _mm256_set1_ps(z[r * groups + gi]));
+            let mut c = gi * g;
+            while c < (gi + 1) * g {
+                let mut v = decode8::<KIND>(p, &luts, lut);
+                if let Some(zero) = zero {
+                    v = _mm256_sub_ps(v, zero);
+                }
+                let v = _mm256_mul_ps(v, scale);
+                for (m, sum) in sums.iter_mut().enumerate() {
+                    *sum = _mm256_fmadd_ps(v, _mm256_loadu_ps(x.add(m * k + c)), *sum);
+                }
+                p = p.add(step_bytes(KIND));
+                c += 8;
+            }
+        }
+        for (m, o) in out.iter_mut().enumerate() {
+            *o = hsum(sums[m]);
         }
     }
 }

@@ -236,9 +236,14 @@ const TASKS_PER_THREAD: usize = 4;
 /// Weight rows decoded per task when many input rows share them (a prompt): the GEMM packs
 /// the input once per block, so blocks are larger.
 const GEMM_BLOCK: usize = 128;
-/// Input rows from which a block's product goes through the GEMM on decoded rows rather
-/// than dot products on the codes.
-const GEMM_ROWS: usize = 5;
+/// Input rows from which each weight is decoded once to f32 and multiplied into several rows
+/// ([`avx2::weighted_rows`]) rather than summed per group for each row.
+const WEIGHTED_ROWS: usize = 5;
+/// Input rows from which a block's product goes through the GEMM on decoded rows: enough
+/// rows that packing the decoded block pays.
+const GEMM_ROWS: usize = 65;
+#[cfg(target_arch = "x86_64")]
+const _: () = assert!(WEIGHTED_ROWS == avx2::MAX_ROWS + 1);
 
 /// `x · Wᵀ` for f32 `x` of shape `[..., cols]` and compressed `W` `[rows, cols]`: a MatMul
 /// with `transpose_b` whose B is a compressed weight. The output is `[..., rows]`.
@@ -283,11 +288,11 @@ impl CompressedMatMul {
                 let kk = k as isize;
                 f32::gemm(x_rows, k, count, x, (kk, 1), &tile, (1, kk), &mut out);
             } else {
-                let mut dots = [0f32; GEMM_ROWS];
+                let mut dots = vec![0f32; x_rows];
                 let mut row = Vec::new();
                 for j in 0..count {
-                    w.dot_rows(first + j, x, &x_sums, &mut dots[..x_rows], &mut row);
-                    for (m, &d) in dots[..x_rows].iter().enumerate() {
+                    w.dot_rows(first + j, x, &x_sums, &mut dots, &mut row);
+                    for (m, &d) in dots.iter().enumerate() {
                         out[m * count + j] = d;
                     }
                 }
@@ -319,8 +324,16 @@ impl CompressedWeights {
         scratch: &mut Vec<f32>,
     ) {
         #[cfg(target_arch = "x86_64")]
-        if avx2::usable(self) && out.len() <= avx2::MAX_ROWS {
-            avx2::dot_rows(self, r, xs, x_sums, out);
+        if avx2::usable(self) {
+            if out.len() < WEIGHTED_ROWS {
+                avx2::dot_rows(self, r, xs, x_sums, out);
+            } else {
+                let k = self.cols;
+                let chunk = avx2::MAX_WEIGHTED_ROWS;
+                for (xs, out) in xs.chunks(chunk * k).zip(out.chunks_mut(chunk)) {
+                    avx2::weighted_rows(self, r, xs, out);
+                }
+            }
             return;
         }
         let _ = x_sums;
@@ -521,7 +534,7 @@ mod tests {
         );
         let dense_w = dense(&codes, cols, group, &s, Some(&z));
         let op = CompressedMatMul { weights: w };
-        for x_rows in [1, 3, 9, 20] {
+        for x_rows in [1, 3, 9, 20, 70] {
             let x: Vec<f32> = (0..x_rows * cols)
                 .map(|i| ((i % 13) as f32 - 6.0) * 0.25)
                 .collect();
@@ -579,7 +592,7 @@ mod tests {
 
     /// Every way of decoding (identity and two's complement without a table, 16- and
     /// 256-entry tables) in the vector kernels and one value at a time: decoded rows the same
-    /// bits, products within f32 rounding of the definition in f64, at 1-4 input rows.
+    /// bits, products within f32 rounding of the definition in f64, on every path.
     #[test]
     fn every_decoding_gives_the_definitions_weights_and_products() {
         let (rows, cols, group) = (19, 48, 16);
@@ -657,7 +670,9 @@ mod tests {
                 let op = CompressedMatMul {
                     weights: Arc::new(w),
                 };
-                for x_rows in 1..=6 {
+                // Dot products per group (1-4 rows), weighted rows in chunks of 8 (5-64),
+                // decoded blocks through the GEMM (65 and more).
+                for x_rows in [1, 2, 3, 4, 5, 6, 8, 9, 13, 70] {
                     let x: Vec<f32> = (0..x_rows * cols)
                         .map(|i| ((i % 13) as f32 - 6.0) * 0.25)
                         .collect();
@@ -684,25 +699,19 @@ mod tests {
 
     #[test]
     fn parts_of_the_wrong_length_are_refused() {
-        let bad = CompressedWeights::new(
-            vec![0u8; 3].into(),
-            CodeWidth::Four,
-            lut16(),
-            (2, 4),
-            4,
-            vec![1.0; 2],
-            None,
-        );
-        assert!(bad.unwrap_err().contains("3 bytes"));
-        let bad = CompressedWeights::new(
-            vec![0u8; 4].into(),
-            CodeWidth::Four,
-            lut16(),
-            (2, 4),
-            3,
-            vec![1.0; 2],
-            None,
-        );
-        assert!(bad.is_err());
+        let made = |bytes: usize, group: usize| {
+            CompressedWeights::new(
+                vec![0u8; bytes].into(),
+                CodeWidth::Four,
+                lut16(),
+                (2, 4),
+                group,
+                vec![1.0; 2],
+                None,
+            )
+        };
+        assert!(made(3, 4).unwrap_err().contains("3 bytes"));
+        assert!(made(4, 3).unwrap_err().contains("groups of 3"));
+        assert!(made(4, 4).is_ok());
     }
 }
