@@ -60,6 +60,37 @@ quantize_in!(quantize_f32, f32);
 quantize_in!(quantize_f64, f64);
 
 impl FakeQuantize {
+    /// f32 without conversions: rows along which the four ranges are constant (per-tensor
+    /// and per-channel activations) run the formula over the contiguous slice of `x` in the
+    /// widest vectors (the same operations in the same order, so the same bits).
+    fn run_f32(&self, bc: &Broadcast<5>, inputs: [&[f32]; 5]) -> Vec<f32> {
+        let mut out = vec![0f32; bc.out_len()];
+        let l = (self.levels - 1) as f32;
+        irun_opkit::par::for_each_split_mut(&mut out, 4096, &|at, chunk| {
+            bc.rows(at..at + chunk.len(), |start, s, st, len| {
+                let dst = &mut chunk[start - at..start - at + len];
+                if st[0] == 1 && st[1..].iter().all(|&t| t == 0) {
+                    let [il, ih, ol, oh] = std::array::from_fn(|j| inputs[j + 1][s[j + 1]]);
+                    let src = &inputs[0][s[0]..s[0] + len];
+                    irun_opkit::simd::widest(
+                        #[inline(always)]
+                        || {
+                            for (y, &x) in dst.iter_mut().zip(src) {
+                                *y = quantize_f32(x, il, ih, ol, oh, l);
+                            }
+                        },
+                    );
+                } else {
+                    for (i, y) in dst.iter_mut().enumerate() {
+                        let v = |j: usize| inputs[j][s[j] + i * st[j]];
+                        *y = quantize_f32(v(0), v(1), v(2), v(3), v(4), l);
+                    }
+                }
+            });
+        });
+        out
+    }
+
     fn run<T: Number>(&self, bc: &Broadcast<5>, inputs: [&[T]; 5]) -> Vec<T> {
         let mut out = vec![T::default(); bc.out_len()];
         let wide = std::mem::size_of::<T>() == 8;
@@ -138,6 +169,16 @@ impl Op for FakeQuantize {
                 format!("FakeQuantize-1 on {ty} (inputs of one float type)"),
             )
         };
+        if ty == ElementType::F32 {
+            let vals: [&[f32]; 5] =
+                std::array::from_fn(|j| inputs[j].values::<f32>().unwrap_or(&[]));
+            if vals.iter().zip(&inputs).any(|(v, t)| v.len() != t.len()) {
+                return Err(bad());
+            }
+            let out = Tensor::from_f32(x.shape().to_vec(), self.run_f32(&bc, vals))
+                .map_err(|e| OpError::new(codes::RUN_SHAPE, e.to_string()))?;
+            return Ok(vec![Arc::new(out)]);
+        }
         let out = irun_tensor::with_float!(ty, T => {
             let mut vals: [&[T]; 5] = [&[]; 5];
             for (j, t) in inputs.iter().enumerate() {
@@ -209,5 +250,64 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(e.code, codes::SHAPE);
+    }
+
+    /// The f32 path (vectorised rows, constant ranges hoisted) gives the generic path's bits:
+    /// ties, values on and around the range ends, infinities and NaN, per-tensor ranges and
+    /// per-channel ones, inverted ranges.
+    #[test]
+    fn the_f32_rows_give_the_generic_paths_bits() {
+        let mut x: Vec<f32> = (0..3000).map(|i| (i as f32 - 1500.0) * 0.00731).collect();
+        x.extend([
+            f32::NAN,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            -0.0,
+            0.0,
+            1.0,
+            -1.0,
+        ]);
+        let len = x.len();
+        let op = FakeQuantize { levels: 256 };
+        let cases: Vec<(Vec<usize>, Vec<usize>, [Vec<f32>; 4])> = vec![
+            (
+                vec![len],
+                vec![],
+                [vec![-4.66], vec![4.62], vec![-4.66], vec![4.62]],
+            ),
+            (
+                vec![len],
+                vec![],
+                [vec![1.0], vec![-1.0], vec![0.0], vec![3.0]],
+            ),
+            (
+                vec![7, len / 7],
+                vec![7, 1],
+                [
+                    (0..7).map(|c| -1.0 - c as f32).collect(),
+                    (0..7).map(|c| 1.0 + 0.5 * c as f32).collect(),
+                    (0..7).map(|c| -(c as f32)).collect(),
+                    (0..7).map(|c| c as f32 * 0.25).collect(),
+                ],
+            ),
+            (
+                vec![len / 7, 7],
+                vec![1, 7],
+                std::array::from_fn(|j| (0..7).map(|c| c as f32 - 3.0 + j as f32 * 2.0).collect()),
+            ),
+        ];
+        for (xs, rs, ranges) in cases {
+            let n: usize = xs.iter().product();
+            let shapes: [&[usize]; 5] = [&xs, &rs, &rs, &rs, &rs];
+            let bc = Broadcast::<5>::new(shapes).unwrap();
+            let vals: [&[f32]; 5] = [&x[..n], &ranges[0], &ranges[1], &ranges[2], &ranges[3]];
+            let fast = op.run_f32(&bc, vals);
+            let generic = op.run::<f32>(&bc, vals);
+            irun_opkit::testing::assert_same_bits(
+                &fast,
+                &generic,
+                format!("x {xs:?}, ranges {rs:?}"),
+            );
+        }
     }
 }
