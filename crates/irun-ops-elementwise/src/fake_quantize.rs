@@ -269,7 +269,9 @@ mod tests {
         ]);
         let len = x.len();
         let op = FakeQuantize { levels: 256 };
-        let cases: Vec<(Vec<usize>, Vec<usize>, [Vec<f32>; 4])> = vec![
+        /// x's shape, the ranges' shape, the four ranges.
+        type Case = (Vec<usize>, Vec<usize>, [Vec<f32>; 4]);
+        let cases: Vec<Case> = vec![
             (
                 vec![len],
                 vec![],
