@@ -8,31 +8,10 @@ use std::path::{Path, PathBuf};
 use irun::{end_tokens, Model, Options};
 use irun_tensor::{read_npz, Tensor};
 
+mod goldens;
+
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("models/llm")
-}
-
-fn goldens() -> Vec<String> {
-    let text = std::fs::read_to_string(root().join("manifest.json")).unwrap();
-    let json: serde_json::Value = serde_json::from_str(&text).unwrap();
-    let listed: Vec<String> = json["goldens"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v.as_str().unwrap().to_string())
-        .collect();
-    let mut present: Vec<String> = std::fs::read_dir(root())
-        .unwrap()
-        .map(|e| e.unwrap())
-        .filter(|e| e.path().is_dir())
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .collect();
-    present.sort();
-    assert_eq!(
-        listed, present,
-        "models/llm/manifest.json lists exactly the directories"
-    );
-    listed
 }
 
 fn expected(dir: &Path) -> Vec<(String, Tensor)> {
@@ -45,10 +24,13 @@ fn get<'a>(e: &'a [(String, Tensor)], key: &str) -> &'a Tensor {
 
 #[test]
 fn every_format_gives_openvinos_logits_and_greedy_tokens() {
-    let names = goldens();
-    assert_eq!(names.len(), 24, "3 architectures x 8 weight formats");
-    for name in names {
-        let dir = root().join(&name);
+    let dirs = goldens::golden_dirs(
+        "llm",
+        &["openvino_model.xml", "openvino_model.bin", "expected.npz"],
+    );
+    assert_eq!(dirs.len(), 24, "3 architectures x 8 weight formats");
+    for dir in dirs {
+        let name = dir.file_name().unwrap().to_string_lossy().into_owned();
         let e = expected(&dir);
         let prompt = get(&e, "prompt_ids").values::<i64>().unwrap().to_vec();
         let want_logits = get(&e, "prefill_logits");
