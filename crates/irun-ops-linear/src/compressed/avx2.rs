@@ -20,6 +20,11 @@ pub fn usable(w: &CompressedWeights) -> bool {
         && w.cols.is_multiple_of(2)
 }
 
+/// How far ahead of the codes being decoded the kernels ask for the cache line (a decode
+/// step 10% faster on the 106M INT4 Llama, alternating binaries: the hardware prefetcher
+/// alone left the loads waiting).
+const PREFETCH_AHEAD: usize = 1024;
+
 /// The most input rows [`dot_rows`] multiplies at once.
 pub const MAX_ROWS: usize = 4;
 
@@ -184,6 +189,8 @@ unsafe fn dot_rows_avx2<const R: usize, const KIND: u8>(
         let mut offsets = [0f32; R];
         for gi in 0..groups {
             let s = w.scales[r * groups + gi];
+            // The codes a few groups on (a hint: never dereferenced, never faults).
+            _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(PREFETCH_AHEAD) as *const i8);
             let mut acc = [_mm256_setzero_ps(); R];
             let mut c = gi * g;
             while c < (gi + 1) * g {
@@ -263,6 +270,7 @@ unsafe fn weighted_rows_avx2<const R: usize, const KIND: u8>(
         let x = xs.as_ptr();
         let mut sums = [_mm256_setzero_ps(); R];
         for gi in 0..groups {
+            _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(PREFETCH_AHEAD) as *const i8);
             let scale = _mm256_set1_ps(w.scales[r * groups + gi]);
             let zero = w
                 .zero_points
