@@ -272,6 +272,51 @@ impl CompiledModel {
         }
         Ok(dict)
     }
+
+    /// Greedy generation with a stateful decoder exported by optimum-intel (inputs
+    /// `input_ids`, `attention_mask`, optionally `position_ids` and `beam_idx`; output
+    /// `logits`), the loop `irun generate` runs: the prompt on a fresh state, then one token
+    /// per step, stopping after `max_new_tokens` or a token of `end_tokens`
+    /// (`irun.end_tokens(model_dir)` reads the export's). `on_token(id)` is called with each
+    /// token as it comes; returning `False` stops. Returns a dict: `tokens` (list of ids),
+    /// `prefill_ms`, `step_ms` (each later step's time).
+    #[pyo3(signature = (prompt_ids, max_new_tokens = 32, end_tokens = None, on_token = None))]
+    fn generate<'py>(
+        &self,
+        py: Python<'py>,
+        prompt_ids: Vec<i64>,
+        max_new_tokens: usize,
+        end_tokens: Option<Vec<i64>>,
+        on_token: Option<Py<PyAny>>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let exe = self.exe.clone();
+        let end = end_tokens.unwrap_or_default();
+        let mut callback_error: Option<PyErr> = None;
+        let done = py.detach(|| {
+            let mut generator = exe.generator()?;
+            generator.generate(&prompt_ids, max_new_tokens, &end, |token| {
+                let Some(f) = &on_token else { return true };
+                Python::attach(|py| match f.call1(py, (token,)) {
+                    // Only `False` stops: a callback returning None goes on.
+                    Ok(r) => !matches!(r.extract::<bool>(py), Ok(false)),
+                    Err(e) => {
+                        callback_error = Some(e);
+                        false
+                    }
+                })
+            })
+        });
+        if let Some(e) = callback_error {
+            return Err(e);
+        }
+        let done = done.map_err(|e| run_error(py, e))?;
+        let dict = PyDict::new(py);
+        dict.set_item("tokens", done.tokens)?;
+        dict.set_item("prefill_ms", done.prefill.as_secs_f64() * 1e3)?;
+        let steps: Vec<f64> = done.steps.iter().map(|d| d.as_secs_f64() * 1e3).collect();
+        dict.set_item("step_ms", steps)?;
+        Ok(dict)
+    }
 }
 
 impl CompiledModel {
@@ -384,6 +429,14 @@ fn check(py: Python<'_>, path: PathBuf) -> PyResult<Vec<Diagnostic>> {
     Ok(diags.into_iter().map(Diagnostic::from).collect())
 }
 
+/// The end-of-sequence token ids an optimum-intel export names in `model_dir`
+/// (`eos_token_id` of `generation_config.json`, else of `config.json`); empty when neither
+/// names one.
+#[pyfunction]
+fn end_tokens(py: Python<'_>, model_dir: PathBuf) -> PyResult<Vec<i64>> {
+    irun::end_tokens(&model_dir).map_err(|e| to_py_err(py, &model_dir.display().to_string(), e))
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
@@ -397,5 +450,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Port>()?;
     m.add_class::<Diagnostic>()?;
     m.add_function(wrap_pyfunction!(check, m)?)?;
+    m.add_function(wrap_pyfunction!(end_tokens, m)?)?;
     Ok(())
 }

@@ -162,3 +162,28 @@ def test_bf16_without_ml_dtypes_travels_as_bits_with_a_warning(monkeypatch):
     assert got.dtype == np.uint16
     want = npz(case / "expected.npz")[key]
     assert np.array_equal(got, want.view(np.uint16))
+
+
+def test_an_llm_generates_openvinos_greedy_tokens_and_streams_them():
+    d = MODELS / "llm" / "llama_int4_asym"
+    golden = np.load(d / "expected.npz")
+    compiled = irun.Model(d / "openvino_model.xml").compile(threads=2)
+    assert irun.end_tokens(d) == [2]
+    seen = []
+    done = compiled.generate(
+        golden["prompt_ids"].tolist(), len(golden["tokens"]), irun.end_tokens(d), seen.append
+    )
+    assert done["tokens"] == golden["tokens"].tolist() == seen
+    assert done["prefill_ms"] > 0 and len(done["step_ms"]) == len(seen) - 1
+    # Returning False stops; an exception in the callback propagates.
+    assert compiled.generate([1, 2, 3], 8, on_token=lambda t: False)["tokens"] != []
+    assert len(compiled.generate([1, 2, 3], 8, on_token=lambda t: False)["tokens"]) == 1
+
+    def boom(token):
+        raise ValueError("stop here")
+
+    with pytest.raises(ValueError, match="stop here"):
+        compiled.generate([1, 2, 3], 8, on_token=boom)
+    gcn = irun.Model(MODELS / "converted" / "torch_gcn" / "model.xml").compile()
+    with pytest.raises(irun.RunError, match="not a decoder export"):
+        gcn.generate([1])

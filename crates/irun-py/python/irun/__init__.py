@@ -7,7 +7,8 @@
 
 ``irun.check(path)`` lists every diagnostic of a model file without raising for errors.
 A stateful model carries its variables between calls in ``compiled.create_state()``,
-passed as ``compiled(inputs, state=state)``.
+passed as ``compiled(inputs, state=state)``. An LLM exported by optimum-intel generates
+with ``compiled.generate(prompt_ids, max_new_tokens, irun.end_tokens(model_dir))``.
 """
 
 from ._native import (
@@ -21,6 +22,7 @@ from ._native import (
     State,
     __version__,
     check,
+    end_tokens,
 )
 
 __all__ = [
@@ -34,4 +36,5 @@ __all__ = [
     "State",
     "__version__",
     "check",
+    "end_tokens",
 ]

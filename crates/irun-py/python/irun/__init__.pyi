@@ -1,7 +1,7 @@
 """Type stubs of the irun package (its native module, irun._native)."""
 
 from os import PathLike
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Union
 
 import numpy as np
 
@@ -82,6 +82,13 @@ class CompiledModel:
     def __call__(
         self, inputs: _Inputs, state: Optional[State] = None
     ) -> Dict[str, np.ndarray]: ...
+    def generate(
+        self,
+        prompt_ids: Sequence[int],
+        max_new_tokens: int = 32,
+        end_tokens: Optional[Sequence[int]] = None,
+        on_token: Optional[Callable[[int], Optional[bool]]] = None,
+    ) -> Dict[str, Any]: ...
 
 class Model:
     """A model read from model.xml (and its .bin) and validated."""
@@ -95,3 +102,4 @@ class Model:
     ) -> CompiledModel: ...
 
 def check(path: _Path) -> List[Diagnostic]: ...
+def end_tokens(model_dir: _Path) -> List[int]: ...
