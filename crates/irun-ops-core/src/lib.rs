@@ -13,6 +13,7 @@ pub mod convert;
 pub mod convert_like;
 pub mod eye;
 pub mod parameter;
+pub mod random_uniform;
 pub mod range;
 pub mod read_value;
 pub mod result;

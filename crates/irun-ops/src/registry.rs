@@ -48,6 +48,7 @@ pub static REGISTRY: &[Entry] = &[
     op("ConvertLike", 1, 1, core::convert_like::build),
     op("Range", 4, 4, core::range::build),
     op("Eye", 9, 9, core::eye::build),
+    op("RandomUniform", 8, 8, core::random_uniform::build),
     op("ShapeOf", 1, 1, core::shape_of::build_v1),
     op("ShapeOf", 3, 3, core::shape_of::build_v3),
     op("ReadValue", 3, 3, core::read_value::build_v3),
