@@ -11,8 +11,9 @@
 //!   float is `(x & 0xFFFFFF) * 2^-24` times `max - min` plus `min` (torch.rand), an integer
 //!   `x mod (max - min) + min` (torch.randint).
 //!
-//! As OpenVINO CPU computes them (checked against it: models/random): f16, bf16 and f64 are
-//! the f32 value converted, and i64 the i32 path (OpenVINO's reference kernel and TensorFlow
+//! As OpenVINO CPU computes them (checked against it: models/random): f16 and f64 are the
+//! f32 value converted (bf16 too, unchecked: the CPU runs a bf16 RandomUniform in f32), and
+//! i64 the i32 path (OpenVINO's reference kernel and TensorFlow
 //! draw f16 from 10 random bits and f64 and i64 from two u32; irun gives what OpenVINO CPU
 //! gives). Integer ranges of 2^32 or more are refused (their draws were not checked).
 //!
