@@ -46,6 +46,35 @@ fn kind(d: Decode) -> u8 {
     }
 }
 
+/// `$body` with `$K` the constant of `$w`'s decoding, so that each kernel is instantiated
+/// once per decoding and the one match is here.
+macro_rules! by_decoding {
+    ($w:expr, $K:ident => $body:expr) => {
+        match kind($w.decode) {
+            U4 => {
+                const $K: u8 = U4;
+                $body
+            }
+            LUT16 => {
+                const $K: u8 = LUT16;
+                $body
+            }
+            U8 => {
+                const $K: u8 = U8;
+                $body
+            }
+            I8 => {
+                const $K: u8 = I8;
+                $body
+            }
+            _ => {
+                const $K: u8 = LUT256;
+                $body
+            }
+        }
+    };
+}
+
 /// Bytes of eight codes.
 const fn step_bytes(kind: u8) -> usize {
     if kind <= LUT16 {
@@ -146,28 +175,17 @@ pub fn dot_rows(w: &CompressedWeights, r: usize, xs: &[f32], sums: &[f32], out: 
     let p = row_start(w, r);
     assert!(out.len() <= MAX_ROWS && xs.len() == out.len() * w.cols);
     assert!(w.zero_points.is_none() || sums.len() == out.len() * (w.cols / w.group));
-    macro_rules! rows {
-        ($kind:expr) => {
-            // SAFETY: `usable` found AVX2 and FMA; `row_start` checked that the row's codes
-            // (`cols / 8` steps of `step_bytes`) lie inside `codes`; the x loads are 8
-            // floats at `m * cols + c` with `c + 8 <= cols`, inside `xs` (asserted).
-            unsafe {
-                match out.len() {
-                    1 => dot_rows_avx2::<1, { $kind }>(w, r, p, xs, sums, out),
-                    2 => dot_rows_avx2::<2, { $kind }>(w, r, p, xs, sums, out),
-                    3 => dot_rows_avx2::<3, { $kind }>(w, r, p, xs, sums, out),
-                    _ => dot_rows_avx2::<4, { $kind }>(w, r, p, xs, sums, out),
-                }
-            }
-        };
-    }
-    match kind(w.decode) {
-        U4 => rows!(U4),
-        LUT16 => rows!(LUT16),
-        U8 => rows!(U8),
-        I8 => rows!(I8),
-        _ => rows!(LUT256),
-    }
+    // SAFETY: `usable` found AVX2 and FMA; `row_start` checked that the row's codes
+    // (`cols / 8` steps of `step_bytes`) lie inside `codes`; the x loads are 8 floats at
+    // `m * cols + c` with `c + 8 <= cols`, inside `xs` (asserted).
+    by_decoding!(w, K => unsafe {
+        match out.len() {
+            1 => dot_rows_avx2::<1, K>(w, r, p, xs, sums, out),
+            2 => dot_rows_avx2::<2, K>(w, r, p, xs, sums, out),
+            3 => dot_rows_avx2::<3, K>(w, r, p, xs, sums, out),
+            _ => dot_rows_avx2::<4, K>(w, r, p, xs, sums, out),
+        }
+    })
 }
 
 #[target_feature(enable = "avx2,fma")]
@@ -228,30 +246,19 @@ pub const MAX_WEIGHTED_ROWS: usize = 8;
 pub fn weighted_rows(w: &CompressedWeights, r: usize, xs: &[f32], out: &mut [f32]) {
     let p = row_start(w, r);
     assert!(out.len() <= MAX_WEIGHTED_ROWS && xs.len() == out.len() * w.cols);
-    macro_rules! rows {
-        ($kind:expr) => {
-            // SAFETY: as `dot_rows`.
-            unsafe {
-                match out.len() {
-                    1 => weighted_rows_avx2::<1, { $kind }>(w, r, p, xs, out),
-                    2 => weighted_rows_avx2::<2, { $kind }>(w, r, p, xs, out),
-                    3 => weighted_rows_avx2::<3, { $kind }>(w, r, p, xs, out),
-                    4 => weighted_rows_avx2::<4, { $kind }>(w, r, p, xs, out),
-                    5 => weighted_rows_avx2::<5, { $kind }>(w, r, p, xs, out),
-                    6 => weighted_rows_avx2::<6, { $kind }>(w, r, p, xs, out),
-                    7 => weighted_rows_avx2::<7, { $kind }>(w, r, p, xs, out),
-                    _ => weighted_rows_avx2::<8, { $kind }>(w, r, p, xs, out),
-                }
-            }
-        };
-    }
-    match kind(w.decode) {
-        U4 => rows!(U4),
-        LUT16 => rows!(LUT16),
-        U8 => rows!(U8),
-        I8 => rows!(I8),
-        _ => rows!(LUT256),
-    }
+    // SAFETY: as `dot_rows`.
+    by_decoding!(w, K => unsafe {
+        match out.len() {
+            1 => weighted_rows_avx2::<1, K>(w, r, p, xs, out),
+            2 => weighted_rows_avx2::<2, K>(w, r, p, xs, out),
+            3 => weighted_rows_avx2::<3, K>(w, r, p, xs, out),
+            4 => weighted_rows_avx2::<4, K>(w, r, p, xs, out),
+            5 => weighted_rows_avx2::<5, K>(w, r, p, xs, out),
+            6 => weighted_rows_avx2::<6, K>(w, r, p, xs, out),
+            7 => weighted_rows_avx2::<7, K>(w, r, p, xs, out),
+            _ => weighted_rows_avx2::<8, K>(w, r, p, xs, out),
+        }
+    })
 }
 
 #[target_feature(enable = "avx2,fma")]
@@ -301,15 +308,7 @@ pub fn decode_row(w: &CompressedWeights, r: usize, out: &mut [f32]) {
     let p = row_start(w, r);
     assert!(out.len() >= w.cols);
     // SAFETY: as `dot_rows`; the stores are 8 floats at `c`, `c + 8 <= cols <= out.len()`.
-    unsafe {
-        match kind(w.decode) {
-            U4 => decode_row_avx2::<U4>(w, r, p, out),
-            LUT16 => decode_row_avx2::<LUT16>(w, r, p, out),
-            U8 => decode_row_avx2::<U8>(w, r, p, out),
-            I8 => decode_row_avx2::<I8>(w, r, p, out),
-            _ => decode_row_avx2::<LUT256>(w, r, p, out),
-        }
-    }
+    unsafe { by_decoding!(w, K => decode_row_avx2::<K>(w, r, p, out)) }
 }
 
 #[target_feature(enable = "avx2,fma")]
