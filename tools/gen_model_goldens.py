@@ -536,6 +536,27 @@ def control_flow():
     }
 
 
+def yolo():
+    """YOLO heads: RegionYolo-1 as YOLOv2 (softmax over the classes, dims 1..3 flattened) and
+    as YOLOv3 (the masked regions, every class through the sigmoid) on a batch of two, and
+    ReorgYolo-2 (YOLOv2's passthrough) with stride 2."""
+    r = np.random.default_rng(33)
+    v2 = param("v2", np.float32, [1, 16, 5, 6])
+    v3 = param("v3", np.float32, [2, 75, 4, 4])
+    reorg = param("reorg", np.float32, [1, 8, 4, 6])
+    region_v2 = o1.region_yolo(v2, 4, 3, 2, True, [], 1, 3, [10.0, 14.0, 23.0, 27.0])
+    region_v3 = o1.region_yolo(v3, 4, 20, 9, False, [0, 1, 2], 1, 3,
+                               [10.0, 14.0, 23.0, 27.0, 37.0, 58.0])
+    m = model([("region_v2", region_v2), ("region_v3", region_v3),
+               ("reorg_out", o2.reorg_yolo(reorg, [2]))], [v2, v3, reorg], "yolo")
+    inputs = {
+        "v2": (r.standard_normal((1, 16, 5, 6)) * 3).astype(np.float32),
+        "v3": (r.standard_normal((2, 75, 4, 4)) * 3).astype(np.float32),
+        "reorg": r.standard_normal((1, 8, 4, 6)).astype(np.float32),
+    }
+    return m, inputs
+
+
 def converted():
     """The committed PyTorch conversions that irun can run: inputs for each."""
     n, f, e = 10, 16, 40
@@ -566,7 +587,7 @@ def converted():
 def main():
     only = set(sys.argv[1:])
     for build in (shape_ops, int_arith, activations, gather_split_tile, reduce_norm, small_cnn, index_ops, attention, fft, einsum,
-                  pillar_max, recurrent, control_flow):
+                  pillar_max, recurrent, control_flow, yolo):
         name = build.__name__
         if only and name not in only:
             continue
