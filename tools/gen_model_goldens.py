@@ -557,6 +557,31 @@ def yolo():
     return m, inputs
 
 
+def ssd_priors():
+    """PriorBoxClustered-1 as SSD heads use it: the feature map's and the image's sizes taken
+    by ShapeOf and StridedSlice (folded), with the image size as the step (one variance,
+    clipped) and with explicit steps, an offset and four variances, unclipped."""
+    feature = param("feature", np.float32, [1, 8, 5, 7])
+    image = param("image", np.float32, [1, 3, 60, 84])
+
+    def hw(x):
+        return o1.strided_slice(o3.shape_of(x, "i64"), const([2]), const([4]), const([1]), [0], [0])
+
+    a = o1.prior_box_clustered(hw(feature), hw(image), {
+        "width": [10.0, 24.5, 60.0], "height": [12.0, 30.0, 20.0], "clip": True,
+        "offset": 0.5, "variance": [0.1]})
+    b = o1.prior_box_clustered(hw(feature), hw(image), {
+        "width": [8.0, 100.0], "height": [16.0, 3.0], "clip": False, "step_w": 12.0,
+        "step_h": 11.0, "offset": 0.25, "variance": [0.1, 0.1, 0.2, 0.2]})
+    add = o1.add(feature, const(0.0, np.float32))
+    m = model([("priors_a", a), ("priors_b", b), ("feature_out", add)], [feature, image],
+              "ssd_priors")
+    r = np.random.default_rng(34)
+    inputs = {"feature": r.standard_normal((1, 8, 5, 7)).astype(np.float32),
+              "image": r.standard_normal((1, 3, 60, 84)).astype(np.float32)}
+    return m, inputs
+
+
 def converted():
     """The committed PyTorch conversions that irun can run: inputs for each."""
     n, f, e = 10, 16, 40
@@ -587,7 +612,7 @@ def converted():
 def main():
     only = set(sys.argv[1:])
     for build in (shape_ops, int_arith, activations, gather_split_tile, reduce_norm, small_cnn, index_ops, attention, fft, einsum,
-                  pillar_max, recurrent, control_flow, yolo):
+                  pillar_max, recurrent, control_flow, yolo, ssd_priors):
         name = build.__name__
         if only and name not in only:
             continue

@@ -287,6 +287,12 @@ pub static REGISTRY: &[Entry] = &[
     op("Interpolate", 11, 11, vision::interpolate::build_v11),
     op("NonMaxSuppression", 5, 5, nms::build_v5),
     op("NonMaxSuppression", 9, 9, nms::build_v9),
+    op(
+        "PriorBoxClustered",
+        1,
+        1,
+        vision::prior_box_clustered::build,
+    ),
     op("RegionYolo", 1, 1, vision::region_yolo::build),
     op("ReorgYolo", 2, 2, vision::reorg_yolo::build),
     op("ROIAlign", 3, 3, vision::roi_align::build_v3),
