@@ -162,7 +162,8 @@ impl Op for PriorBoxClustered {
         let half = self.len([lh, lw]) as usize;
         let mut out = vec![0f32; 2 * half];
         let (boxes, variances) = out.split_at_mut(half);
-        let clip = |v: f32| if self.clip { v.max(0.0).min(1.0) } else { v };
+        // `clamp` keeps NaN, as the reference's std::min(std::max(..)) does.
+        let clip = |v: f32| if self.clip { v.clamp(0.0, 1.0) } else { v };
         let mut at = 0;
         for h in 0..lh {
             for w in 0..lw {
