@@ -558,9 +558,10 @@ def yolo():
 
 
 def ssd_priors():
-    """PriorBoxClustered-1 as SSD heads use it: the feature map's and the image's sizes taken
-    by ShapeOf and StridedSlice (folded), with the image size as the step (one variance,
-    clipped) and with explicit steps, an offset and four variances, unclipped."""
+    """PriorBoxClustered-1 and PriorBox-1/-8 as SSD heads use them: the feature map's and the
+    image's sizes taken by ShapeOf and StridedSlice (folded); clustered boxes with the image
+    size as the step (one variance, clipped) and with explicit steps, an offset and four
+    variances, unclipped; PriorBox in the modes below."""
     feature = param("feature", np.float32, [1, 8, 5, 7])
     image = param("image", np.float32, [1, 3, 60, 84])
 
@@ -573,9 +574,26 @@ def ssd_priors():
     b = o1.prior_box_clustered(hw(feature), hw(image), {
         "width": [8.0, 100.0], "height": [16.0, 3.0], "clip": False, "step_w": 12.0,
         "step_h": 11.0, "offset": 0.25, "variance": [0.1, 0.1, 0.2, 0.2]})
+    # PriorBox: SSD's min/max sizes with flipped ratios (v8 and v1), the other order of the
+    # max box, mxnet's scale_all_sizes=false (sizes scaled by the image height), and fixed
+    # sizes with densities.
+    ssd = {"min_size": [16.0, 24.0], "max_size": [32.0, 40.0], "aspect_ratio": [2.0, 3.0],
+           "flip": True, "clip": False, "step": 12.0, "offset": 0.5,
+           "variance": [0.1, 0.1, 0.2, 0.2]}
+    c = o8.prior_box(hw(feature), hw(image), ssd)
+    d = o1.prior_box(hw(feature), hw(image), dict(ssd, clip=True, variance=[0.2]))
+    e = o8.prior_box(hw(feature), hw(image), dict(ssd, min_max_aspect_ratios_order=False,
+                                                  step=0.0))
+    f = o8.prior_box(hw(feature), hw(image), {
+        "min_size": [0.2, 0.35], "aspect_ratio": [2.0], "flip": False, "clip": True,
+        "step": 0.0, "offset": 0.5, "scale_all_sizes": False, "variance": [0.1]})
+    g = o8.prior_box(hw(feature), hw(image), {
+        "fixed_size": [16.0, 30.0], "density": [2.0, 3.0],
+        "aspect_ratio": [2.0], "flip": False, "clip": False, "step": 12.0, "offset": 0.5})
     add = o1.add(feature, const(0.0, np.float32))
-    m = model([("priors_a", a), ("priors_b", b), ("feature_out", add)], [feature, image],
-              "ssd_priors")
+    m = model([("priors_a", a), ("priors_b", b), ("box_ssd", c), ("box_v1_clip", d),
+               ("box_max_last", e), ("box_mxnet", f), ("box_fixed", g), ("feature_out", add)],
+              [feature, image], "ssd_priors")
     r = np.random.default_rng(34)
     inputs = {"feature": r.standard_normal((1, 8, 5, 7)).astype(np.float32),
               "image": r.standard_normal((1, 3, 60, 84)).astype(np.float32)}

@@ -1,5 +1,5 @@
 //! The image and detection family: Interpolate-1/4/11, GridSample-9, NonMaxSuppression-5/9,
-//! ROIAlign-3/9, PriorBoxClustered-1, RegionYolo-1, ReorgYolo-2. One file per op; `resample.rs` is
+//! ROIAlign-3/9, PriorBox-0/8, PriorBoxClustered-0, RegionYolo-0, ReorgYolo-0. One file per op; `resample.rs` is
 //! Interpolate's arithmetic (coordinates, nearest rounding, each filter's taps, the
 //! separable pass).
 //!
@@ -16,6 +16,7 @@ pub(crate) use irun_opkit::{attrs, fact, kernel, op, par, util};
 pub mod grid_sample;
 pub mod interpolate;
 pub mod non_max_suppression;
+pub mod prior_box;
 pub mod prior_box_clustered;
 pub mod region_yolo;
 pub mod reorg_yolo;
