@@ -249,7 +249,7 @@ impl PriorBox {
                     push(cx, cy, half, half, false);
                     let with_ratios = self.scale_all_sizes || i == min_size.len() - 1;
                     let base = if self.scale_all_sizes { m } else { min_size[0] };
-                    let mut max_box = |push: &mut dyn FnMut(f32, f32, f32, f32, bool)| {
+                    let max_box = |push: &mut dyn FnMut(f32, f32, f32, f32, bool)| {
                         if let Some(&big) = self.max_size.get(i) {
                             let side = (m * big).sqrt() * 0.5;
                             push(cx, cy, side, side, false);
