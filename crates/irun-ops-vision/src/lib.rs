@@ -15,6 +15,7 @@ pub(crate) use irun_opkit::{attrs, fact, kernel, op, par, util};
 
 pub mod grid_sample;
 pub mod interpolate;
+mod layout;
 pub mod non_max_suppression;
 pub mod prior_box;
 pub mod prior_box_clustered;

@@ -123,21 +123,6 @@ pub fn build_v8(a: &AttrReader) -> Result<Box<dyn Op>, OpError> {
     build(a, 8)
 }
 
-/// `[first, second]` of a 2-value integer input.
-fn pair(t: &Tensor, slot: usize) -> Result<[i64; 2], OpError> {
-    match t.to_i64_vec().as_deref() {
-        Some(&[a, b]) if a > 0 && b > 0 => Ok([a, b]),
-        _ => Err(OpError::input(
-            slot,
-            codes::BAD_VALUE,
-            format!(
-                "PriorBox: input {slot} must be two positive sizes, got {}",
-                t.preview(4)
-            ),
-        )),
-    }
-}
-
 fn below(x: f32, t: f32) -> f32 {
     if x < t {
         x
@@ -294,29 +279,10 @@ impl Op for PriorBox {
 
     fn infer(&self, inputs: &[Fact]) -> Result<Vec<Fact>, OpError> {
         expect_inputs(inputs, 2, self.name())?;
-        for (slot, f) in inputs.iter().enumerate() {
-            if !f.ty.is_integral_number() && f.ty != ElementType::Dynamic {
-                return Err(OpError::input(
-                    slot,
-                    codes::ELEMENT_TYPE,
-                    format!(
-                        "{}: input {slot} must be integers, got {}",
-                        self.name(),
-                        f.ty
-                    ),
-                ));
-            }
-            if f.shape.to_static().is_some_and(|s| s != [2]) {
-                return Err(OpError::input(
-                    slot,
-                    codes::SHAPE,
-                    format!("{}: input {slot} must be [2], got {}", self.name(), f.shape),
-                ));
-            }
-        }
+        crate::layout::check_sizes(inputs, self.name())?;
         let len = match &inputs[0].value {
             Some(v) => {
-                let [h, w] = pair(v, 0)?;
+                let [h, w] = crate::layout::size_pair(v, 0, self.name())?;
                 Dim::fixed(4 * h as u64 * w as u64 * self.priors())
             }
             None => Dim::DYNAMIC,
@@ -329,7 +295,10 @@ impl Op for PriorBox {
 
     fn eval(&self, inputs: Vec<Value>) -> Result<Vec<Value>, OpError> {
         let [layer, image] = take_inputs::<2>(inputs, self.name())?;
-        let (map, img) = (pair(&layer, 0)?, pair(&image, 1)?);
+        let (map, img) = (
+            crate::layout::size_pair(&layer, 0, self.name())?,
+            crate::layout::size_pair(&image, 1, self.name())?,
+        );
         let mut out = self.boxes(map, img);
         if self.clip {
             for v in &mut out {

@@ -74,21 +74,6 @@ pub fn build(a: &AttrReader) -> Result<Box<dyn Op>, OpError> {
     }))
 }
 
-/// `[first, second]` of a 2-value integer input.
-fn pair(t: &Tensor, slot: usize) -> Result<[i64; 2], OpError> {
-    match t.to_i64_vec().as_deref() {
-        Some(&[a, b]) if a >= 0 && b >= 0 => Ok([a, b]),
-        _ => Err(OpError::input(
-            slot,
-            codes::BAD_VALUE,
-            format!(
-                "PriorBoxClustered-1: input {slot} must be two sizes, got {}",
-                t.preview(4)
-            ),
-        )),
-    }
-}
-
 impl PriorBoxClustered {
     fn len(&self, [h, w]: [i64; 2]) -> u64 {
         4 * h as u64 * w as u64 * self.widths.len() as u64
@@ -106,30 +91,9 @@ impl Op for PriorBoxClustered {
 
     fn infer(&self, inputs: &[Fact]) -> Result<Vec<Fact>, OpError> {
         expect_inputs(inputs, 2, self.name())?;
-        for (slot, f) in inputs.iter().enumerate() {
-            if !f.ty.is_integral_number() && f.ty != ElementType::Dynamic {
-                return Err(OpError::input(
-                    slot,
-                    codes::ELEMENT_TYPE,
-                    format!(
-                        "PriorBoxClustered-1: input {slot} must be integers, got {}",
-                        f.ty
-                    ),
-                ));
-            }
-            if f.shape.to_static().is_some_and(|s| s != [2]) {
-                return Err(OpError::input(
-                    slot,
-                    codes::SHAPE,
-                    format!(
-                        "PriorBoxClustered-1: input {slot} must be [2], got {}",
-                        f.shape
-                    ),
-                ));
-            }
-        }
+        crate::layout::check_sizes(inputs, self.name())?;
         let len = match &inputs[0].value {
-            Some(v) => Dim::fixed(self.len(pair(v, 0)?)),
+            Some(v) => Dim::fixed(self.len(crate::layout::size_pair(v, 0, self.name())?)),
             None => Dim::DYNAMIC,
         };
         Ok(vec![Fact::new(
@@ -140,8 +104,8 @@ impl Op for PriorBoxClustered {
 
     fn eval(&self, inputs: Vec<Value>) -> Result<Vec<Value>, OpError> {
         let [layer, image] = take_inputs::<2>(inputs, self.name())?;
-        let [lh, lw] = pair(&layer, 0)?;
-        let [ih, iw] = pair(&image, 1)?;
+        let [lh, lw] = crate::layout::size_pair(&layer, 0, self.name())?;
+        let [ih, iw] = crate::layout::size_pair(&image, 1, self.name())?;
         let (img_w, img_h) = (iw as f32, ih as f32);
         let (mut step_w, mut step_h) = (
             if self.step_w == 0.0 {

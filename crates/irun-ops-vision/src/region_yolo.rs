@@ -177,38 +177,15 @@ impl Op for RegionYolo {
                 format!("RegionYolo-1: input must be floats, got {}", x.ty),
             ));
         }
-        let shape = match x.shape.dims() {
-            None => PartialShape::dynamic_rank(),
-            Some(d) if d.len() == 4 => PartialShape::new(
-                self.out_dims([d[0], d[1], d[2], d[3]])
-                    .map_err(|m| OpError::input(0, codes::SHAPE, format!("RegionYolo-1: {m}")))?,
-            ),
-            Some(d) => {
-                return Err(OpError::input(
-                    0,
-                    codes::RANK,
-                    format!("RegionYolo-1: input must be 4-D, got rank {}", d.len()),
-                ))
-            }
-        };
+        let shape = crate::layout::nchw_shape(x, self.name(), PartialShape::dynamic_rank(), |d| {
+            self.out_dims(d)
+        })?;
         Ok(vec![Fact::new(x.ty, shape)])
     }
 
     fn eval(&self, inputs: Vec<Value>) -> Result<Vec<Value>, OpError> {
         let [x] = take_inputs::<1>(inputs, self.name())?;
-        let &[n, c, h, w] = x.shape() else {
-            return Err(OpError::new(
-                codes::RUN_SHAPE,
-                "RegionYolo-1: input must be 4-D",
-            ));
-        };
-        let dims = self
-            .out_dims([n, c, h, w].map(|d| Dim::fixed(d as u64)))
-            .map_err(|m| OpError::new(codes::RUN_SHAPE, format!("RegionYolo-1: {m}")))?;
-        let shape: Vec<usize> = dims
-            .iter()
-            .map(|d| d.get_static().unwrap_or(0) as usize)
-            .collect();
+        let ([n, c, h, w], shape) = crate::layout::nchw_run(&x, self.name(), |d| self.out_dims(d))?;
         let ty = x.element_type();
         let bad = || OpError::new(codes::UNSUPPORTED_TYPE, format!("RegionYolo-1 on {ty}"));
         let out = with_float!(ty, T => {

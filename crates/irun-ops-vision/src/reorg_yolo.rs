@@ -66,36 +66,17 @@ impl Op for ReorgYolo {
     fn infer(&self, inputs: &[Fact]) -> Result<Vec<Fact>, OpError> {
         expect_inputs(inputs, 1, self.name())?;
         let x = &inputs[0];
-        let shape = match x.shape.dims() {
-            None => PartialShape::dynamic_of_rank(4),
-            Some(d) if d.len() == 4 => {
-                let dims = self
-                    .out_dims([d[0], d[1], d[2], d[3]])
-                    .map_err(|m| OpError::input(0, codes::SHAPE, format!("ReorgYolo-2: {m}")))?;
-                PartialShape::new(dims.to_vec())
-            }
-            Some(d) => {
-                return Err(OpError::input(
-                    0,
-                    codes::RANK,
-                    format!("ReorgYolo-2: input must be 4-D, got rank {}", d.len()),
-                ))
-            }
-        };
+        let shape =
+            crate::layout::nchw_shape(x, self.name(), PartialShape::dynamic_of_rank(4), |d| {
+                self.out_dims(d).map(|o| o.to_vec())
+            })?;
         Ok(vec![Fact::new(x.ty, shape)])
     }
 
     fn eval(&self, inputs: Vec<Value>) -> Result<Vec<Value>, OpError> {
         let [x] = take_inputs::<1>(inputs, self.name())?;
-        let &[n, c, h, w] = x.shape() else {
-            return Err(OpError::new(
-                codes::RUN_SHAPE,
-                "ReorgYolo-2: input must be 4-D",
-            ));
-        };
-        let out = self
-            .out_dims([n, c, h, w].map(|d| Dim::fixed(d as u64)))
-            .map_err(|m| OpError::new(codes::RUN_SHAPE, format!("ReorgYolo-2: {m}")))?;
+        let ([n, c, h, w], shape) =
+            crate::layout::nchw_run(&x, self.name(), |d| self.out_dims(d).map(|o| o.to_vec()))?;
         if x.len() > u32::MAX as usize {
             return Err(OpError::new(
                 codes::RUN_SHAPE,
@@ -115,10 +96,6 @@ impl Op for ReorgYolo {
                 }
             }
         }
-        let shape: Vec<usize> = out
-            .iter()
-            .map(|d| d.get_static().unwrap_or(0) as usize)
-            .collect();
         let t = Tensor::new(x.element_type(), shape, x.storage().take(&positions))
             .map_err(|e| OpError::new(codes::RUN_SHAPE, e.to_string()))?;
         Ok(vec![Arc::new(t)])

@@ -1,0 +1,86 @@
+//! What several detection ops check the same way: a 4-D `[N, C, H, W]` input whose output dims
+//! follow from its dims (RegionYolo, ReorgYolo), and the two `[2]` integer size inputs of the
+//! prior-box ops (`[H, W]` of the feature map, `[IH, IW]` of the image).
+
+use irun_tensor::{Dim, ElementType, PartialShape, Tensor};
+
+use crate::fact::Fact;
+use crate::op::{codes, OpError};
+
+/// The output shape of an op on `[N, C, H, W]` whose dims `out` computes (or says why not);
+/// `unknown` when the input's rank is.
+pub fn nchw_shape(
+    x: &Fact,
+    name: &str,
+    unknown: PartialShape,
+    out: impl Fn([Dim; 4]) -> Result<Vec<Dim>, String>,
+) -> Result<PartialShape, OpError> {
+    match x.shape.dims() {
+        None => Ok(unknown),
+        Some(&[n, c, h, w]) => out([n, c, h, w])
+            .map(PartialShape::new)
+            .map_err(|m| OpError::input(0, codes::SHAPE, format!("{name}: {m}"))),
+        Some(d) => Err(OpError::input(
+            0,
+            codes::RANK,
+            format!("{name}: input must be 4-D, got rank {}", d.len()),
+        )),
+    }
+}
+
+/// At run time: the input's `[N, C, H, W]` and the output shape `out` gives.
+pub fn nchw_run(
+    x: &Tensor,
+    name: &str,
+    out: impl Fn([Dim; 4]) -> Result<Vec<Dim>, String>,
+) -> Result<([usize; 4], Vec<usize>), OpError> {
+    let &[n, c, h, w] = x.shape() else {
+        return Err(OpError::new(
+            codes::RUN_SHAPE,
+            format!("{name}: input must be 4-D"),
+        ));
+    };
+    let dims = out([n, c, h, w].map(|d| Dim::fixed(d as u64)))
+        .map_err(|m| OpError::new(codes::RUN_SHAPE, format!("{name}: {m}")))?;
+    let shape = dims
+        .iter()
+        .map(|d| d.get_static().unwrap_or(0) as usize)
+        .collect();
+    Ok(([n, c, h, w], shape))
+}
+
+/// Checks the two size inputs of a prior-box op: integers of shape `[2]`.
+pub fn check_sizes(inputs: &[Fact], name: &str) -> Result<(), OpError> {
+    for (slot, f) in inputs.iter().enumerate() {
+        if !f.ty.is_integral_number() && f.ty != ElementType::Dynamic {
+            return Err(OpError::input(
+                slot,
+                codes::ELEMENT_TYPE,
+                format!("{name}: input {slot} must be integers, got {}", f.ty),
+            ));
+        }
+        if f.shape.to_static().is_some_and(|s| s != [2]) {
+            return Err(OpError::input(
+                slot,
+                codes::SHAPE,
+                format!("{name}: input {slot} must be [2], got {}", f.shape),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `[first, second]` of a size input, both positive.
+pub fn size_pair(t: &Tensor, slot: usize, name: &str) -> Result<[i64; 2], OpError> {
+    match t.to_i64_vec().as_deref() {
+        Some(&[a, b]) if a > 0 && b > 0 => Ok([a, b]),
+        _ => Err(OpError::input(
+            slot,
+            codes::BAD_VALUE,
+            format!(
+                "{name}: input {slot} must be two positive sizes, got {}",
+                t.preview(4)
+            ),
+        )),
+    }
+}
