@@ -157,20 +157,28 @@ impl Plan {
                 readers: self.readers.clone(),
             };
         }
+        self.live(
+            |_| false,
+            |step| matches!(step.source, Source::ReadValue(v) if holds[v]),
+        )
+    }
+
+    /// The steps that must run, walked last to first: model inputs, Results, Assigns and the
+    /// steps `always` names, and every step a running one reads, except through the inputs
+    /// of a step `no_inputs` names; with the reader counts of the running steps.
+    fn live(&self, always: impl Fn(&Step) -> bool, no_inputs: impl Fn(&Step) -> bool) -> Schedule {
         let mut runs = vec![false; self.steps.len()];
         let mut readers = vec![0u32; self.outlet_count];
         for (i, step) in self.steps.iter().enumerate().rev() {
-            let outlets = self.outlets(step.node);
             let sink = step.output_index.is_some()
-                || matches!(step.source, Source::Input(_) | Source::Assign(_));
-            if !sink && readers[outlets].iter().all(|&r| r == 0) {
+                || matches!(step.source, Source::Input(_) | Source::Assign(_))
+                || always(step);
+            if !sink && readers[self.outlets(step.node)].iter().all(|&r| r == 0) {
                 continue;
             }
             runs[i] = true;
-            if let Source::ReadValue(v) = step.source {
-                if holds[v] {
-                    continue;
-                }
+            if no_inputs(step) {
+                continue;
             }
             for &o in &step.inputs {
                 readers[o] += 1;
@@ -197,26 +205,16 @@ impl Plan {
     }
 
     /// Drops the steps whose outputs nobody reads (model inputs, Results and state nodes
-    /// stay), last first, so that whole subgraphs left without readers go.
+    /// stay), so that whole subgraphs left without readers go.
     pub fn prune(&mut self) {
-        let mut keep = vec![true; self.steps.len()];
-        for i in (0..self.steps.len()).rev() {
-            let step = &self.steps[i];
-            let sink = step.output_index.is_some()
-                || matches!(
-                    step.source,
-                    Source::Input(_) | Source::Assign(_) | Source::ReadValue(_)
-                );
-            if sink || self.readers[self.outlets(step.node)].iter().any(|&r| r > 0) {
-                continue;
-            }
-            keep[i] = false;
-            for &o in &self.steps[i].inputs {
-                self.readers[o] -= 1;
-            }
-        }
-        let mut k = keep.into_iter();
-        self.steps.retain(|_| k.next().expect("one flag per step"));
+        let live = self.live(
+            |step| matches!(step.source, Source::ReadValue(_)),
+            |_| false,
+        );
+        let mut runs = live.runs.into_iter();
+        self.steps
+            .retain(|_| runs.next().expect("one flag per step"));
+        self.readers = live.readers;
     }
 
     /// The outlets of `node`'s outputs (none for a Result).
