@@ -114,13 +114,11 @@ impl Executable {
             return Ok(None);
         }
         let (lhs, rhs) = (self.input_node(at, 0), self.input_node(at, 1));
-        let (codes_side, scale_side) = if self.codes_const(lhs).is_some() {
-            (lhs, rhs)
-        } else {
-            (rhs, lhs)
-        };
-        let Some((codes, zero_point)) = self.codes_const(codes_side) else {
-            return Ok(None);
+        let ((codes, zero_point), scale_side) = match (self.codes_const(lhs), self.codes_const(rhs))
+        {
+            (Some(c), _) => (c, rhs),
+            (None, Some(c)) => (c, lhs),
+            (None, None) => return Ok(None),
         };
         let Some(info) = self.graph.layer(codes).constant.clone() else {
             return Ok(None);
@@ -184,7 +182,9 @@ impl Executable {
         if self.type_of(c) != "Const" {
             return Ok(None);
         }
-        let value = self.constant(c, self.memory_limit)?;
+        // Decoded without being kept: the values live on as f32 in the kernel, and the Const
+        // itself never runs.
+        let value = self.decode_constant(c, self.memory_limit)?;
         let Some(values) = to_f32(&value) else {
             return Ok(None);
         };
@@ -202,18 +202,11 @@ impl Executable {
             return Ok(None);
         }
         let (rows, groups) = (codes[0], if rank == 3 { codes[1] } else { 1 });
-        let (row_step, group_step) = (
-            if padded[0] == 1 {
-                0
-            } else {
-                if rank == 3 {
-                    padded[1]
-                } else {
-                    1
-                }
-            },
-            if rank == 3 && padded[1] != 1 { 1 } else { 0 },
-        );
+        // Steps through the value, 0 along a broadcast dim: its groups per row (dim 1 of
+        // grouped codes, else 1) for a row, 1 for a group.
+        let value_groups = if rank == 3 { padded[1] } else { 1 };
+        let row_step = if padded[0] == 1 { 0 } else { value_groups };
+        let group_step = if value_groups == 1 { 0 } else { 1 };
         Ok(Some(
             (0..rows * groups)
                 .map(|i| values[(i / groups) * row_step + (i % groups) * group_step])

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use irun_graph::NodeId;
 use irun_ops::{Fact, Value};
-use irun_tensor::ElementType;
+use irun_tensor::{ElementType, Tensor};
 
 use crate::{Executable, RunError, RunErrorKind};
 
@@ -34,6 +34,13 @@ impl Executable {
         if let Some(v) = self.consts[n].get() {
             return Ok(v.clone());
         }
+        let v = Arc::new(self.decode_constant(n, available)?);
+        Ok(self.consts[n].get_or_init(|| v).clone())
+    }
+
+    /// Const node `n` decoded now and not kept: for values a compile-time pass reads once
+    /// into a form of its own (the scales of compressed weights).
+    pub(crate) fn decode_constant(&self, n: NodeId, available: u64) -> Result<Tensor, RunError> {
         let layer = self.graph.layer(n);
         let info = layer.constant.as_ref().ok_or_else(|| {
             self.layer_error(
@@ -63,14 +70,11 @@ impl Executable {
                 )
                 .with_code(irun_ops::codes::MEMORY));
         }
-        let t = self
-            .graph
+        self.graph
             .model
             .weights
             .decode(info)
-            .map_err(|e| self.layer_error(n, RunErrorKind::InvalidModel, e))?;
-        let v = Arc::new(t);
-        Ok(self.consts[n].get_or_init(|| v).clone())
+            .map_err(|e| self.layer_error(n, RunErrorKind::InvalidModel, e))
     }
 
     /// Bytes of node `n`'s outputs, from their (now static) facts.
