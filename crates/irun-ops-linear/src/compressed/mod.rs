@@ -266,11 +266,13 @@ impl CompressedMatMul {
             n.div_ceil(par::threads() * TASKS_PER_THREAD)
                 .max(MIN_ROWS_PER_TASK)
         };
+        // Only the per-group dot products (fewer than WEIGHTED_ROWS rows) subtract the zero
+        // point through the inputs' group sums.
         #[cfg(target_arch = "x86_64")]
-        let x_sums = if gemm {
-            Vec::new()
-        } else {
+        let x_sums = if x_rows < WEIGHTED_ROWS {
             avx2::group_sums(w, x)
+        } else {
+            Vec::new()
         };
         #[cfg(not(target_arch = "x86_64"))]
         let x_sums: Vec<f32> = Vec::new();
