@@ -178,7 +178,11 @@ impl<'a> Generator<'a> {
             return Err(bad("one row of f32 values per token expected"));
         }
         self.last_logits = values[values.len() - vocab..].to_vec();
-        Tensor::from_f32(vec![n, vocab], values.to_vec()).map_err(|e| bad(&e.to_string()))
+        // The run's own buffer, reshaped: no copy of the logits.
+        let shape = vec![n, vocab];
+        logits
+            .reshaped(shape)
+            .map_err(|e| RunError::new(RunErrorKind::Op, format!("the logits: {e}")))
     }
 
     /// Greedy generation: the prompt on a fresh state, then up to `max_new_tokens` tokens,
