@@ -25,7 +25,8 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use irun_tensor::{bf16, f16, Dim, ElementType, PartialShape, Tensor};
+use irun_opkit::number::Number;
+use irun_tensor::{bf16, f16, with_float, Dim, ElementType, PartialShape, Tensor};
 
 use crate::attrs::AttrReader;
 use crate::fact::Fact;
@@ -173,8 +174,16 @@ fn mersenne_stream(seed: u64, count: usize) -> Vec<u32> {
     out
 }
 
-/// The one value of input `slot` as f64 (min or max), of the output type.
-fn bound(t: &Tensor, slot: usize, ty: ElementType) -> Result<f64, OpError> {
+/// What a draw is mapped into: `[min, max)` as f32 (every float type draws through f32, as
+/// OpenVINO CPU does), or an integer minimum and the range the draw is reduced modulo.
+#[derive(Clone, Copy, Debug)]
+enum Bounds {
+    Float(f32, f32),
+    Int { min: i64, range: u32 },
+}
+
+/// The one value of input `slot` (min or max), which must be of the output type.
+fn one(t: &Tensor, slot: usize, ty: ElementType) -> Result<&Tensor, OpError> {
     let bad = |why: String| {
         OpError::input(
             slot,
@@ -191,15 +200,41 @@ fn bound(t: &Tensor, slot: usize, ty: ElementType) -> Result<f64, OpError> {
     if t.len() != 1 {
         return Err(bad(format!("must hold one value, got {}", t.len())));
     }
-    Ok(match t.storage() {
-        irun_tensor::Storage::F16(v) => v[0].to_f64(),
-        irun_tensor::Storage::Bf16(v) => v[0].to_f64(),
-        irun_tensor::Storage::F32(v) => f64::from(v[0]),
-        irun_tensor::Storage::F64(v) => v[0],
-        irun_tensor::Storage::I32(v) => f64::from(v[0]),
-        irun_tensor::Storage::I64(v) => v[0] as f64,
-        _ => return Err(bad("has an unsupported type".into())),
-    })
+    Ok(t)
+}
+
+/// `[min, max)` checked before anything is drawn (so a refused run leaves the sequence where
+/// it was): `min < max`, an integer range below 2^32.
+fn bounds(min: &Tensor, max: &Tensor, ty: ElementType) -> Result<Bounds, OpError> {
+    let (min, max) = (one(min, 1, ty)?, one(max, 2, ty)?);
+    let empty = |lo: &dyn std::fmt::Display, hi: &dyn std::fmt::Display| {
+        OpError::new(
+            codes::RUN_VALUE,
+            format!("RandomUniform-8: min {lo} must be below max {hi}"),
+        )
+    };
+    if ty.is_real() {
+        let value = |t: &Tensor| with_float!(ty, T => t.values::<T>().map_or(f64::NAN, |v| v[0].to_f64()), else f64::NAN);
+        let (lo, hi) = (value(min), value(max));
+        if lo.is_nan() || hi.is_nan() || lo >= hi {
+            return Err(empty(&lo, &hi));
+        }
+        return Ok(Bounds::Float(lo as f32, hi as f32));
+    }
+    let value = |t: &Tensor| t.to_i64_vec().map_or(0, |v| v[0]);
+    let (lo, hi) = (value(min), value(max));
+    if lo >= hi {
+        return Err(empty(&lo, &hi));
+    }
+    let range = u32::try_from(i128::from(hi) - i128::from(lo)).map_err(|_| {
+        OpError::new(
+            codes::UNSUPPORTED_TYPE,
+            format!(
+                "RandomUniform-8: integer ranges of 2^32 or more ([{lo}, {hi})) are not supported"
+            ),
+        )
+    })?;
+    Ok(Bounds::Int { min: lo, range })
 }
 
 impl RandomUniform {
@@ -319,13 +354,7 @@ impl Op for RandomUniform {
             )
         })?;
         let ty = self.output_type;
-        let (lo, hi) = (bound(&min, 1, ty)?, bound(&max, 2, ty)?);
-        if lo >= hi || lo.is_nan() || hi.is_nan() {
-            return Err(OpError::new(
-                codes::RUN_VALUE,
-                format!("RandomUniform-8: min {lo} must be below max {hi}"),
-            ));
-        }
+        let bounds = bounds(&min, &max, ty)?;
         let draws = match self.alignment {
             Alignment::Tensorflow => {
                 let first = self
@@ -335,37 +364,25 @@ impl Op for RandomUniform {
             }
             Alignment::Pytorch => mersenne_stream(self.global_seed, count),
         };
-        let as_f32 = || -> Vec<f32> {
-            draws
-                .iter()
-                .map(|&x| self.float(x, lo as f32, hi as f32))
-                .collect()
-        };
-        let ints = || -> Result<Vec<i64>, OpError> {
-            let range = hi as i64 - lo as i64;
-            let range = u32::try_from(range).map_err(|_| {
-                OpError::new(codes::UNSUPPORTED_TYPE, format!("RandomUniform-8: integer ranges of 2^32 or more ([{lo}, {hi})) are not supported"))
-            })?;
-            Ok(draws
-                .iter()
-                .map(|&x| i64::from(x % range) + lo as i64)
-                .collect())
-        };
-        let out = match ty {
-            ElementType::F32 => Tensor::from_f32(dims, as_f32()),
-            ElementType::F16 => {
-                Tensor::from_f16(dims, as_f32().into_iter().map(f16::from_f32).collect())
+        let out = match bounds {
+            Bounds::Float(lo, hi) => {
+                let values = draws.iter().map(|&x| self.float(x, lo, hi));
+                match ty {
+                    ElementType::F16 => Tensor::from_f16(dims, values.map(f16::from_f32).collect()),
+                    ElementType::Bf16 => {
+                        Tensor::from_bf16(dims, values.map(bf16::from_f32).collect())
+                    }
+                    ElementType::F64 => Tensor::from_f64(dims, values.map(f64::from).collect()),
+                    _ => Tensor::from_f32(dims, values.collect()),
+                }
             }
-            ElementType::Bf16 => {
-                Tensor::from_bf16(dims, as_f32().into_iter().map(bf16::from_f32).collect())
+            Bounds::Int { min, range } => {
+                let values = draws.iter().map(|&x| i64::from(x % range) + min);
+                match ty {
+                    ElementType::I32 => Tensor::from_i32(dims, values.map(|v| v as i32).collect()),
+                    _ => Tensor::from_i64(dims, values.collect()),
+                }
             }
-            ElementType::F64 => {
-                Tensor::from_f64(dims, as_f32().into_iter().map(f64::from).collect())
-            }
-            ElementType::I32 => {
-                Tensor::from_i32(dims, ints()?.into_iter().map(|v| v as i32).collect())
-            }
-            _ => Tensor::from_i64(dims, ints()?),
         }
         .map_err(|e| OpError::new(codes::RUN_SHAPE, e.to_string()))?;
         Ok(vec![Arc::new(out)])
@@ -481,5 +498,10 @@ mod tests {
         );
         assert_eq!(wide.unwrap_err().code, codes::UNSUPPORTED_TYPE);
         assert!(!o.may_fold());
+        // Refused runs drew nothing: the first run that draws starts the sequence.
+        let o = op(ElementType::F32, 150, 10, Alignment::Tensorflow);
+        assert!(run(&o, &[2, 3], f32s(1.0), f32s(0.0)).is_err());
+        let t = run(&o, &[2, 3], f32s(0.0), f32s(1.0)).unwrap();
+        assert_eq!(t.values::<f32>().unwrap()[0], 0.7011236);
     }
 }
