@@ -49,8 +49,26 @@ pub fn nchw_run(
     Ok(([n, c, h, w], shape))
 }
 
+/// The output of a prior-box op with `priors` boxes per position: f32 `[2, 4·H·W·priors]`
+/// (boxes, then variances), its length known when the map size `[H, W]` is; the size inputs
+/// checked first.
+pub fn prior_boxes(inputs: &[Fact], name: &str, priors: u64) -> Result<Vec<Fact>, OpError> {
+    check_sizes(inputs, name)?;
+    let len = match &inputs[0].value {
+        Some(v) => {
+            let [h, w] = size_pair(v, 0, name)?;
+            Dim::fixed(4 * h as u64 * w as u64 * priors)
+        }
+        None => Dim::DYNAMIC,
+    };
+    Ok(vec![Fact::new(
+        ElementType::F32,
+        PartialShape::new(vec![Dim::fixed(2), len]),
+    )])
+}
+
 /// Checks the two size inputs of a prior-box op: integers of shape `[2]`.
-pub fn check_sizes(inputs: &[Fact], name: &str) -> Result<(), OpError> {
+fn check_sizes(inputs: &[Fact], name: &str) -> Result<(), OpError> {
     for (slot, f) in inputs.iter().enumerate() {
         if !f.ty.is_integral_number() && f.ty != ElementType::Dynamic {
             return Err(OpError::input(

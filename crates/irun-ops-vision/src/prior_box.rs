@@ -19,7 +19,7 @@
 
 use std::sync::Arc;
 
-use irun_tensor::{Dim, ElementType, PartialShape, Tensor};
+use irun_tensor::Tensor;
 
 use crate::attrs::AttrReader;
 use crate::fact::Fact;
@@ -279,18 +279,7 @@ impl Op for PriorBox {
 
     fn infer(&self, inputs: &[Fact]) -> Result<Vec<Fact>, OpError> {
         expect_inputs(inputs, 2, self.name())?;
-        crate::layout::check_sizes(inputs, self.name())?;
-        let len = match &inputs[0].value {
-            Some(v) => {
-                let [h, w] = crate::layout::size_pair(v, 0, self.name())?;
-                Dim::fixed(4 * h as u64 * w as u64 * self.priors())
-            }
-            None => Dim::DYNAMIC,
-        };
-        Ok(vec![Fact::new(
-            ElementType::F32,
-            PartialShape::new(vec![Dim::fixed(2), len]),
-        )])
+        crate::layout::prior_boxes(inputs, self.name(), self.priors())
     }
 
     fn eval(&self, inputs: Vec<Value>) -> Result<Vec<Value>, OpError> {
@@ -378,6 +367,7 @@ mod tests {
     #[test]
     fn sizes_must_be_two_integers() {
         use irun_opkit::testing::fact;
+        use irun_tensor::ElementType;
         let op = ssd();
         let e = op
             .infer(&[fact(ElementType::I64, "3"), fact(ElementType::I64, "2")])

@@ -11,7 +11,7 @@
 
 use std::sync::Arc;
 
-use irun_tensor::{Dim, ElementType, PartialShape, Tensor};
+use irun_tensor::Tensor;
 
 use crate::attrs::AttrReader;
 use crate::fact::Fact;
@@ -91,15 +91,7 @@ impl Op for PriorBoxClustered {
 
     fn infer(&self, inputs: &[Fact]) -> Result<Vec<Fact>, OpError> {
         expect_inputs(inputs, 2, self.name())?;
-        crate::layout::check_sizes(inputs, self.name())?;
-        let len = match &inputs[0].value {
-            Some(v) => Dim::fixed(self.len(crate::layout::size_pair(v, 0, self.name())?)),
-            None => Dim::DYNAMIC,
-        };
-        Ok(vec![Fact::new(
-            ElementType::F32,
-            PartialShape::new(vec![Dim::fixed(2), len]),
-        )])
+        crate::layout::prior_boxes(inputs, self.name(), self.widths.len() as u64)
     }
 
     fn eval(&self, inputs: Vec<Value>) -> Result<Vec<Value>, OpError> {
