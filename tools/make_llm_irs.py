@@ -92,11 +92,10 @@ def compress(ov_model, mode, big):
     kinds = {"int4_asym": m.INT4_ASYM, "int4_sym": m.INT4_SYM, "int8_asym": m.INT8_ASYM,
              "int8_sym": m.INT8_SYM, "nf4": m.NF4, "fp8_e4m3": m.FP8_E4M3, "mxfp4": m.MXFP4}
     kwargs = {}
-    if mode.startswith("int8"):
-        pass  # per output channel
-    elif mode == "mxfp4":
+    # The int8 modes quantize per output channel: no group size.
+    if mode == "mxfp4":
         kwargs["group_size"] = 32
-    else:
+    elif not mode.startswith("int8"):
         kwargs["group_size"] = 128 if big else 16
         kwargs["ratio"] = 1.0
     return nncf.compress_weights(ov_model, mode=kinds[mode], **kwargs)
@@ -160,9 +159,9 @@ def build(out_root, arch, modes, big):
         for f in ("config.json", "generation_config.json"):
             shutil.copy(os.path.join(export_dir, f), dst)
         tok.save_pretrained(dst)
-        for extra in ("special_tokens_map.json",):
-            if os.path.exists(os.path.join(dst, extra)):
-                os.remove(os.path.join(dst, extra))
+        special = os.path.join(dst, "special_tokens_map.json")
+        if os.path.exists(special):
+            os.remove(special)
         compiled = core.compile_model(core.read_model(xml), "CPU", OV_CONFIG)
         prefill, tokens, margins = greedy(compiled, prompt_ids, NEW_TOKENS, eos=2)
         np.savez(os.path.join(dst, "expected.npz"), prompt_ids=np.array(prompt_ids, np.int64),

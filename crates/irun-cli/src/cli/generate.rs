@@ -10,7 +10,7 @@ use irun_exec::Options;
 use tokenizers::Tokenizer;
 
 use super::run::{compile, Failure};
-use super::{EXIT_INVALID, EXIT_OK};
+use super::EXIT_OK;
 
 #[derive(clap::Args, Debug)]
 pub struct GenerateArgs {
@@ -176,8 +176,6 @@ fn decode(t: &Tokenizer, ids: &[i64]) -> Result<String, Failure> {
                 .map_err(|_| Failure::invalid(format!("token id {id} is not a tokenizer id")))
         })
         .collect::<Result<_, _>>()?;
-    t.decode(&ids, true).map_err(|e| Failure {
-        code: EXIT_INVALID,
-        message: format!("cannot decode the tokens: {e}"),
-    })
+    t.decode(&ids, true)
+        .map_err(|e| Failure::invalid(format!("cannot decode the tokens: {e}")))
 }
