@@ -22,6 +22,7 @@ use crate::pointwise::PointwiseFilters;
 use crate::spatial::{gather_run, Spatial};
 use irun_opkit::epilogue::{Channels, Epilogue};
 use rten_gemm::{GemmInputA, GemmInputB, GemmOptions};
+use std::sync::OnceLock;
 
 /// Patch matrices up to this many elements (64 MiB of f32) are built whole, and the GEMM
 /// writes straight into the output; larger ones go in column blocks.
@@ -42,6 +43,9 @@ pub struct PackedFilters {
     direct: Option<DirectFilters>,
     pointwise: Option<PointwiseFilters>,
     bytes: usize,
+    /// Beside `direct`, the filters packed for the GEMM, on the first run of a plane the
+    /// direct kernels run slower than it ([`DirectFilters::runs`]).
+    gemm: OnceLock<Option<Box<PackedFilters>>>,
 }
 
 impl PackedFilters {
@@ -66,6 +70,7 @@ impl PackedFilters {
             direct: None,
             pointwise: None,
             bytes: w.len() * 4,
+            gemm: OnceLock::new(),
         })
     }
 
@@ -87,6 +92,7 @@ impl PackedFilters {
                 direct: None,
                 bytes: p.byte_size(),
                 pointwise: Some(p),
+                gemm: OnceLock::new(),
             });
         }
         if !DirectFilters::supported() {
@@ -98,13 +104,26 @@ impl PackedFilters {
             bytes: direct.byte_size(),
             direct: Some(direct),
             pointwise: None,
+            gemm: OnceLock::new(),
         })
     }
 
     /// About the bytes held beyond the filters (the packed panels are the filters' size,
     /// rounded up to tiles; the direct kernel shares the filters).
     pub fn byte_size(&self) -> usize {
-        self.bytes
+        let gemm = self.gemm.get().and_then(Option::as_ref);
+        self.bytes + gemm.map_or(0, |g| g.byte_size())
+    }
+
+    /// `filters` (the ones these were made from) packed for the GEMM, made on the first
+    /// call and kept; `None` if they cannot be.
+    fn for_gemm(&self, filters: &Tensor) -> Option<&PackedFilters> {
+        if !self.groups.is_empty() {
+            return Some(self);
+        }
+        self.gemm
+            .get_or_init(|| PackedFilters::new(filters).map(Box::new))
+            .as_deref()
     }
 }
 
@@ -217,34 +236,22 @@ pub fn grouped_with(
                     g.run::<f32>(data, filters, shape)
                 }
             }
-            Some(PackedFilters {
-                direct: Some(d), ..
-            }) => match g.direct_shape(d) {
-                Some(s) => {
+            Some(
+                p @ PackedFilters {
+                    direct: Some(d), ..
+                },
+            ) => match g.direct_shape(d) {
+                Some(s) if d.runs(&s) => {
                     applied = true;
                     g.run_direct(data, d, &s, shape, epilogue)
                 }
+                Some(_) => match p.for_gemm(filters) {
+                    Some(p) => g.run_packed(data, filters, p, shape, epilogue, &mut applied),
+                    None => g.run::<f32>(data, filters, shape),
+                },
                 None => g.run::<f32>(data, filters, shape),
             },
-            Some(p) if g.fits_virtual_im2col(data.len()) => {
-                applied = true;
-                g.run_virtual_im2col(data, p, shape, epilogue)
-            }
-            Some(p) if g.is_pointwise() => {
-                applied = true;
-                g.run_pointwise(data, p, shape, epilogue)
-            }
-            Some(p) => g.run_with::<f32>(data, filters, shape, &|grp, k, cols, patches, dst| {
-                F32_GEMM.with(|e| {
-                    e.gemm(
-                        dst,
-                        GemmInputA::Packed(&p.groups[grp]),
-                        GemmInputB::Unpacked(view(k, cols, patches, (cols as isize, 1))),
-                        GemmOptions::default(),
-                    )
-                    .expect("packed for this geometry")
-                })
-            }),
+            Some(p) => g.run_packed(data, filters, p, shape, epilogue, &mut applied),
             // Unprepared filters take the kernel prepared ones would (packed here), so a
             // run that does not prepare (`irun run`) gives the same bits.
             None => match (g.direct_filters(filters), g.pointwise_filters(filters)) {
@@ -340,7 +347,7 @@ impl Geometry {
             return None;
         }
         let d = PackedFilters::direct(filters, &self.stride[1..])?.direct?;
-        let s = self.direct_shape(&d)?;
+        let s = self.direct_shape(&d).filter(|s| d.runs(s))?;
         Some((d, s))
     }
 
@@ -404,6 +411,38 @@ impl Geometry {
         })?;
         Tensor::new(data.element_type(), shape, irun_tensor::Scalar::wrap(out))
             .map_err(|e| OpError::new(codes::RUN_SHAPE, e.to_string()))
+    }
+
+    /// The convolution by the GEMM on filters `p` packed for it; `applied` is set when
+    /// `epilogue` was applied.
+    fn run_packed(
+        &self,
+        data: &Tensor,
+        filters: &Tensor,
+        p: &PackedFilters,
+        shape: Vec<usize>,
+        epilogue: Option<&Epilogue>,
+        applied: &mut bool,
+    ) -> Result<Tensor, OpError> {
+        if self.fits_virtual_im2col(data.len()) {
+            *applied = true;
+            return self.run_virtual_im2col(data, p, shape, epilogue);
+        }
+        if self.is_pointwise() {
+            *applied = true;
+            return self.run_pointwise(data, p, shape, epilogue);
+        }
+        self.run_with::<f32>(data, filters, shape, &|grp, k, cols, patches, dst| {
+            F32_GEMM.with(|e| {
+                e.gemm(
+                    dst,
+                    GemmInputA::Packed(&p.groups[grp]),
+                    GemmInputB::Unpacked(view(k, cols, patches, (cols as isize, 1))),
+                    GemmOptions::default(),
+                )
+                .expect("packed for this geometry")
+            })
+        })
     }
 
     /// A 1x1(x1) kernel at stride 1 without padding, whose patches are the input itself.

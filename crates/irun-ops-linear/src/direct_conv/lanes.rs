@@ -238,8 +238,19 @@ fn to_planes(
 /// k = 128 onto 14x14 (one vector) runs 33% faster by channels, one with k = 64 onto 28x28
 /// 9% slower, a 3-channel 7x7 stem (k = 147, 3% padding, 3 vectors) 10% slower.
 pub(super) fn suits(l: &Layout, k: usize) -> bool {
-    let wasteful = l.flat() * 10 >= l.out[0] * l.out[1] * 11 || l.vectors == 1;
+    suits_sizes(l.flat(), l.out, l.vectors, k)
+}
+
+/// [`suits`] from the layout's sizes: `flat` positions computed for the `out` plane, by
+/// tiles of `vectors` vectors.
+pub(super) fn suits_sizes(flat: usize, out: [usize; 2], vectors: usize, k: usize) -> bool {
+    let wasteful = flat * 10 >= out[0] * out[1] * 11 || vectors == 1;
     k >= 256 || (k >= 128 && wasteful)
+}
+
+/// Whether this CPU runs the channel tiles: they are written for AVX-512 only.
+pub(super) fn available() -> bool {
+    crate::simd::unit() == crate::simd::Unit::Avx512
 }
 
 /// The packed filters, made on the first call and kept; `None` if they cannot be held.

@@ -30,6 +30,7 @@ use irun_tensor::Tensor;
 
 use crate::op::{codes, OpError};
 use crate::par::{self, Filler};
+use crate::simd::{unit, Unit};
 use crate::spatial::gather_run;
 
 /// Output channels of a tile: one broadcast filter value each.
@@ -95,7 +96,7 @@ pub struct Shape2 {
 impl DirectFilters {
     /// Whether this CPU runs the kernel.
     pub fn supported() -> bool {
-        crate::avx512f()
+        unit() != Unit::Baseline
     }
 
     /// The f32 filters `[co, ci, kh, kw]` (any leading unit dims); `None` for another type
@@ -161,6 +162,22 @@ impl DirectFilters {
 
     pub fn kernel(&self) -> [usize; 2] {
         self.kernel
+    }
+
+    /// Whether the direct kernels run `s` on this CPU at least as fast as the convolution's
+    /// GEMM: on AVX-512 always (the channel tiles take what the position tiles run slowly);
+    /// on AVX2, which has no channel tiles, not the small planes of many channels that
+    /// [`lanes::suits`] gives them (ResNet-18's 14x14 layers, one thread: position tiles
+    /// 5.2 ms, GEMM 3.9 ms; its 7x7 ones even; the 3x3 planes Winograd takes, and the stem,
+    /// 15-50% faster by the direct kernels).
+    pub fn runs(&self, s: &Shape2) -> bool {
+        if unit() == Unit::Avx512 || winograd::suits(s, self.kernel, self.ci, self.co).is_some() {
+            return true;
+        }
+        let [kh, kw] = self.kernel;
+        let wp = s.out[1] + (kw - 1) * s.dil[1] / s.stride[1].max(1);
+        let flat = s.out[0] * wp;
+        !lanes::suits_sizes(flat, s.out, vectors_for(flat), self.ci * kh * kw)
     }
 
     /// The convolution of `x [n, ci, *input]` into `[n, co, *out]`; `each` is called on
@@ -254,13 +271,14 @@ impl DirectFilters {
             vectors,
             out: s.out,
         };
-        let by_channels = match tiling {
-            Tiling::Fastest => lanes::suits(&layout, self.ci * kh * kw),
-            #[cfg(test)]
-            Tiling::Positions => false,
-            #[cfg(test)]
-            Tiling::Channels => true,
-        };
+        let by_channels = lanes::available()
+            && match tiling {
+                Tiling::Fastest => lanes::suits(&layout, self.ci * kh * kw),
+                #[cfg(test)]
+                Tiling::Positions => false,
+                #[cfg(test)]
+                Tiling::Channels => true,
+            };
         let w = self.weights.values::<f32>().expect("checked by new");
         let k = self.ci * kh * kw;
         if let Some(f) = by_channels
@@ -489,14 +507,18 @@ fn tile(
         "tile out of bounds"
     );
     #[cfg(target_arch = "x86_64")]
-    // SAFETY: callers construct `DirectFilters` only where `supported()` (AVX-512F) holds,
-    // and the assert above bounds every pointer the kernel reads.
+    // SAFETY: callers construct `DirectFilters` only where `supported()` holds, so `unit()`
+    // is AVX-512 or AVX2 with FMA on this CPU, and the assert above bounds every pointer the
+    // kernel reads.
     unsafe {
         let (w, x) = (w.as_ptr(), x.as_ptr());
-        match vectors {
-            1 => avx512::tile::<1>(w, x, plane, ci, taps, q0, acc),
-            2 => avx512::tile::<2>(w, x, plane, ci, taps, q0, acc),
-            _ => avx512::tile::<3>(w, x, plane, ci, taps, q0, acc),
+        match (unit(), vectors) {
+            (Unit::Avx512, 1) => avx512::tile::<1>(w, x, plane, ci, taps, q0, acc),
+            (Unit::Avx512, 2) => avx512::tile::<2>(w, x, plane, ci, taps, q0, acc),
+            (Unit::Avx512, _) => avx512::tile::<3>(w, x, plane, ci, taps, q0, acc),
+            (_, 1) => avx2::tile::<1>(w, x, plane, ci, taps, q0, acc),
+            (_, 2) => avx2::tile::<2>(w, x, plane, ci, taps, q0, acc),
+            (_, _) => avx2::tile::<3>(w, x, plane, ci, taps, q0, acc),
         }
     }
     #[cfg(not(target_arch = "x86_64"))]
@@ -549,6 +571,115 @@ mod avx512 {
             for (v, a) in a.iter().enumerate() {
                 _mm512_storeu_ps(o.as_mut_ptr().add(16 * v), *a);
             }
+        }
+    }
+}
+
+/// The same tile for CPUs with AVX2 and FMA but not AVX-512: 8-lane vectors and 16 registers,
+/// so the `MR x 16 V` tile runs as blocks of 4 channels by at most 3 vectors (12
+/// accumulators, the 3 input vectors and a broadcast fill the 16 registers). The blocks take
+/// the (input channel, tap) steps a chunk of input channels at a time, keeping their sums in
+/// `out` between chunks: the chunk's filter values stay in L1 for every block, and its inputs
+/// for the second block of channels (one pass over all steps per block read the filters of a
+/// 512-channel layer from L2 four times per tile). Every output is the same fused
+/// multiply-add chain in the same order as on AVX-512 (a sum stored and reloaded keeps its
+/// bits): the two give the same results.
+#[cfg(target_arch = "x86_64")]
+mod avx2 {
+    use super::{MR, NR};
+    use std::arch::x86_64::*;
+
+    /// Channels of a register block.
+    const ROWS: usize = 4;
+    /// (input channel, tap) steps per chunk: 4 rows of them are 2 KB of filters.
+    const CHUNK: usize = 128;
+
+    /// [`super::avx512::tile`] on AVX2.
+    ///
+    /// # Safety
+    /// AVX2 and FMA must be available; the bounds are those of [`super::avx512::tile`].
+    #[target_feature(enable = "avx2,fma")]
+    pub unsafe fn tile<const V: usize>(
+        w: *const f32,
+        x: *const f32,
+        plane: usize,
+        ci: usize,
+        taps: &[usize],
+        q0: usize,
+        out: &mut [[f32; NR]; MR],
+    ) {
+        let k = ci * taps.len();
+        if k == 0 {
+            for o in out.iter_mut() {
+                o[..16 * V].fill(0.0);
+            }
+            return;
+        }
+        // Each chunk's steps as offsets from the tile's first input: one flat loop over
+        // them, where a loop over taps inside one over channels ran a single step per
+        // channel for Winograd's products and 1x1 filters, and its bookkeeping spilled
+        // accumulators to the stack.
+        let mut offsets = [0usize; CHUNK];
+        let (mut c, mut t) = (0, 0);
+        let x = x.add(q0);
+        for s0 in (0..k).step_by(CHUNK) {
+            let steps = CHUNK.min(k - s0);
+            for o in &mut offsets[..steps] {
+                *o = c * plane + taps[t];
+                t += 1;
+                if t == taps.len() {
+                    (c, t) = (c + 1, 0);
+                }
+            }
+            let offsets = &offsets[..steps];
+            for first in (0..MR).step_by(ROWS) {
+                let w = w.add(first * k + s0);
+                let out = &mut out[first..first + ROWS];
+                // 16 V positions: 2 V vectors of 8, two at a time.
+                for col in (0..16 * V).step_by(16) {
+                    block(w, k, x.add(col), offsets, s0 == 0, col, out);
+                }
+            }
+        }
+    }
+
+    /// `out[r][col .. col + 16]` for `ROWS` filter rows (row `r` at `w + r k`, from the
+    /// chunk's first step), carried through the chunk's steps (`x` plus each offset); the
+    /// first chunk starts from zero, the others from `out`.
+    ///
+    /// # Safety
+    /// As [`tile`], with `col + 16 <= 16 V` of the calling tile.
+    #[target_feature(enable = "avx2,fma")]
+    #[inline]
+    unsafe fn block(
+        w: *const f32,
+        k: usize,
+        x: *const f32,
+        offsets: &[usize],
+        from_zero: bool,
+        col: usize,
+        out: &mut [[f32; NR]],
+    ) {
+        let mut acc = [[_mm256_setzero_ps(); 2]; ROWS];
+        if !from_zero {
+            for (a, o) in acc.iter_mut().zip(out.iter()) {
+                a[0] = _mm256_loadu_ps(o.as_ptr().add(col));
+                a[1] = _mm256_loadu_ps(o.as_ptr().add(col + 8));
+            }
+        }
+        let rows: [*const f32; ROWS] = std::array::from_fn(|r| w.add(r * k));
+        for (kk, &o) in offsets.iter().enumerate() {
+            let b0 = _mm256_loadu_ps(x.add(o));
+            let b1 = _mm256_loadu_ps(x.add(o + 8));
+            for (a, row) in acc.iter_mut().zip(&rows) {
+                let f = _mm256_broadcast_ss(&*row.add(kk));
+                a[0] = _mm256_fmadd_ps(f, b0, a[0]);
+                a[1] = _mm256_fmadd_ps(f, b1, a[1]);
+            }
+        }
+        for (o, a) in out.iter_mut().zip(&acc) {
+            _mm256_storeu_ps(o.as_mut_ptr().add(col), a[0]);
+            _mm256_storeu_ps(o.as_mut_ptr().add(col + 8), a[1]);
         }
     }
 }

@@ -83,13 +83,13 @@ pub(super) fn assert_within(got: &[f32], want: &[f64], tolerance: f64, case: &st
 }
 
 /// The convolution kernel this machine runs for the cases of these tests: the direct tiles
-/// (and Winograd's transforms) where AVX-512 is found; elsewhere the Convolution op's
-/// im2col + GEMM, which the tests then check on the same cases instead of skipping them.
+/// (and Winograd's transforms) where AVX-512 or AVX2 is found; elsewhere the Convolution
+/// op's im2col + GEMM, which the tests then check on the same cases instead of skipping them.
 pub(super) fn machine_path() -> &'static str {
-    if DirectFilters::supported() {
-        "direct tiles (AVX-512)"
-    } else {
-        "im2col + GEMM (no AVX-512)"
+    match crate::simd::unit() {
+        crate::simd::Unit::Avx512 => "direct tiles (AVX-512)",
+        crate::simd::Unit::Avx2 => "direct tiles (AVX2)",
+        crate::simd::Unit::Baseline => "im2col + GEMM (no AVX2)",
     }
 }
 

@@ -9,12 +9,12 @@ use super::{Geometry, Tiles, NR};
 use crate::direct_conv::{Shape2, MR};
 use crate::kernel::try_zeroed;
 use crate::op::{codes, OpError};
+use crate::simd::{unit, widest, Unit};
 
 /// `Bᵀ` down the lanes: `r[b][i] = Σ_j Bᵀ[b][j] d[j][i]` for the `n` rows of `tiles` (the
 /// slots past `n` are unused); every slice of `r` as long as the first, every one of `d` at
 /// least that long.
-#[cfg_attr(target_arch = "x86_64", target_feature(enable = "avx512f"))]
-#[inline]
+#[inline(always)]
 fn forward(tiles: Tiles, d: [&[f32]; 6], r: [&mut [f32]; 6]) {
     let [d0, d1, d2, d3, d4, d5] = d;
     let [r0, r1, r2, r3, r4, r5] = r;
@@ -26,8 +26,7 @@ fn forward(tiles: Tiles, d: [&[f32]; 6], r: [&mut [f32]; 6]) {
 
 /// `Aᵀ` down the lanes: `y[k][i] = Σ_j Aᵀ[k][j] d[j][i]` for the `m` outputs from the `n`
 /// rows of `tiles`; lengths as in [`forward`].
-#[cfg_attr(target_arch = "x86_64", target_feature(enable = "avx512f"))]
-#[inline]
+#[inline(always)]
 fn backward(tiles: Tiles, d: [&[f32]; 6], y: [&mut [f32]; 4]) {
     let [y0, y1, y2, y3] = y;
     match tiles {
@@ -79,8 +78,7 @@ fn backward4([d0, d1, d2, d3, d4, d5]: [f32; 6]) -> [f32; 4] {
 /// `r[o][i] = f(d[..][i])[o]` for every lane `i` of `r[0]` (each `r[o]` as long, each `d[j]`
 /// at least as long): by blocks of 16 lanes copied into registers and back, so the loop
 /// runs down vectors whatever the slices' lengths and whether or not they could overlap.
-#[cfg_attr(target_arch = "x86_64", target_feature(enable = "avx512f"))]
-#[inline]
+#[inline(always)]
 fn by_lanes<const I: usize, const O: usize>(
     d: [&[f32]; I],
     mut r: [&mut [f32]; O],
@@ -176,19 +174,13 @@ pub(super) fn transform_input(
     v: &mut [f32],
     rows: &mut InputRows,
 ) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: the Winograd path runs only where `DirectFilters::supported()` (AVX-512F)
-    // holds; the function itself is safe code.
-    unsafe {
-        transform_input_avx512(x, s, g, ty, v, rows)
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    transform_input_avx512(x, s, g, ty, v, rows)
+    widest(|| transform_input_inlined(x, s, g, ty, v, rows))
 }
 
-/// [`transform_input`], compiled for AVX-512 so that its loops take 16 lanes.
-#[cfg_attr(target_arch = "x86_64", target_feature(enable = "avx512f"))]
-fn transform_input_avx512(
+/// [`transform_input`], inlined into [`widest`]'s wrapper so that its loops take the
+/// widest vectors.
+#[inline(always)]
+fn transform_input_inlined(
     x: &[f32],
     s: &Shape2,
     g: &Geometry,
@@ -271,7 +263,7 @@ fn six_mut<'a>(mut it: impl Iterator<Item = &'a mut [f32]>) -> [&'a mut [f32]; 6
 
 /// `phases[k][i] = w[m i + k]` for `m` of 2 or 4 and `i < phases.len() / m`; `halves` is
 /// scratch of `w.len()` values.
-#[cfg_attr(target_arch = "x86_64", target_feature(enable = "avx512f"))]
+#[inline(always)]
 fn split_phases(m: usize, w: &[f32], halves: &mut [f32], phases: &mut [f32]) {
     let len = phases.len() / m;
     let (even, odd) = phases.split_at_mut(phases.len() / 2);
@@ -290,37 +282,24 @@ fn split_phases(m: usize, w: &[f32], halves: &mut [f32], phases: &mut [f32]) {
 }
 
 /// `even[i] = w[2 i]`, `odd[i] = w[2 i + 1]`, for `i < even.len()` (= `odd.len()`, `2 i + 1 <
-/// w.len()`): by 16 pairs at a time in registers, where the compiler's loop took one value
-/// at a time.
-#[cfg_attr(target_arch = "x86_64", target_feature(enable = "avx512f"))]
+/// w.len()`): by 16 or 8 pairs at a time in registers, where the compiler's loop took one
+/// value at a time.
+#[inline(always)]
 fn split_even_odd(w: &[f32], even: &mut [f32], odd: &mut [f32]) {
     let n = even.len();
     assert!(odd.len() == n && w.len() >= 2 * n, "split out of bounds");
-    let mut i = 0;
     #[cfg(target_arch = "x86_64")]
-    {
-        use std::arch::x86_64::*;
-        let evens = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-        let odds = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
-        while i + 16 <= n {
-            // SAFETY: AVX-512F is enabled for this function (its callers run only where
-            // `DirectFilters::supported()` holds); `i + 16 <= n` with the assert above bounds
-            // the reads `w[2 i .. 2 i + 32]` and the writes `even/odd[i .. i + 16]`.
-            unsafe {
-                let lo = _mm512_loadu_ps(w.as_ptr().add(2 * i));
-                let hi = _mm512_loadu_ps(w.as_ptr().add(2 * i + 16));
-                _mm512_storeu_ps(
-                    even.as_mut_ptr().add(i),
-                    _mm512_permutex2var_ps(lo, evens, hi),
-                );
-                _mm512_storeu_ps(
-                    odd.as_mut_ptr().add(i),
-                    _mm512_permutex2var_ps(lo, odds, hi),
-                );
-            }
-            i += 16;
+    // SAFETY: `unit()` names only units whose features this CPU has; the assert above
+    // bounds what the kernels read and write (they stop at `n`).
+    let i = unsafe {
+        match unit() {
+            Unit::Avx512 => split_even_odd_avx512(w, even, odd),
+            Unit::Avx2 => split_even_odd_avx2(w, even, odd),
+            Unit::Baseline => 0,
         }
-    }
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let i = 0;
     for ((pair, e), o) in w[2 * i..]
         .chunks_exact(2)
         .zip(&mut even[i..])
@@ -329,6 +308,59 @@ fn split_even_odd(w: &[f32], even: &mut [f32], odd: &mut [f32]) {
         *e = pair[0];
         *o = pair[1];
     }
+}
+
+/// [`split_even_odd`] by 16 pairs while a whole 16 remain; returns how many it did.
+///
+/// # Safety
+/// AVX-512F must be available; `odd.len() == even.len()` and `w.len() >= 2 even.len()`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn split_even_odd_avx512(w: &[f32], even: &mut [f32], odd: &mut [f32]) -> usize {
+    use std::arch::x86_64::*;
+    let evens = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    let odds = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+    let mut i = 0;
+    while i + 16 <= even.len() {
+        let lo = _mm512_loadu_ps(w.as_ptr().add(2 * i));
+        let hi = _mm512_loadu_ps(w.as_ptr().add(2 * i + 16));
+        _mm512_storeu_ps(
+            even.as_mut_ptr().add(i),
+            _mm512_permutex2var_ps(lo, evens, hi),
+        );
+        _mm512_storeu_ps(
+            odd.as_mut_ptr().add(i),
+            _mm512_permutex2var_ps(lo, odds, hi),
+        );
+        i += 16;
+    }
+    i
+}
+
+/// [`split_even_odd`] by 8 pairs: within each 128-bit half, `shuffle_ps` takes the even (odd)
+/// values of both sources, and a cross-half permute puts the halves in order.
+///
+/// # Safety
+/// AVX2 must be available; the lengths as for [`split_even_odd_avx512`].
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn split_even_odd_avx2(w: &[f32], even: &mut [f32], odd: &mut [f32]) -> usize {
+    use std::arch::x86_64::*;
+    let mut i = 0;
+    while i + 8 <= even.len() {
+        let lo = _mm256_loadu_ps(w.as_ptr().add(2 * i));
+        let hi = _mm256_loadu_ps(w.as_ptr().add(2 * i + 8));
+        // [lo0 lo2 hi0 hi2 | lo4 lo6 hi4 hi6] -> [lo0 lo2 lo4 lo6 hi0 hi2 hi4 hi6].
+        let e = _mm256_shuffle_ps::<0b10_00_10_00>(lo, hi);
+        let o = _mm256_shuffle_ps::<0b11_01_11_01>(lo, hi);
+        let order = |v: __m256| {
+            _mm256_castpd_ps(_mm256_permute4x64_pd::<0b11_01_10_00>(_mm256_castps_pd(v)))
+        };
+        _mm256_storeu_ps(even.as_mut_ptr().add(i), order(e));
+        _mm256_storeu_ps(odd.as_mut_ptr().add(i), order(o));
+        i += 8;
+    }
+    i
 }
 
 /// Scratch of [`transform_output`], made once per task: zeroing it per call cost as much as
@@ -361,18 +393,12 @@ pub(super) fn transform_output(
     [rows, ow]: [usize; 2],
     part: &mut [f32],
 ) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: as in `transform_input`.
-    unsafe {
-        transform_output_avx512(g, scratch, mb, r, tiles, [rows, ow], part)
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    transform_output_avx512(g, scratch, mb, r, tiles, [rows, ow], part)
+    widest(|| transform_output_inlined(g, scratch, mb, r, tiles, [rows, ow], part))
 }
 
-/// [`transform_output`], compiled for AVX-512 so that its loops take 16 lanes.
-#[cfg_attr(target_arch = "x86_64", target_feature(enable = "avx512f"))]
-fn transform_output_avx512(
+/// [`transform_output`], inlined as [`transform_input_inlined`] is.
+#[inline(always)]
+fn transform_output_inlined(
     g: &Geometry,
     OutputScratch { col, y }: &mut OutputScratch,
     mb: &[[[f32; NR]; MR]],
