@@ -316,6 +316,43 @@ mod tests {
                 "1x1, {threads} threads"
             );
         }
+        // A small plane of many channels (32 x 9 multiply-adds per output on 8x8): the
+        // channel tiles on AVX-512, on AVX2 the GEMM on filters packed on first use rather
+        // than the position tiles ([`DirectFilters::runs`]); unprepared filters take the same
+        // kernel.
+        let (c2, o2, hw) = (32, 8, 8);
+        let deep = || {
+            vec![
+                Tensor::from_f32(
+                    vec![1, c2, hw, hw],
+                    (0..c2 * hw * hw)
+                        .map(|i| ((i * 7) % 19) as f32 * 0.3 - 2.0)
+                        .collect(),
+                )
+                .unwrap(),
+                Tensor::from_f32(
+                    vec![o2, c2, 3, 3],
+                    (0..o2 * c2 * 9)
+                        .map(|i| ((i * 5) % 13) as f32 * 0.2 - 1.1)
+                        .collect(),
+                )
+                .unwrap(),
+            ]
+        };
+        let op = conv(1, 1, 1, AutoPad::Explicit);
+        let plain = eval1(&op, deep()).unwrap();
+        for threads in [1, 2] {
+            for _ in 0..2 {
+                let packed = crate::testing::eval_prepared(&op, deep(), &[false, true], threads)
+                    .expect("prepared")
+                    .unwrap();
+                assert_eq!(
+                    format!("{packed:?}"),
+                    format!("{plain:?}"),
+                    "32 channels on 8x8, {threads} threads"
+                );
+            }
+        }
         let op = conv(2, 1, 1, AutoPad::Explicit);
         let f64s = vec![
             Tensor::from_f64(vec![1, 1, 3, 3], vec![0.0; 9]).unwrap(),
