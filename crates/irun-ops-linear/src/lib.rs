@@ -2,7 +2,7 @@
 //! ScaledDotProductAttention, and the recurrent LSTM/GRU/RNN sequences and cells
 //! (`recurrent/`). One file per op; `gemm.rs` is the one matrix
 //! product (f32 on rten-gemm, f64 on matrixmultiply, integers exact with wrapping), `conv.rs`
-//! the convolution kernel (`direct_conv/` its AVX-512 direct case, `conv_gemm.rs` its
+//! the convolution kernel (`direct_conv/` its direct case on AVX-512 and AVX2, `conv_gemm.rs` its
 //! GEMMs on packed filters, `depthwise/` its one-channel-per-group case, by phases on
 //! AVX-512), `spatial.rs` the padding rules, `pool.rs` the window walk.
 //! f16/bf16 are widened to f32 once and rounded once. Constant f32 weights (the filters of

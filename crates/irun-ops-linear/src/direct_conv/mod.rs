@@ -1,5 +1,5 @@
 //! Direct f32 convolution (one group, 1 or 2 spatial dims, any kernel size, stride and
-//! dilation), for CPUs with AVX-512: no patch matrix and no packing of the input.
+//! dilation), for CPUs with AVX-512 or AVX2: no patch matrix and no packing of the input.
 //!
 //! Why it works, at stride 1: pad each input plane once into a plane `Wp` wide and take the
 //! output positions in that padded plane's flat order, `q = oy * Wp + ox`. Then tap `(ky, kx)`
@@ -165,19 +165,26 @@ impl DirectFilters {
     }
 
     /// Whether the direct kernels run `s` on this CPU at least as fast as the convolution's
-    /// GEMM: on AVX-512 always (the channel tiles take what the position tiles run slowly);
-    /// on AVX2, which has no channel tiles, not the small planes of many channels that
-    /// [`lanes::suits`] gives them (ResNet-18's 14x14 layers, one thread: position tiles
-    /// 5.2 ms, GEMM 3.9 ms; its 7x7 ones even; the 3x3 planes Winograd takes, and the stem,
-    /// 15-50% faster by the direct kernels).
+    /// GEMM. On AVX-512 always: the channel tiles take what the position tiles run slowly.
+    /// On AVX2 (8-lane blocks of 4 channels, no channel tiles), measured on one and two
+    /// threads against the GEMM: the planes Winograd takes (ResNet-18's 56x56 layers 2.4
+    /// against 4.4 ms) and other stride-1 filters (a 64 -> 5 channel 3x3 head on 160x160: 5
+    /// against 9 ms), and filters of 25 taps or more (a 7x7 stride-2 stem: 4.7 against 6.3
+    /// ms); not small planes of many channels, the ones [`lanes::suits`] gives the channel
+    /// tiles (ResNet-18's 14x14 layers: 5.2 against 3.9 ms; its 7x7 ones even), nor small
+    /// filters at a stride (3x3 stride 2, 32 -> 64 channels onto 160x160: 24 against 20 ms).
     pub fn runs(&self, s: &Shape2) -> bool {
         if unit() == Unit::Avx512 || winograd::suits(s, self.kernel, self.ci, self.co).is_some() {
             return true;
         }
         let [kh, kw] = self.kernel;
+        if s.stride != [1, 1] && kh * kw < 25 {
+            return false;
+        }
         let wp = s.out[1] + (kw - 1) * s.dil[1] / s.stride[1].max(1);
         let flat = s.out[0] * wp;
-        !lanes::suits_sizes(flat, s.out, vectors_for(flat), self.ci * kh * kw)
+        let small = s.out[0] * s.out[1] <= SMALL_PLANE;
+        !(small && lanes::suits_sizes(flat, s.out, vectors_for(flat), self.ci * kh * kw))
     }
 
     /// The convolution of `x [n, ci, *input]` into `[n, co, *out]`; `each` is called on
@@ -286,6 +293,8 @@ impl DirectFilters {
             .flatten()
         {
             f.run(&layout, s.n, self.co, &padded, each)
+        } else if s.n * self.co.div_ceil(MR) < 2 * par::threads() {
+            self.run_by_positions(&layout, s.n, &padded, each, l2_bytes)
         } else if self.ci * plane * 4 <= l2_bytes {
             self.run_whole(&layout, s.n, &padded, each)
         } else {
@@ -394,6 +403,72 @@ impl DirectFilters {
     }
 }
 
+impl DirectFilters {
+    /// For fewer tiles of `MR` output channels than two per thread (a detection head's 5
+    /// channels are one tile, which the other two ways give to a single task: 9.5 ms of a
+    /// 160x160 head on one of two threads): tasks of position blocks, each running every
+    /// channel tile over its block, L2-sized part by part, into a buffer of its own that is
+    /// copied into the output after.
+    fn run_by_positions(
+        &self,
+        l: &Layout,
+        n: usize,
+        padded: &[f32],
+        each: &(dyn Fn(usize, &mut [f32]) + Sync),
+        l2_bytes: usize,
+    ) -> Result<Vec<f32>, OpError> {
+        let positions = l.out[0] * l.out[1];
+        let (flat, nr) = (l.flat(), l.nr());
+        let tiles = self.co.div_ceil(MR);
+        // About four blocks per thread over all items, each whole tiles of positions.
+        let per_item = (4 * par::threads()).div_ceil(n.max(1)).max(1);
+        let block = flat.div_ceil(per_item).next_multiple_of(nr).max(nr);
+        let blocks = flat.div_ceil(block);
+        let reach = l.taps.iter().map(|t| t % l.phase_len).max().unwrap_or(0);
+        let phases = l.taps.iter().map(|t| t / l.phase_len).max().unwrap_or(0) + 1;
+        let part = (l2_bytes / 4 / (self.ci * phases).max(1))
+            .saturating_sub(reach)
+            .max(nr)
+            .next_multiple_of(nr);
+        let parts = par::try_map_tasks(n * blocks, &|t| {
+            let (item, b) = (t / blocks, t % blocks);
+            let (b0, b1) = (b * block, ((b + 1) * block).min(flat));
+            let (p0, p1) = (l.position(b0), l.position(b1));
+            let width = p1 - p0;
+            let mut buf = crate::kernel::try_zeroed::<f32>(self.co * width).map_err(|e| (t, e))?;
+            let xi = &padded[item * self.ci * l.plane..][..self.ci * l.plane];
+            let mut acc = [[0f32; NR]; MR];
+            for s0 in (b0..b1).step_by(part) {
+                for tile_of in 0..tiles {
+                    let w = self.tile_weights(tile_of);
+                    let rows = MR.min(self.co - tile_of * MR);
+                    let dst = &mut buf[tile_of * MR * width..][..rows * width];
+                    for q0 in (s0..(s0 + part).min(b1)).step_by(nr) {
+                        tile(l.vectors, w, xi, l.plane, &l.taps, q0, &mut acc);
+                        l.keep_from(&acc[..rows], q0, dst, p0, width);
+                    }
+                }
+            }
+            for (c, row) in buf.chunks_mut(width.max(1)).enumerate().take(self.co) {
+                each((item * self.co + c) * positions + p0, row);
+            }
+            Ok((item, p0, buf))
+        })?;
+        let mut out = crate::kernel::try_zeroed::<f32>(n * self.co * positions)?;
+        for (item, p0, buf) in parts {
+            let width = buf.len() / self.co.max(1);
+            for (c, row) in buf.chunks(width.max(1)).enumerate().take(self.co) {
+                let at = (item * self.co + c) * positions + p0;
+                out[at..at + width].copy_from_slice(row);
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// Output planes up to this many positions are small for [`DirectFilters::runs`].
+const SMALL_PLANE: usize = 32 * 32;
+
 /// Block sizes above: the bytes of padded input a task keeps in L2 (2 MiB per core here).
 const L2_INPUT_BYTES: usize = 1 << 20;
 
@@ -429,18 +504,35 @@ impl Layout {
     /// Copies the outputs among the tile's flat positions `q0..` (not those past an output
     /// row) of each row of `acc` into the channel planes of `dst`.
     fn keep(&self, acc: &[[f32; NR]], q0: usize, dst: &mut [f32]) {
+        self.keep_from(acc, q0, dst, 0, self.out[0] * self.out[1]);
+    }
+
+    /// [`Self::keep`] into `dst` holding the output positions from `first` of each channel,
+    /// `stride` apart.
+    fn keep_from(
+        &self,
+        acc: &[[f32; NR]],
+        q0: usize,
+        dst: &mut [f32],
+        first: usize,
+        stride: usize,
+    ) {
         let [_, ow] = self.out;
-        let positions = self.out[0] * ow;
         let end = (q0 + self.nr()).min(self.flat());
         let mut q = q0;
         while q < end {
             let (oy, ox) = (q / self.wp, q % self.wp);
             let run = (self.wp - ox).min(end - q);
             let keep = run.min(ow.saturating_sub(ox));
+            if keep == 0 {
+                // Only positions past the row's outputs: nothing of them is kept.
+                q += run;
+                continue;
+            }
             // One short run per channel (a row of the tile), with no `memcpy` call each.
             crate::rows::copy_rows(
                 (&acc.as_flattened()[q - q0..], NR),
-                (&mut dst[oy * ow + ox..], positions),
+                (&mut dst[oy * ow + ox - first..], stride),
                 acc.len(),
                 keep,
             );
@@ -635,9 +727,10 @@ mod avx2 {
             for first in (0..MR).step_by(ROWS) {
                 let w = w.add(first * k + s0);
                 let out = &mut out[first..first + ROWS];
-                // 16 V positions: 2 V vectors of 8, two at a time.
+                // 16 V positions: 2 V vectors of 8, two at a time (three at a time, 12
+                // accumulators, spilled to the stack and ran 20-70% slower).
                 for col in (0..16 * V).step_by(16) {
-                    block(w, k, x.add(col), offsets, s0 == 0, col, out);
+                    block::<2>(w, k, x.add(col), offsets, s0 == 0, col, out);
                 }
             }
         }
@@ -651,7 +744,7 @@ mod avx2 {
     /// As [`tile`], with `col + 16 <= 16 V` of the calling tile.
     #[target_feature(enable = "avx2,fma")]
     #[inline]
-    unsafe fn block(
+    unsafe fn block<const C: usize>(
         w: *const f32,
         k: usize,
         x: *const f32,
@@ -660,26 +753,28 @@ mod avx2 {
         col: usize,
         out: &mut [[f32; NR]],
     ) {
-        let mut acc = [[_mm256_setzero_ps(); 2]; ROWS];
+        let mut acc = [[_mm256_setzero_ps(); C]; ROWS];
         if !from_zero {
             for (a, o) in acc.iter_mut().zip(out.iter()) {
-                a[0] = _mm256_loadu_ps(o.as_ptr().add(col));
-                a[1] = _mm256_loadu_ps(o.as_ptr().add(col + 8));
+                for (v, a) in a.iter_mut().enumerate() {
+                    *a = _mm256_loadu_ps(o.as_ptr().add(col + 8 * v));
+                }
             }
         }
         let rows: [*const f32; ROWS] = std::array::from_fn(|r| w.add(r * k));
         for (kk, &o) in offsets.iter().enumerate() {
-            let b0 = _mm256_loadu_ps(x.add(o));
-            let b1 = _mm256_loadu_ps(x.add(o + 8));
+            let b: [__m256; C] = std::array::from_fn(|v| _mm256_loadu_ps(x.add(o + 8 * v)));
             for (a, row) in acc.iter_mut().zip(&rows) {
                 let f = _mm256_broadcast_ss(&*row.add(kk));
-                a[0] = _mm256_fmadd_ps(f, b0, a[0]);
-                a[1] = _mm256_fmadd_ps(f, b1, a[1]);
+                for (a, &b) in a.iter_mut().zip(&b) {
+                    *a = _mm256_fmadd_ps(f, b, *a);
+                }
             }
         }
         for (o, a) in out.iter_mut().zip(&acc) {
-            _mm256_storeu_ps(o.as_mut_ptr().add(col), a[0]);
-            _mm256_storeu_ps(o.as_mut_ptr().add(col + 8), a[1]);
+            for (v, a) in a.iter().enumerate() {
+                _mm256_storeu_ps(o.as_mut_ptr().add(col + 8 * v), *a);
+            }
         }
     }
 }
