@@ -289,6 +289,8 @@ impl CompressedMatMul {
                 use crate::gemm::Mul;
                 let kk = k as isize;
                 f32::gemm(x_rows, k, count, x, (kk, 1), &tile, (1, kk), &mut out);
+            } else if cfg!(target_arch = "x86_64") && x_rows >= WEIGHTED_ROWS && w.vectorised() {
+                w.weighted_block(first..first + count, x, &mut out);
             } else {
                 let mut dots = vec![0f32; x_rows];
                 let mut row = Vec::new();
@@ -313,7 +315,55 @@ impl CompressedMatMul {
     }
 }
 
+/// Bytes of codes a sub-block of [`CompressedWeights::weighted_block`] keeps in L2 while
+/// each chunk of input rows goes over it.
+const WEIGHTED_BLOCK_CODES: usize = 192 << 10;
+
 impl CompressedWeights {
+    /// Whether the AVX2 kernels serve these weights on this CPU.
+    fn vectorised(&self) -> bool {
+        #[cfg(target_arch = "x86_64")]
+        {
+            avx2::usable(self)
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            false
+        }
+    }
+
+    /// `out[m * rows.len() + j] = x_m · w_(rows.start + j)` for the input rows `xs` (five or
+    /// more, whole rows of `cols`) by [`avx2::weighted_rows`], chunk of input rows by chunk
+    /// over sub-blocks of weight rows whose codes stay in L2: a chunk's inputs then stay in
+    /// L1 from weight row to weight row, where taking every chunk for one weight row before
+    /// the next alternated them (16 rows of 768 inputs, 48 KB) and read them from L2. Each
+    /// output is the one call's, so the same bits whatever the order.
+    #[cfg(target_arch = "x86_64")]
+    fn weighted_block(&self, rows: std::ops::Range<usize>, xs: &[f32], out: &mut [f32]) {
+        let k = self.cols;
+        let count = rows.len();
+        let chunk = avx2::MAX_WEIGHTED_ROWS;
+        let row_bytes = self.codes.len() / self.rows.max(1);
+        let sub = (WEIGHTED_BLOCK_CODES / row_bytes.max(1)).max(1);
+        let mut dots = [0f32; avx2::MAX_WEIGHTED_ROWS];
+        for s0 in (0..count).step_by(sub) {
+            for (c, xs) in xs.chunks(chunk * k.max(1)).enumerate() {
+                let here = &mut dots[..xs.len() / k.max(1)];
+                for j in s0..(s0 + sub).min(count) {
+                    avx2::weighted_rows(self, rows.start + j, xs, here);
+                    for (m, &d) in here.iter().enumerate() {
+                        out[(c * chunk + m) * count + j] = d;
+                    }
+                }
+            }
+        }
+    }
+
+    #[cfg(not(target_arch = "x86_64"))]
+    fn weighted_block(&self, _: std::ops::Range<usize>, _: &[f32], _: &mut [f32]) {
+        unreachable!("vectorised() is false off x86_64")
+    }
+
     /// `out[m] = x_m · w_r` for the input rows `xs` (`out.len()` rows of `cols`, `x_sums`
     /// their sums per group where the vector kernel wants them); `scratch` holds a decoded
     /// row where no vector kernel serves.
@@ -326,16 +376,8 @@ impl CompressedWeights {
         scratch: &mut Vec<f32>,
     ) {
         #[cfg(target_arch = "x86_64")]
-        if avx2::usable(self) {
-            if out.len() < WEIGHTED_ROWS {
-                avx2::dot_rows(self, r, xs, x_sums, out);
-            } else {
-                let k = self.cols;
-                let chunk = avx2::MAX_WEIGHTED_ROWS;
-                for (xs, out) in xs.chunks(chunk * k).zip(out.chunks_mut(chunk)) {
-                    avx2::weighted_rows(self, r, xs, out);
-                }
-            }
+        if avx2::usable(self) && out.len() < WEIGHTED_ROWS {
+            avx2::dot_rows(self, r, xs, x_sums, out);
             return;
         }
         let _ = x_sums;
