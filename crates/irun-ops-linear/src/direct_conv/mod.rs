@@ -668,14 +668,13 @@ mod avx512 {
 }
 
 /// The same tile for CPUs with AVX2 and FMA but not AVX-512: 8-lane vectors and 16 registers,
-/// so the `MR x 16 V` tile runs as blocks of 4 channels by at most 3 vectors (12
-/// accumulators, the 3 input vectors and a broadcast fill the 16 registers). The blocks take
-/// the (input channel, tap) steps a chunk of input channels at a time, keeping their sums in
-/// `out` between chunks: the chunk's filter values stay in L1 for every block, and its inputs
-/// for the second block of channels (one pass over all steps per block read the filters of a
-/// 512-channel layer from L2 four times per tile). Every output is the same fused
-/// multiply-add chain in the same order as on AVX-512 (a sum stored and reloaded keeps its
-/// bits): the two give the same results.
+/// so the `MR x 16 V` tile runs as blocks of 4 channels by 2 vectors (8 accumulators; 12
+/// spilled to the stack). The blocks take the (input channel, tap) steps 128 at a time,
+/// keeping their sums in `out` between chunks: a chunk's filter values stay in L1 for every
+/// block, and its inputs for the second block of channels (one pass over all steps per block
+/// read the filters of a 512-channel layer from L2 four times per tile). Every output is the
+/// same fused multiply-add chain in the same order as on AVX-512 (a sum stored and reloaded
+/// keeps its bits): the two give the same results.
 #[cfg(target_arch = "x86_64")]
 mod avx2 {
     use super::{MR, NR};
@@ -736,12 +735,12 @@ mod avx2 {
         }
     }
 
-    /// `out[r][col .. col + 16]` for `ROWS` filter rows (row `r` at `w + r k`, from the
+    /// `out[r][col .. col + 8 C]` for `ROWS` filter rows (row `r` at `w + r k`, from the
     /// chunk's first step), carried through the chunk's steps (`x` plus each offset); the
     /// first chunk starts from zero, the others from `out`.
     ///
     /// # Safety
-    /// As [`tile`], with `col + 16 <= 16 V` of the calling tile.
+    /// As [`tile`], with `col + 8 C <= 16 V` of the calling tile.
     #[target_feature(enable = "avx2,fma")]
     #[inline]
     unsafe fn block<const C: usize>(
