@@ -359,12 +359,7 @@ impl DirectFilters {
         let tiles = self.co.div_ceil(MR);
         let per_task = tiles.div_ceil(par::threads().max(1)).max(1);
         let group = per_task * MR * positions;
-        let reach = l.taps.iter().map(|t| t % l.phase_len).max().unwrap_or(0);
-        let phases = l.taps.iter().map(|t| t / l.phase_len).max().unwrap_or(0) + 1;
-        let block = (l2_bytes / 4 / (self.ci * phases).max(1))
-            .saturating_sub(reach)
-            .max(l.nr())
-            .next_multiple_of(l.nr());
+        let block = l.positions_in_l2(self.ci, l2_bytes);
         // Zeroed in parallel, then each task owns its channels' slice.
         let mut out = par::build(n * self.co * positions, group.max(1), &|_, fill| {
             fill.repeat(0.0, fill.remaining())
@@ -401,9 +396,7 @@ impl DirectFilters {
         });
         Ok(out)
     }
-}
 
-impl DirectFilters {
     /// For fewer tiles of `MR` output channels than two per thread (a detection head's 5
     /// channels are one tile, which the other two ways give to a single task: 9.5 ms of a
     /// 160x160 head on one of two threads): tasks of position blocks, each running every
@@ -424,12 +417,7 @@ impl DirectFilters {
         let per_item = (4 * par::threads()).div_ceil(n.max(1)).max(1);
         let block = flat.div_ceil(per_item).next_multiple_of(nr).max(nr);
         let blocks = flat.div_ceil(block);
-        let reach = l.taps.iter().map(|t| t % l.phase_len).max().unwrap_or(0);
-        let phases = l.taps.iter().map(|t| t / l.phase_len).max().unwrap_or(0) + 1;
-        let part = (l2_bytes / 4 / (self.ci * phases).max(1))
-            .saturating_sub(reach)
-            .max(nr)
-            .next_multiple_of(nr);
+        let part = l.positions_in_l2(self.ci, l2_bytes);
         let parts = par::try_map_tasks(n * blocks, &|t| {
             let (item, b) = (t / blocks, t % blocks);
             let (b0, b1) = (b * block, ((b + 1) * block).min(flat));
@@ -489,6 +477,28 @@ struct Layout {
 impl Layout {
     fn nr(&self) -> usize {
         16 * self.vectors
+    }
+
+    /// Flat positions per block (whole tiles, at least one) whose padded input, `ci`
+    /// channels of every phase a tap reads, fits in `l2_bytes`.
+    fn positions_in_l2(&self, ci: usize, l2_bytes: usize) -> usize {
+        let reach = self
+            .taps
+            .iter()
+            .map(|t| t % self.phase_len)
+            .max()
+            .unwrap_or(0);
+        let phases = self
+            .taps
+            .iter()
+            .map(|t| t / self.phase_len)
+            .max()
+            .unwrap_or(0)
+            + 1;
+        (l2_bytes / 4 / (ci * phases).max(1))
+            .saturating_sub(reach)
+            .max(self.nr())
+            .next_multiple_of(self.nr())
     }
 
     /// Flat positions to compute: `oh` rows of `wp`.
