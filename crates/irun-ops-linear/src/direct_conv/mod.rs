@@ -170,7 +170,7 @@ impl DirectFilters {
     /// threads against the GEMM: the planes Winograd takes (ResNet-18's 56x56 layers 2.4
     /// against 4.4 ms) and other stride-1 filters (a 64 -> 5 channel 3x3 head on 160x160: 5
     /// against 9 ms), and filters of 25 taps or more (a 7x7 stride-2 stem: 4.7 against 6.3
-    /// ms); not small planes of many channels, the ones [`lanes::suits`] gives the channel
+    /// ms); not small planes of many channels, the ones `lanes::suits` gives the channel
     /// tiles (ResNet-18's 14x14 layers: 5.2 against 3.9 ms; its 7x7 ones even), nor small
     /// filters at a stride (3x3 stride 2, 32 -> 64 channels onto 160x160: 24 against 20 ms).
     pub fn runs(&self, s: &Shape2) -> bool {
