@@ -180,16 +180,18 @@ pub fn dot_rows(w: &CompressedWeights, r: usize, xs: &[f32], sums: &[f32], out: 
     // `m * cols + c` with `c + 8 <= cols`, inside `xs` (asserted).
     by_decoding!(w, K => unsafe {
         match out.len() {
-            1 => dot_rows_avx2::<1, K>(w, r, p, xs, sums, out),
-            2 => dot_rows_avx2::<2, K>(w, r, p, xs, sums, out),
-            3 => dot_rows_avx2::<3, K>(w, r, p, xs, sums, out),
-            _ => dot_rows_avx2::<4, K>(w, r, p, xs, sums, out),
+            1 => dot_rows_avx2::<1, 4, K>(w, r, p, xs, sums, out),
+            2 => dot_rows_avx2::<2, 2, K>(w, r, p, xs, sums, out),
+            3 => dot_rows_avx2::<3, 1, K>(w, r, p, xs, sums, out),
+            _ => dot_rows_avx2::<4, 1, K>(w, r, p, xs, sums, out),
         }
     })
 }
 
 #[target_feature(enable = "avx2,fma")]
-unsafe fn dot_rows_avx2<const R: usize, const KIND: u8>(
+/// `U`: independent chains of multiply-adds per input row (four for one row, the decode
+/// step; two for two; three and four rows are chains enough).
+unsafe fn dot_rows_avx2<const R: usize, const U: usize, const KIND: u8>(
     w: &CompressedWeights,
     r: usize,
     mut p: *const u8,
@@ -209,16 +211,38 @@ unsafe fn dot_rows_avx2<const R: usize, const KIND: u8>(
             let s = w.scales[r * groups + gi];
             // The codes a few groups on (a hint: never dereferenced, never faults).
             _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(PREFETCH_AHEAD) as *const i8);
-            let mut acc = [_mm256_setzero_ps(); R];
+            // `U` chains per input row, step `j` of the group into chain `j % U`: one chain
+            // made a single input row (a decode step) wait out the multiply-add's latency at
+            // every step. The chains are added pairwise at the group's end.
+            let mut chains = [[_mm256_setzero_ps(); U]; R];
+            let end = (gi + 1) * g;
             let mut c = gi * g;
-            while c < (gi + 1) * g {
+            while c + 8 * U <= end {
+                for u in 0..U {
+                    let v = decode8::<KIND>(p, &luts, lut);
+                    for (m, a) in chains.iter_mut().enumerate() {
+                        a[u] = _mm256_fmadd_ps(v, _mm256_loadu_ps(x.add(m * k + c)), a[u]);
+                    }
+                    p = p.add(step_bytes(KIND));
+                    c += 8;
+                }
+            }
+            while c < end {
                 let v = decode8::<KIND>(p, &luts, lut);
-                for (m, a) in acc.iter_mut().enumerate() {
-                    *a = _mm256_fmadd_ps(v, _mm256_loadu_ps(x.add(m * k + c)), *a);
+                for (m, a) in chains.iter_mut().enumerate() {
+                    a[0] = _mm256_fmadd_ps(v, _mm256_loadu_ps(x.add(m * k + c)), a[0]);
                 }
                 p = p.add(step_bytes(KIND));
                 c += 8;
             }
+            let acc: [__m256; R] = std::array::from_fn(|m| {
+                let a = &chains[m];
+                match U {
+                    4 => _mm256_add_ps(_mm256_add_ps(a[0], a[1]), _mm256_add_ps(a[2], a[3])),
+                    2 => _mm256_add_ps(a[0], a[1]),
+                    _ => a[0],
+                }
+            });
             let scale = _mm256_set1_ps(s);
             for m in 0..R {
                 sums[m] = _mm256_fmadd_ps(scale, acc[m], sums[m]);
