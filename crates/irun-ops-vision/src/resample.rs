@@ -213,12 +213,11 @@ pub fn pass(src: &[f64], shape: &[usize], axis: usize, taps: &[Taps]) -> Vec<f64
     if inner == 1 {
         // The last axis: each output is a short dot product of its row; whole rows per
         // task, without a chunk per element.
+        let flat = FlatTaps::new(taps);
         par::for_each_split_mut(&mut out, lo, &|at, rows| {
             for (r, dst) in rows.chunks_mut(lo).enumerate() {
                 let s = &src[(at / lo + r) * li..][..li];
-                for (d, t) in dst.iter_mut().zip(taps) {
-                    *d = t.iter().map(|&(k, w)| w * s[k]).sum();
-                }
+                flat.dots(s, dst, |d, v| *d = v);
             }
         });
         return out;
@@ -227,15 +226,60 @@ pub fn pass(src: &[f64], shape: &[usize], axis: usize, taps: &[Taps]) -> Vec<f64
         for (r, dst) in rows.chunks_mut(inner).enumerate() {
             let row = at / inner + r;
             let (block, o) = (row / lo, row % lo);
-            for &(k, w) in &taps[o] {
-                let s = &src[(block * li + k) * inner..][..inner];
-                for (d, &v) in dst.iter_mut().zip(s) {
-                    *d += w * v;
-                }
-            }
+            add_rows(dst, &taps[o], |k| &src[(block * li + k) * inner..][..inner]);
         }
     });
     out
+}
+
+/// `dst[i] += w * row(k)[i]` for each tap `(k, w)` in order: one output row of a pass over a
+/// non-last axis, from the input rows its taps name.
+#[inline]
+fn add_rows<'a, T: Copy + Into<f64> + 'a>(
+    dst: &mut [f64],
+    taps: &[(usize, f64)],
+    row: impl Fn(usize) -> &'a [T],
+) {
+    for &(k, w) in taps {
+        for (d, &v) in dst.iter_mut().zip(row(k)) {
+            *d += w * v.into();
+        }
+    }
+}
+
+/// One axis's taps for every output in one array (output `x`'s are `flat[ends[x - 1]..
+/// ends[x]]`): a list per output was a pointer to chase per output element.
+struct FlatTaps {
+    flat: Vec<(usize, f64)>,
+    ends: Vec<usize>,
+}
+
+impl FlatTaps {
+    fn new(taps: &[Taps]) -> FlatTaps {
+        let ends = taps
+            .iter()
+            .scan(0, |end, t| {
+                *end += t.len();
+                Some(*end)
+            })
+            .collect();
+        FlatTaps {
+            flat: taps.concat(),
+            ends,
+        }
+    }
+
+    /// `put(d, Σ w * row[k])` for each output `d` of `dst` and its taps, in order
+    /// (`Iterator::sum`).
+    #[inline]
+    fn dots<T>(&self, row: &[f64], dst: &mut [T], put: impl Fn(&mut T, f64)) {
+        let mut begin = 0;
+        for (d, &end) in dst.iter_mut().zip(&self.ends) {
+            let taps = &self.flat[begin..end];
+            put(d, taps.iter().map(|&(k, w)| w * row[k]).sum::<f64>());
+            begin = end;
+        }
+    }
 }
 
 /// [`pass`] over the second-to-last axis (taps `th`) and then over the last (taps `tw`) of
@@ -253,16 +297,7 @@ pub fn last_two_f32(
     let (hi, wi) = (shape[r - 2], shape[r - 1]);
     let planes: usize = shape[..r - 2].iter().product();
     let (ho, wo) = (th.len(), tw.len());
-    // The last axis's taps in one array (`tw[x]` is `flat[ends[x - 1]..ends[x]]`): one
-    // allocation per output column was a pointer to chase per output.
-    let flat: Vec<(usize, f64)> = tw.concat();
-    let ends: Vec<usize> = tw
-        .iter()
-        .scan(0, |end, t| {
-            *end += t.len();
-            Some(*end)
-        })
-        .collect();
+    let tw = FlatTaps::new(tw);
     let len = planes * ho * wo;
     // Written straight into the output's capacity: zeroing 8 MB first was a sixth of the time.
     par::build(len, wo.max(1), &|start, fill| {
@@ -271,19 +306,9 @@ pub fn last_two_f32(
         while fill.remaining() > 0 {
             let (plane, o) = (row / ho, row % ho);
             column.fill(0.0);
-            for &(k, w) in &th[o] {
-                let s = &src[(plane * hi + k) * wi..][..wi];
-                for (d, &v) in column.iter_mut().zip(s) {
-                    *d += w * v as f64;
-                }
-            }
+            add_rows(&mut column, &th[o], |k| &src[(plane * hi + k) * wi..][..wi]);
             let dst = fill.repeat_mut(0.0, wo);
-            let mut begin = 0;
-            for (d, &end) in dst.iter_mut().zip(&ends) {
-                let taps = &flat[begin..end];
-                *d = taps.iter().map(|&(k, w)| w * column[k]).sum::<f64>() as f32;
-                begin = end;
-            }
+            tw.dots(&column, dst, |d, v| *d = v as f32);
             row += 1;
         }
     })
