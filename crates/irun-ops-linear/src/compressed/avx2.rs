@@ -188,9 +188,9 @@ pub fn dot_rows(w: &CompressedWeights, r: usize, xs: &[f32], sums: &[f32], out: 
     })
 }
 
-#[target_feature(enable = "avx2,fma")]
 /// `U`: independent chains of multiply-adds per input row (four for one row, the decode
 /// step; two for two; three and four rows are chains enough).
+#[target_feature(enable = "avx2,fma")]
 unsafe fn dot_rows_avx2<const R: usize, const U: usize, const KIND: u8>(
     w: &CompressedWeights,
     r: usize,

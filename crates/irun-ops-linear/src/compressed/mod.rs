@@ -289,7 +289,7 @@ impl CompressedMatMul {
                 use crate::gemm::Mul;
                 let kk = k as isize;
                 f32::gemm(x_rows, k, count, x, (kk, 1), &tile, (1, kk), &mut out);
-            } else if cfg!(target_arch = "x86_64") && x_rows >= WEIGHTED_ROWS && w.vectorised() {
+            } else if x_rows >= WEIGHTED_ROWS && w.vectorised() {
                 w.weighted_block(first..first + count, x, &mut out);
             } else {
                 let mut dots = vec![0f32; x_rows];

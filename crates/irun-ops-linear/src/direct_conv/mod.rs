@@ -93,6 +93,15 @@ pub struct Shape2 {
     pub pad: [usize; 2],
 }
 
+impl Shape2 {
+    /// Where tap `k` of dim `d` lies: its phase of the stride (`k * dil % stride`) and its
+    /// offset within that phase (`k * dil / stride`).
+    fn tap_at(&self, k: usize, d: usize) -> (usize, usize) {
+        let reach = k * self.dil[d];
+        (reach % self.stride[d], reach / self.stride[d])
+    }
+}
+
 impl DirectFilters {
     /// Whether this CPU runs the kernel.
     pub fn supported() -> bool {
@@ -181,7 +190,7 @@ impl DirectFilters {
         if s.stride != [1, 1] && kh * kw < 25 {
             return false;
         }
-        let wp = s.out[1] + (kw - 1) * s.dil[1] / s.stride[1].max(1);
+        let wp = s.out[1] + s.tap_at(kw - 1, 1).1;
         let flat = s.out[0] * wp;
         let small = s.out[0] * s.out[1] <= SMALL_PLANE;
         !(small && lanes::suits_sizes(flat, s.out, vectors_for(flat), self.ci * kh * kw))
@@ -223,13 +232,12 @@ impl DirectFilters {
         let [oh, ow] = s.out;
         // Tap (ky, kx) lies in phase (ky * dy % sy, kx * dx % sx), at (ky * dy / sy, kx *
         // dx / sx) of it; the phases are `[hp, wp]`, with room for every tap of every output.
-        let at = |k: usize, d: usize| (k * s.dil[d] % s.stride[d], k * s.dil[d] / s.stride[d]);
-        let (hp, wp) = (oh + at(kh - 1, 0).1, ow + at(kw - 1, 1).1);
+        let (hp, wp) = (oh + s.tap_at(kh - 1, 0).1, ow + s.tap_at(kw - 1, 1).1);
         let mut phases: Vec<[usize; 2]> = Vec::new();
         let mut tap_at: Vec<(usize, usize)> = Vec::with_capacity(kh * kw);
         for ky in 0..kh {
             for kx in 0..kw {
-                let ((a, y), (b, x)) = (at(ky, 0), at(kx, 1));
+                let ((a, y), (b, x)) = (s.tap_at(ky, 0), s.tap_at(kx, 1));
                 let phase = match phases.iter().position(|&p| p == [a, b]) {
                     Some(i) => i,
                     None => {
