@@ -8,6 +8,7 @@ pub(crate) use irun_opkit::testing;
 #[allow(unused_imports)]
 pub(crate) use irun_opkit::{attrs, fact, kernel, op, par};
 
+pub mod elem;
 pub mod elements_update;
 pub mod fill;
 pub mod nd_update;

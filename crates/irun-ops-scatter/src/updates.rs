@@ -10,7 +10,7 @@
 
 use irun_opkit::halves::Half;
 
-use crate::reduce::Elem;
+use crate::elem::Elem;
 
 /// The updates of a scatter, by position.
 pub trait Updates<T: Elem>: Sync {
@@ -23,12 +23,21 @@ pub trait Updates<T: Elem>: Sync {
     fn block_len(&self) -> usize {
         usize::MAX
     }
+
+    /// All the updates as `T`, where they are stored so; `None` where they are widened.
+    fn whole(&self) -> Option<&[T]> {
+        None
+    }
 }
 
 impl<T: Elem> Updates<T> for [T] {
     #[inline(always)]
     fn block<'s>(&'s self, start: usize, n: usize, _buf: &'s mut Vec<T>) -> &'s [T] {
         &self[start..start + n]
+    }
+
+    fn whole(&self) -> Option<&[T]> {
+        Some(self)
     }
 }
 

@@ -8,33 +8,17 @@
 
 use std::ops::Range;
 
+use super::buckets::apply_lists;
 use super::buckets::{BucketMap, PartLists};
-use super::runtime::{
-    apply_lists, bucket_count, ElementsKernel, BUCKET_BYTES, ROUNDS_MAX_OUTPUT_BYTES,
-};
+use super::kernel::ElementsKernel;
+use super::strategy::Tuning;
 use crate::fill::FillFrom;
-use crate::kernel::{DisjointSlice, PAR_MIN_ELEMENTS};
+use crate::kernel::DisjointSlice;
 use crate::op::OpError;
 use crate::par;
 use crate::reduce::{Combine, Elem};
 
 impl ElementsKernel<'_> {
-    /// Whether [`ElementsKernel::run_bucketed_into`] serves an output of `n` elements
-    /// (`bytes` bytes): a flat histogram without counts, large enough to run bucketed in
-    /// one round, so that each bucket is one stretch of the output and is applied once.
-    /// Everything else copies the data first and runs as usual.
-    pub(super) fn fills_by_bucket(&self, n: usize, bytes: usize) -> bool {
-        let g = &self.geometry;
-        let rows = self.indices.len() >= PAR_MIN_ELEMENTS && g.rows_apply(n);
-        !self.line_indices
-            && self.plan.is_none()
-            && !self.track_counts
-            && !rows
-            && g.single_flat_row()
-            && bytes > ROUNDS_MAX_OUTPUT_BYTES
-            && self.bucketed(n, bytes)
-    }
-
     /// [`ElementsKernel::run_bucketed`]'s one round, with the output filled from the data
     /// by the apply pass: the positions are partitioned into lists by bucket as there, then
     /// the task of bucket `b` copies `b`'s stretch of the data and applies `b`'s lists to it,
@@ -45,12 +29,12 @@ impl ElementsKernel<'_> {
         updates: &[T],
     ) -> Result<(), OpError> {
         let (n, threads) = (out.len(), par::threads());
-        let buckets = bucket_count(n.saturating_mul(std::mem::size_of::<T>()), threads);
+        let buckets = Tuning::bucket_count(n.saturating_mul(std::mem::size_of::<T>()), threads);
         let (shift, _) = BucketMap::fine(self.geometry.data_along);
         let positions = 0..self.indices.len();
         let sampled = self.sample_targets(positions.clone());
         let range_bytes = std::mem::size_of::<T>() << shift;
-        let map = BucketMap::capped(shift, &sampled, buckets, BUCKET_BYTES / range_bytes);
+        let map = BucketMap::capped(shift, &sampled, buckets, Tuning::BUCKET_BYTES / range_bytes);
         let buckets = map.buckets();
         let mut parts: Vec<PartLists<T>> = (0..threads).map(|_| PartLists::new(buckets)).collect();
         self.partition_round(positions, &map, &sampled, &mut parts, updates)?;
@@ -97,7 +81,7 @@ impl ElementsKernel<'_> {
             let base = stretches[b].start;
             // SAFETY: task `b` reaches only the offsets `partition` put in bucket `b`, which
             // lie in `stretches[b]` (above), and `out` is that stretch, offset by `base`; no
-            // counts are kept (`fills_by_bucket`).
+            // counts are kept ([`super::strategy::Strategy::FillByBucket`]).
             unsafe {
                 apply_lists::<T, C, false>(parts, b, base, &out.part(b), &counts.part(b), init)
             };

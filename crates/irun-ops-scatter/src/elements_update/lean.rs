@@ -5,7 +5,8 @@
 
 use std::ops::Range;
 
-use super::runtime::ElementsKernel;
+use super::kernel::ElementsKernel;
+use super::strategy::Tuning;
 use crate::fill::Upcoming;
 use crate::kernel::{count_from_end, NativeBlocks, NativeIndex};
 use crate::op::{codes, OpError};
@@ -230,7 +231,7 @@ fn flat_plain<
         irun_opkit::simd::prefetch_read_ptr(us.as_ptr().wrapping_add(LEAN_AHEAD));
         if FAR {
             // A hint only: the place may be out of range (the loop below stops there).
-            for v in vals.iter().skip(done + FAR_AHEAD).take(4) {
+            for v in vals.iter().skip(done + Tuning::FAR_AHEAD).take(4) {
                 let p = place::<WRAP>((*v).into(), along, base);
                 irun_opkit::simd::prefetch_write_ptr(dst.as_ptr().wrapping_add(p));
             }
@@ -310,11 +311,6 @@ fn interleaved<T: Elem, C: Combine<T>, V: NativeIndex, const WRAP: bool>(
 /// sums' lean task went from 2.0 to 1.75 on uniform indices but from 1.00 to 1.08 with
 /// half of them on 8 hot targets, whose lines stay in cache anyway.
 const FAR_OUTPUT_BYTES: usize = 6 << 20;
-
-/// How many positions (or listed pairs) ahead the loops on outputs beyond the caches ask
-/// for a target's line: 64 took random applies onto 8 MB from 4.5 to 1.3 ns each where 16
-/// took them to 2.0 (stand-alone, one thread).
-pub(super) const FAR_AHEAD: usize = 64;
 
 /// A block whose three sampled targets are in order and span at most this many bytes of
 /// output is sorted or reverse-sorted, read in order by the hardware's own prefetch: the

@@ -6,8 +6,8 @@
 
 use std::ops::Range;
 
+use super::kernel::ElementsKernel;
 use super::lean::fold_all;
-use super::runtime::ElementsKernel;
 use crate::kernel::{NativeBlocks, NativeIndex};
 use crate::op::OpError;
 use crate::par;
@@ -21,15 +21,6 @@ use crate::updates::Updates;
 const SPLIT_SCAN: usize = 4096;
 
 impl ElementsKernel<'_> {
-    /// Whether [`ElementsKernel::run_local_chunks`] may pay: several threads, enough indices,
-    /// a single flat row (the output offset is the axis target) and local indices.
-    pub(super) fn chunkable(&self, elem_bytes: usize) -> bool {
-        par::threads() > 1
-            && self.indices.len() >= super::runtime::BUCKETED_MIN_INDICES
-            && self.geometry.single_flat_row()
-            && self.local(elem_bytes)
-    }
-
     /// The lean pass over one contiguous chunk of positions per thread, in parallel, when
     /// the chunks' target ranges are disjoint (sorted or reverse-sorted indices, after
     /// moving each boundary to a change of target): each chunk then owns the stretch of

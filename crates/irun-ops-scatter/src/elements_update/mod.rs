@@ -5,29 +5,28 @@
 //! 1, element 0 used). v12 adds `reduction` (none, sum, prod, min, max, mean; default none) and
 //! `use_init_val` (default true). Output: data's shape, merged data/updates type.
 //!
-//! Files: this one has the op (attributes, inference, `eval`, `prepare`); `geometry` the
-//! addressing the run-time kernel and the compile-time plan share; `runtime` the run-time
-//! kernel and how it splits work; `lean` its one-pass loops, `local` those loops on chunks
-//! of local indices, `monotone` on sorted indices into an output filled as they go;
-//! `buckets` the lists of its bucketed path, `split` its split rounds on small outputs and
-//! `round_modes` when a round runs split; `plan` the compile-time plan for constant
-//! indices.
+//! Files: this one has the op (attributes, inference, `eval`, `prepare`); `strategy` which
+//! way a run goes and why (the one place to read first); `runtime` the run's entries and
+//! `execute`, which runs the chosen strategy; `kernel` the state every strategy shares;
+//! `geometry` the addressing the kernel and the compile-time plan share; then one file per
+//! strategy family: `rows`, `plan`, `lean` (with `local` and `monotone` for local
+//! indices), `private`, `split`, and `partition` / `buckets` / `two_way` / `fused` for the
+//! bucketed rounds.
 
 mod buckets;
 mod fused;
 mod geometry;
+mod kernel;
 mod lean;
 mod local;
 mod monotone;
 mod partition;
 mod plan;
 mod private;
-mod round_modes;
 mod rows;
 mod runtime;
 mod split;
-mod two_way;
-pub use round_modes::RoundMemory;
+mod strategy;
 #[cfg(test)]
 mod tests_broadcast;
 #[cfg(test)]
@@ -48,14 +47,15 @@ mod tests_private;
 mod tests_runs;
 #[cfg(test)]
 mod tests_split;
+mod two_way;
 
 use std::sync::{Arc, OnceLock};
 
 use irun_tensor::ElementType;
 
 use self::geometry::Geometry;
+use self::kernel::ElementsKernel;
 use self::plan::{ElementsPlan, PLAN_MIN_INDICES};
-use self::runtime::ElementsKernel;
 use crate::attrs::AttrReader;
 use crate::fact::Fact;
 use crate::op::{codes, expect_inputs, take_inputs, Op, OpError, Prepared, Value};
@@ -72,8 +72,6 @@ pub struct ScatterElementsUpdate {
     pub version: u32,
     pub reduction: Reduction,
     pub use_init_val: bool,
-    /// How its split histograms' rounds ran in the last run ([`RoundMemory`]).
-    pub rounds: RoundMemory,
 }
 
 pub fn build_v3(_: &AttrReader) -> Result<Box<dyn Op>, OpError> {
@@ -81,7 +79,6 @@ pub fn build_v3(_: &AttrReader) -> Result<Box<dyn Op>, OpError> {
         version: 3,
         reduction: Reduction::None,
         use_init_val: true,
-        rounds: RoundMemory::default(),
     }))
 }
 
@@ -96,7 +93,6 @@ pub fn build_v12(a: &AttrReader) -> Result<Box<dyn Op>, OpError> {
         version: 12,
         reduction,
         use_init_val,
-        rounds: RoundMemory::default(),
     }))
 }
 
@@ -305,7 +301,6 @@ impl ScatterElementsUpdate {
             mean: self.reduction == Reduction::Mean,
             use_init_val: self.use_init_val,
             plan,
-            rounds: Some(&self.rounds),
             track_counts: self.reduction == Reduction::Mean
                 || (!self.use_init_val && self.reduction != Reduction::None),
         };
@@ -428,6 +423,5 @@ fn seu12(reduction: Reduction, use_init_val: bool) -> ScatterElementsUpdate {
         version: 12,
         reduction,
         use_init_val,
-        rounds: RoundMemory::default(),
     }
 }

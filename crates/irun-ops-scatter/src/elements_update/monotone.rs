@@ -6,8 +6,8 @@
 use std::ops::Range;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use super::kernel::ElementsKernel;
 use super::lean::lean_block;
-use super::runtime::ElementsKernel;
 use crate::fill::{FillFrom, Span, Window};
 use crate::kernel::{NativeBlocks, NativeIndex};
 use crate::op::{codes, OpError};

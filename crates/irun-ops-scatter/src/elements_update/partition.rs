@@ -7,8 +7,8 @@ use std::ops::Range;
 
 use super::buckets::{BucketMap, PartLists, Put};
 use super::geometry::Coords;
+use super::kernel::ElementsKernel;
 use super::lean::plain_then_wrapping;
-use super::runtime::ElementsKernel;
 use crate::kernel::{split_range, NativeBlocks, NativeIndex};
 use crate::op::{codes, OpError};
 use crate::par;

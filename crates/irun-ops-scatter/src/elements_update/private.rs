@@ -16,25 +16,17 @@
 //! split rounds, 23.1 in private folds (one thread: 35.4); i64 onto 100K (800 KB) 27.3
 //! against 25.8. On larger outputs the copies double what the random read-modify-writes
 //! reach: onto 1M i64 (8 MB) the folds took 92-101 ms against 72-92 in split rounds, their
-//! lean loops at 14 ns an update, so they are kept to outputs of [`PRIVATE_MAX_OUTPUT_BYTES`].
-//!
-//! On larger outputs the same folds are a split histogram's way without hand-offs
-//! ([`super::round_modes`]), taken instead of one thread's lean loop when the VM makes
-//! handing lines between the cores dear: [`ElementsKernel::fold_privately`] runs one
-//! round, and the run's [`PrivateCopies`] join the output after its last round.
+//! lean loops at 14 ns an update, so they are kept to outputs of [`Tuning::PRIVATE_MAX_OUTPUT_BYTES`].
 
 use std::ops::Range;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant};
 
-use super::runtime::{ElementsKernel, BUCKETED_MIN_INDICES};
+use super::kernel::ElementsKernel;
+#[cfg(doc)]
+use super::strategy::Tuning;
 use crate::op::OpError;
 use crate::par;
 use crate::reduce::{Combine, Elem};
 use crate::updates::Updates;
-
-/// The largest output (and so private copy) the folds run on.
-const PRIVATE_MAX_OUTPUT_BYTES: usize = 1 << 20;
 
 /// Where one chunk folds its positions: into the output, or into a private copy made by
 /// the chunk's own task (so that its pages are first touched by the thread that uses them).
@@ -46,30 +38,12 @@ enum Fold<'a, T> {
 /// Whether a chunk's updates folded into a copy that starts at the combine's identity, the
 /// copy then applied to the output as one update an element, give what applying them one
 /// by one gives: exact elements and an associative combine with an identity (the module's
-/// note). The private folds ask this; the split rounds' private rounds also need the
-/// combine to commute.
+/// note).
 pub(super) fn folds_from_identity<T: Elem, C: Combine<T>>() -> bool {
     T::EXACT && C::ASSOCIATIVE && C::IDENTITY
 }
 
 impl ElementsKernel<'_> {
-    /// Whether [`ElementsKernel::run_private_folds`] applies: updates that fold from the
-    /// identity ([`folds_from_identity`]), a single flat row, no counts, several
-    /// threads, an output of at most [`PRIVATE_MAX_OUTPUT_BYTES`], and at least as many
-    /// positions as output elements and as [`BUCKETED_MIN_INDICES`] (fewer would not pay
-    /// for making and folding the copies). Local indices run in lean chunks before this
-    /// is asked.
-    pub(super) fn private_foldable<T: Elem, C: Combine<T>>(&self, out_len: usize) -> bool {
-        let threads = par::threads();
-        let out_bytes = out_len.saturating_mul(std::mem::size_of::<T>());
-        folds_from_identity::<T, C>()
-            && !self.track_counts
-            && threads > 1
-            && self.geometry.single_flat_row()
-            && out_bytes <= PRIVATE_MAX_OUTPUT_BYTES
-            && self.indices.len() >= out_len.max(BUCKETED_MIN_INDICES)
-    }
-
     /// Runs the folds; `Ok(false)`, with nothing written, when the private copies cannot be
     /// allocated (the caller then runs another path). An index out of range is reported
     /// as the lean pass reports it, the first position's across chunks.
@@ -79,26 +53,7 @@ impl ElementsKernel<'_> {
         updates: &U,
     ) -> Result<bool, OpError> {
         let mut copies = PrivateCopies::default();
-        if !self.fold_privately::<T, C, U>(out, &mut copies, 0..self.indices.len(), updates)? {
-            return Ok(false);
-        }
-        let _ = copies.fold_into::<C>(out);
-        Ok(true)
-    }
-
-    /// `positions` cut into one contiguous chunk per thread, the first applied straight to
-    /// `out` and chunk `k` folded into the `k`th of `copies` (made, at the combine's
-    /// identity, by the chunk's own task the first time, so that its pages are first
-    /// touched by the thread that uses them). `Ok(false)`, with nothing written, when the
-    /// copies cannot be allocated. An index out of range is reported as the lean pass
-    /// reports it, the first position's across chunks.
-    pub(super) fn fold_privately<T: Elem, C: Combine<T>, U: Updates<T> + ?Sized>(
-        &self,
-        out: &mut [T],
-        copies: &mut PrivateCopies<T>,
-        positions: Range<usize>,
-        updates: &U,
-    ) -> Result<bool, OpError> {
+        let positions = 0..self.indices.len();
         let n = positions.len();
         let chunks = par::threads().min(n).max(1);
         let bound = |k: usize| positions.start + k * n / chunks;
@@ -106,51 +61,38 @@ impl ElementsKernel<'_> {
             return Ok(false);
         }
         let along = out.len();
-        let PrivateCopies { copies, fill_nanos } = copies;
-        let fill_nanos = &*fill_nanos;
+        let PrivateCopies { copies: made } = &mut copies;
         let mut work: Vec<(Range<usize>, Fold<'_, T>)> = Vec::with_capacity(chunks);
         work.push((bound(0)..bound(1), Fold::Out(&mut *out)));
-        for (k, copy) in copies.iter_mut().take(chunks - 1).enumerate() {
+        for (k, copy) in made.iter_mut().take(chunks - 1).enumerate() {
             work.push((bound(k + 1)..bound(k + 2), Fold::Private(copy)));
         }
         par::try_for_each_mut(&mut work, &|_, (positions, fold)| {
             let dst: &mut [T] = match fold {
                 Fold::Out(out) => out,
                 Fold::Private(copy) => {
-                    // Capacity reserved above: no allocation here. A copy made by an
-                    // earlier round keeps what it holds.
-                    if copy.is_empty() {
-                        let started = Instant::now();
-                        copy.resize(along, C::NEUTRAL);
-                        let took = started.elapsed().as_nanos() as u64;
-                        fill_nanos.fetch_max(took, Ordering::Relaxed);
-                    }
+                    // Capacity reserved above: no allocation here.
+                    copy.resize(along, C::NEUTRAL);
                     copy
                 }
             };
             self.lean_range::<T, C, _>(dst, 0, positions.clone(), updates)
                 .map_err(|e| (positions.start, e))
         })?;
+        copies.fold_into::<C>(out);
         Ok(true)
     }
 }
 
-/// The private copies of an output that [`ElementsKernel::fold_privately`] folds chunks of
-/// positions into, one per thread after the first: for one run of the private folds, or
-/// kept across the private rounds of a split histogram ([`super::round_modes`]) and folded
-/// into the output once, after its last round.
-pub(super) struct PrivateCopies<T> {
+/// The private copies of an output that [`ElementsKernel::run_private_folds`] folds chunks
+/// of positions into, one per thread after the first.
+struct PrivateCopies<T> {
     copies: Vec<Vec<T>>,
-    /// How long the slowest task took to fill its copy from the identity.
-    fill_nanos: AtomicU64,
 }
 
 impl<T> Default for PrivateCopies<T> {
     fn default() -> Self {
-        PrivateCopies {
-            copies: Vec::new(),
-            fill_nanos: AtomicU64::new(0),
-        }
+        PrivateCopies { copies: Vec::new() }
     }
 }
 
@@ -169,16 +111,9 @@ impl<T: Elem> PrivateCopies<T> {
     }
 
     /// Folds every copy into `out`, in copy order, each stretch of `out` on one task; then
-    /// none is left. A copy still empty (its chunk never ran) holds nothing to fold. Returns
-    /// what the copies cost besides the folds into them: filling them, and this.
-    pub(super) fn fold_into<C: Combine<T>>(self, out: &mut [T]) -> Duration {
-        let filled = Duration::from_nanos(self.fill_nanos.into_inner());
+    /// none is left. A copy still empty (its chunk never ran) holds nothing to fold.
+    fn fold_into<C: Combine<T>>(self, out: &mut [T]) {
         let copies: Vec<Vec<T>> = self.copies.into_iter().filter(|c| !c.is_empty()).collect();
-        if copies.is_empty() {
-            // No clock read: a run that made no copy may be on a target without one.
-            return filled;
-        }
-        let started = Instant::now();
         let copies = &copies;
         par::for_each_split_mut(out, 4096, &|start, stretch| {
             for copy in copies {
@@ -193,6 +128,5 @@ impl<T: Elem> PrivateCopies<T> {
                 );
             }
         });
-        filled + started.elapsed()
     }
 }

@@ -17,7 +17,7 @@
 //! to (`line_indices`): then nothing is scanned, and the broadcast is never materialised.
 
 use super::geometry::Geometry;
-use super::runtime::ElementsKernel;
+use super::kernel::ElementsKernel;
 use crate::kernel::try_zeroed;
 use crate::op::OpError;
 use crate::par;

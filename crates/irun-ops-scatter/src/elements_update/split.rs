@@ -2,16 +2,15 @@
 //! that applies its positions straight into the output and tasks that partition the rest
 //! into bucket lists, applied after by buckets ([`ElementsKernel::split_round`]). The tasks
 //! claim the round's blocks of positions as they go, the lean task from the front and the
-//! others from the back, so they finish together whatever each position costs; each
-//! bucket's share of the listed pairs follows the measured speed of the apply pass.
+//! others from the back, so they finish together whatever each position costs. Nothing is
+//! timed: how many positions each side claimed in a round sizes the next round's claims.
 
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
-use std::time::Instant;
 
-use super::buckets::{BucketMap, PartLists};
-use super::runtime::{apply_pairs, ElementsKernel, FAR_BUCKET_BYTES};
+use super::buckets::{apply_pairs, BucketMap, PartLists, FAR_BUCKET_BYTES};
+use super::kernel::ElementsKernel;
 use crate::kernel::DisjointSlice;
 use crate::op::OpError;
 use crate::par;
@@ -24,14 +23,12 @@ const CLAIM_BLOCK: usize = 4096;
 
 /// What split rounds carry from one round to the next.
 pub(super) struct SplitState {
-    pub(super) buckets: BucketShares,
     listed: ListedShare,
 }
 
 impl SplitState {
-    pub(super) fn new(buckets: usize, tasks: usize) -> SplitState {
+    pub(super) fn new(tasks: usize) -> SplitState {
         SplitState {
-            buckets: BucketShares::new(buckets),
             listed: ListedShare::new(tasks),
         }
     }
@@ -57,9 +54,6 @@ impl ElementsKernel<'_> {
     /// between rounds, the sample's scattered reads from memory kept the other threads
     /// waiting (a twentieth of a 16M sum); taken by the lean task, the others claim more
     /// blocks meanwhile.
-    ///
-    /// The `map` comes from [`BucketShares`]: the apply tasks' timings set how many of the
-    /// next round's pairs each bucket gets.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn split_round<T: Elem, C: Combine<T>, U: Updates<T> + ?Sized>(
         &self,
@@ -83,18 +77,20 @@ impl ElementsKernel<'_> {
         // Part 0's lists stay unused: its thread runs the lean task.
         let mut work: Vec<SplitWork<'_, T>> = std::iter::once(SplitWork::Lean {
             out: &mut *out,
-            pace: Pace::default(),
+            claimed: 0,
         })
         .chain(parts[1..].iter_mut().map(|lists| SplitWork::Part {
             lists,
             blocks: Vec::new(),
-            pace: Pace::default(),
+            claimed: 0,
         }))
         .collect();
         par::try_for_each_mut(&mut work, &|_, item| {
             match item {
-                SplitWork::Lean { out, pace } => {
-                    let started = Instant::now();
+                SplitWork::Lean {
+                    out,
+                    claimed: taken,
+                } => {
                     if let Some(next) = &next {
                         let _ = next_sample.set(self.sample_targets(next.clone()));
                     }
@@ -104,14 +100,13 @@ impl ElementsKernel<'_> {
                         // is the round's first: reported at the block's first position.
                         self.lean_range::<T, C, _>(out, 0, positions.clone(), updates)
                             .map_err(|e| (positions.start, e))?;
-                        pace.positions += positions.len();
+                        *taken += positions.len();
                     }
-                    pace.nanos = started.elapsed().as_nanos() as u64;
                 }
                 SplitWork::Part {
                     lists,
                     blocks,
-                    pace,
+                    claimed: taken,
                 } => {
                     // Room for the whole round in every list, the same each run: a list
                     // grown to the sample's estimate in the round's first rounds was
@@ -121,14 +116,12 @@ impl ElementsKernel<'_> {
                     // back from the allocator. Only the pairs written touch memory.
                     let room = vec![len + 1; buckets];
                     lists.start_round(&room).map_err(|e| (round.start, e))?;
-                    let started = Instant::now();
                     while let Some(claimed) = claims.back() {
                         self.partition(block(claimed.clone()), map, lists, updates)?;
                         let ends = (0..buckets).map(|b| lists.bucket(b).len()).collect();
                         blocks.push((claimed.start, ends));
-                        pace.positions += claimed.len();
+                        *taken += claimed.len();
                     }
-                    pace.nanos = started.elapsed().as_nanos() as u64;
                 }
             }
             Ok(())
@@ -137,11 +130,9 @@ impl ElementsKernel<'_> {
         state.listed.update(&work);
         drop(work);
         let listed = &parts[1..];
-        let took: Vec<AtomicU64> = (0..buckets).map(|_| AtomicU64::new(0)).collect();
         let (out, counts) = (DisjointSlice::new(out), DisjointSlice::new(&mut [][..]));
         let init = self.use_init_val;
         par::for_each_task(buckets, &|b| {
-            let started = Instant::now();
             let (out, counts) = (out.part(b), counts.part(b));
             let far = map.targets(b).len() * std::mem::size_of::<T>() >= FAR_BUCKET_BYTES;
             for (part, pairs) in segments.of_bucket(b) {
@@ -157,13 +148,7 @@ impl ElementsKernel<'_> {
                     },
                 }
             }
-            took[b].store(started.elapsed().as_nanos() as u64, Ordering::Relaxed);
         });
-        let pairs: Vec<usize> = (0..buckets)
-            .map(|b| PartLists::pairs_in(listed, b))
-            .collect();
-        let took: Vec<u64> = took.iter().map(|t| t.load(Ordering::Relaxed)).collect();
-        state.buckets.update(&took, &pairs);
         Ok(next_sample.into_inner())
     }
 }
@@ -237,49 +222,36 @@ impl Claims {
     }
 }
 
-/// The tasks of [`ElementsKernel::split_round`]'s first pass, each with its [`Pace`]. A
-/// partitioning task keeps, for each block it claimed, in claim order, the block's first
-/// position and its lists' lengths after it.
+/// The tasks of [`ElementsKernel::split_round`]'s first pass, each with the positions it
+/// claimed. A partitioning task keeps, for each block it claimed, in claim order, the
+/// block's first position and its lists' lengths after it.
 enum SplitWork<'a, T> {
     Lean {
         out: &'a mut [T],
-        pace: Pace,
+        claimed: usize,
     },
     Part {
         lists: &'a mut PartLists<T>,
         blocks: Vec<(usize, Vec<usize>)>,
-        pace: Pace,
+        claimed: usize,
     },
 }
 
-/// How many positions a task of a split round's first pass took, and for how long (ns).
-#[derive(Clone, Copy, Debug, Default)]
-struct Pace {
-    positions: usize,
-    nanos: u64,
-}
-
-impl Pace {
-    /// Positions a nanosecond; `None` without a measure.
-    fn rate(self) -> Option<f64> {
-        (self.positions > 0 && self.nanos > 0).then(|| self.positions as f64 / self.nanos as f64)
-    }
-}
-
-/// The share of a split round's positions that its partitioning tasks are expected to take,
-/// from the rates the tasks went at in the rounds before: it sizes their claims
-/// ([`Claims`]). Usually the partitioners list about 60% of a round. When the two vCPUs sit
+/// The share of a split round's positions that its partitioning tasks are expected to take:
+/// it sizes their claims ([`Claims`]). The tasks claim blocks until the round is taken, so
+/// the share each side claimed in a round is how fast it went against the other, with no
+/// clock read. Usually the partitioners take about 60% of a round. When the two vCPUs sit
 /// far apart on the host (a cache line's round trip between them 350-400 ns instead of
 /// 65-170), a partitioner's writes into lines the other thread read last round cost 8 ns a
 /// position instead of 1.2, and its first claim of a quarter of the round, at that pace,
 /// outlasted the lean task's whole share: the 16M f32 sum took 40 ms on two threads, 30 on
-/// one. Moved halfway to each round's measure; only speeds are measured, never results.
+/// one. Moved halfway to each round's share.
 struct ListedShare {
     share: f64,
 }
 
 impl ListedShare {
-    /// Before any measure: the partitioners' share of the tasks.
+    /// Before any round: the partitioners' share of the tasks.
     fn new(tasks: usize) -> ListedShare {
         let tasks = tasks.max(1);
         ListedShare {
@@ -287,25 +259,25 @@ impl ListedShare {
         }
     }
 
-    /// Takes in one round's paces: the lean task's rate against the partitioners' together.
+    /// Takes in what one round's tasks claimed: the lean task's positions against the
+    /// partitioners' together.
     fn update<T>(&mut self, work: &[SplitWork<'_, T>]) {
-        let (mut lean, mut listed) = (None, 0.0);
+        let (mut lean, mut listed) = (0, 0);
         for w in work {
             match w {
-                SplitWork::Lean { pace, .. } => lean = pace.rate(),
-                SplitWork::Part { pace, .. } => listed += pace.rate().unwrap_or(0.0),
+                SplitWork::Lean { claimed, .. } => lean += claimed,
+                SplitWork::Part { claimed, .. } => listed += claimed,
             }
         }
         self.take(lean, listed);
     }
 
-    fn take(&mut self, lean: Option<f64>, listed: f64) {
-        let Some(lean) = lean else { return };
-        if listed <= 0.0 {
+    fn take(&mut self, lean: usize, listed: usize) {
+        if lean == 0 || listed == 0 {
             return;
         }
-        let measured = listed / (lean + listed);
-        self.share = (0.5 * (self.share + measured)).clamp(0.02, 0.95);
+        let claimed = listed as f64 / (lean + listed) as f64;
+        self.share = (0.5 * (self.share + claimed)).clamp(0.02, 0.95);
     }
 }
 
@@ -353,108 +325,40 @@ impl Segments {
     }
 }
 
-/// Each bucket's share of a split round's listed pairs, kept so that the apply tasks finish
-/// together. Equal counts are not equal work: a bucket whose targets are few and hot (the
-/// low targets of a power law, a hot spot) applies its pairs in L2, one whose stretch of
-/// the output is larger than L2 waits on L3 for most of them (a 4 MB sum of power-law
-/// indices: 201 against 671 us for the same number of pairs). From each round's apply
-/// times, the cost of a pair in each bucket sets the next round's shares (inversely), moved
-/// halfway there; only the speed of the work is measured, never its result, and the lists
-/// are applied in part order whatever the cut, so the output does not depend on it.
-pub(super) struct BucketShares {
-    shares: Vec<f64>,
-}
-
-impl BucketShares {
-    pub(super) fn new(buckets: usize) -> BucketShares {
-        let b = buckets.max(1);
-        BucketShares {
-            shares: vec![1.0 / b as f64; b],
-        }
-    }
-
-    pub(super) fn shares(&self) -> &[f64] {
-        &self.shares
-    }
-
-    /// Takes in one round's apply times (ns) and pairs per bucket.
-    fn update(&mut self, took: &[u64], pairs: &[usize]) {
-        let n = self.shares.len();
-        if took.len() != n || pairs.len() != n || n < 2 {
-            return;
-        }
-        if took.iter().zip(pairs).any(|(&t, &p)| t == 0 || p == 0) {
-            return;
-        }
-        // Balanced when share_b * cost_b is the same for every bucket.
-        let speed: Vec<f64> = (took.iter().zip(pairs))
-            .map(|(&t, &p)| p as f64 / t as f64)
-            .collect();
-        let total: f64 = speed.iter().sum();
-        for (share, s) in self.shares.iter_mut().zip(&speed) {
-            *share = (0.5 * (*share + s / total)).clamp(0.02, 0.98);
-        }
-        let sum: f64 = self.shares.iter().sum();
-        self.shares.iter_mut().for_each(|s| *s /= sum);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// A bucket whose pairs cost three times as much gets its share moved halfway toward a
-    /// quarter; missing timings change nothing.
+    /// A partitioner that claimed a fifth of a round has its share moved halfway there
+    /// each round; a round in which either side claimed nothing changes nothing; the share
+    /// stays within its bounds.
     #[test]
-    fn bucket_shares_follow_the_cost_of_a_pair() {
-        let mut s = BucketShares::new(2);
-        s.update(&[100, 300], &[1000, 1000]);
-        assert!((s.shares()[0] - 0.625).abs() < 1e-9, "{:?}", s.shares());
-        s.update(&[0, 300], &[1000, 1000]);
-        assert!((s.shares()[0] - 0.625).abs() < 1e-9);
-        for _ in 0..30 {
-            s.update(&[100, 300], &[1000, 1000]);
-        }
-        assert!((s.shares()[0] - 0.75).abs() < 1e-6, "{:?}", s.shares());
-        assert!((s.shares().iter().sum::<f64>() - 1.0).abs() < 1e-9);
-    }
-
-    /// A partitioner four times slower than the lean task has its share moved toward a
-    /// fifth, halfway each round; a round without a measure from either side changes
-    /// nothing; the share stays within its bounds.
-    #[test]
-    fn listed_share_follows_the_rates() {
+    fn listed_share_follows_what_was_claimed() {
         let mut s = ListedShare::new(2);
         assert!((s.share - 0.5).abs() < 1e-12);
-        s.take(Some(4.0), 1.0);
+        s.take(400, 100);
         assert!((s.share - 0.35).abs() < 1e-12, "{}", s.share);
         for _ in 0..40 {
-            s.take(Some(4.0), 1.0);
+            s.take(400, 100);
         }
         assert!((s.share - 0.2).abs() < 1e-9, "{}", s.share);
-        s.take(None, 1.0);
-        s.take(Some(4.0), 0.0);
+        s.take(0, 100);
+        s.take(400, 0);
         assert!((s.share - 0.2).abs() < 1e-9);
         for _ in 0..40 {
-            s.take(Some(1e-9), 1.0);
+            s.take(1, 1_000_000);
         }
         assert!(s.share <= 0.95);
         assert!((ListedShare::new(3).share - 2.0 / 3.0).abs() < 1e-12);
         let lean: SplitWork<'_, f32> = SplitWork::Lean {
             out: &mut [],
-            pace: Pace {
-                positions: 400,
-                nanos: 100,
-            },
+            claimed: 400,
         };
         let mut lists = PartLists::<f32>::new(2);
         let part = SplitWork::Part {
             lists: &mut lists,
             blocks: Vec::new(),
-            pace: Pace {
-                positions: 100,
-                nanos: 100,
-            },
+            claimed: 100,
         };
         let mut s = ListedShare::new(2);
         s.update(&[lean, part]);

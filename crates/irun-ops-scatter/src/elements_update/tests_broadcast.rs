@@ -47,7 +47,6 @@ fn one_index_per_line_equals_the_broadcast_indices() {
             version: 12,
             reduction: red,
             use_init_val: init,
-            rounds: RoundMemory::default(),
         };
         let inputs = |idx: Tensor| {
             vec![

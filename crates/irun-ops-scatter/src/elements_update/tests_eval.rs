@@ -1,6 +1,6 @@
 use irun_tensor::Tensor;
 
-use super::runtime::{BUCKETED_MIN_INDICES, ROUND_POSITIONS};
+use super::strategy::Tuning;
 use super::*;
 use crate::testing::{assert_same_bits, eval1, eval_with, f32s, i32s, i64s};
 
@@ -150,15 +150,15 @@ fn out_of_range_index_names_position_and_value() {
     );
 }
 
-/// Over BUCKETED_MIN_INDICES indices, 1-D-like scatters take the bucketed path at two
+/// Over Tuning::BUCKETED_MIN_INDICES indices, 1-D-like scatters take the bucketed path at two
 /// threads and the lean or single-task paths at one: independent implementations that
 /// must agree bit for bit, and with a plain sequential loop. The shapes cover its
 /// branches: a flat histogram in two buckets and two rounds (the second partial), a
-/// flat one in six buckets and one round (output over ROUNDS_MAX_OUTPUT_BYTES), and
+/// flat one in six buckets and one round (output over Tuning::ROUNDS_MAX_OUTPUT_BYTES), and
 /// [targets, 3] ones, whose offsets are not the targets, in two and in four buckets.
 #[test]
 fn bucketed_path_agrees_with_sequential() {
-    let n = ROUND_POSITIONS + 4097;
+    let n = Tuning::ROUND_POSITIONS + 4097;
     for (targets, inner) in [
         (3usize << 16, 1usize),
         (6 << 20, 1),
@@ -210,7 +210,7 @@ fn bucketed_path_agrees_with_sequential() {
 #[test]
 fn bucketed_last_round_shorter_than_the_thread_count() {
     for extra in [1usize, 2] {
-        let n = ROUND_POSITIONS + extra;
+        let n = Tuning::ROUND_POSITIONS + extra;
         let idx: Vec<i64> = (0..n as i64).map(|i| (i * 7919) % 4096).collect();
         let mut want = vec![0.0f32; 4096];
         for &t in &idx {
@@ -239,10 +239,10 @@ fn bucketed_last_round_shorter_than_the_thread_count() {
 /// Out-of-range indices in both parts of the second round: the error names the first.
 #[test]
 fn bucketed_path_reports_the_first_bad_index() {
-    let n = ROUND_POSITIONS + BUCKETED_MIN_INDICES;
+    let n = Tuning::ROUND_POSITIONS + Tuning::BUCKETED_MIN_INDICES;
     let mut idx: Vec<i64> = (0..n as i64).map(|i| i % 1000).collect();
     idx[n - 7] = 5000;
-    idx[ROUND_POSITIONS + 3] = -1001;
+    idx[Tuning::ROUND_POSITIONS + 3] = -1001;
     let e = eval1(
         &seu12(Reduction::Sum, true),
         vec![
@@ -258,7 +258,7 @@ fn bucketed_path_reports_the_first_bad_index() {
         e.message,
         format!(
             "index -1001 at position [{}] of input 1 (indices) is out of range [-1000, 999] for axis 0 of size 1000",
-            ROUND_POSITIONS + 3
+            Tuning::ROUND_POSITIONS + 3
         )
     );
 }
@@ -362,7 +362,7 @@ fn parallel_splits_agree_with_one_thread() {
 #[test]
 fn every_index_distribution_matches_the_sequential_reference() {
     let targets = 100_000usize;
-    let n = ROUND_POSITIONS + ROUND_POSITIONS / 4;
+    let n = Tuning::ROUND_POSITIONS + Tuning::ROUND_POSITIONS / 4;
     // A small generator: the test needs spread, not quality.
     let mut state = 0x9e37_79b9_7f4a_7c15u64;
     let mut unit = move || {
@@ -473,7 +473,7 @@ fn runs_of_one_target_sum_in_order_and_report_bad_indices() {
 #[test]
 fn local_indices_on_a_large_output_match_the_sequential_reference() {
     let targets = 3usize << 20;
-    let n = BUCKETED_MIN_INDICES;
+    let n = Tuning::BUCKETED_MIN_INDICES;
     let sorted: Vec<i64> = (0..n as i64).map(|i| i * 11).collect();
     let scattered: Vec<i64> = (0..n as i64)
         .map(|i| (i * 2_654_435_761) % targets as i64)
@@ -612,7 +612,7 @@ pub(super) fn assert_out_of_range(
 /// chunks).
 #[test]
 fn local_chunks_match_the_sequential_reference() {
-    let n = BUCKETED_MIN_INDICES + 1234;
+    let n = Tuning::BUCKETED_MIN_INDICES + 1234;
     let along = 50_000usize;
     let sorted: Vec<i64> = (0..n).map(|i| (i * along / n) as i64).collect();
     let signed = |v: i64| v - along as i64;
@@ -657,7 +657,7 @@ fn local_chunks_match_the_sequential_reference() {
 /// the first bad position whatever the thread count, also when a later chunk holds it.
 #[test]
 fn local_chunks_leave_a_bad_index_to_the_lean_pass() {
-    let n = BUCKETED_MIN_INDICES + 10;
+    let n = Tuning::BUCKETED_MIN_INDICES + 10;
     let along = 40_000usize;
     let mut idx: Vec<i64> = (0..n).map(|i| (i * along / n) as i64).collect();
     let bad = n * 3 / 4;

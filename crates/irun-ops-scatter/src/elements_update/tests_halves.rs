@@ -8,7 +8,8 @@
 
 use half::{bf16, f16};
 
-use super::runtime::{ElementsKernel, BUCKETED_MIN_INDICES, ROUND_POSITIONS, SPLIT_MIN_POSITIONS};
+use super::kernel::ElementsKernel;
+use super::strategy::Tuning;
 use super::tests_eval::{assert_out_of_range, sequential_with_init};
 use super::tests_split::scattered;
 use super::*;
@@ -68,7 +69,6 @@ fn check(case: &str, along: usize, idx: &[i64], direct: &[usize], threads: &[usi
         use_init_val: true,
         track_counts: false,
         plan: None,
-        rounds: None,
         line_indices: false,
     };
     let mut bad = idx.to_vec();
@@ -108,9 +108,9 @@ fn check(case: &str, along: usize, idx: &[i64], direct: &[usize], threads: &[usi
 /// limit (10 MB as f32).
 #[test]
 fn half_updates_in_rounds_match_the_f32_reference() {
-    let n = SPLIT_MIN_POSITIONS + ROUND_POSITIONS / 3;
+    let n = Tuning::SPLIT_MIN_POSITIONS + Tuning::ROUND_POSITIONS / 3;
     check("split", 100_000, &scattered(n, 100_000), &[2], &[2, 3]);
-    let n = BUCKETED_MIN_INDICES + 4321;
+    let n = Tuning::BUCKETED_MIN_INDICES + 4321;
     check(
         "bucketed",
         2_500_000,
@@ -125,7 +125,7 @@ fn half_updates_in_rounds_match_the_f32_reference() {
 /// one task), and any indices on one thread.
 #[test]
 fn half_updates_on_lean_passes_match_the_f32_reference() {
-    let n = BUCKETED_MIN_INDICES + 999;
+    let n = Tuning::BUCKETED_MIN_INDICES + 999;
     let along = 200_000;
     let sorted: Vec<i64> = (0..n).map(|i| (i * along / n) as i64).collect();
     check("sorted", along, &sorted, &[1, 2, 3], &[1, 2, 3]);
@@ -139,12 +139,12 @@ fn half_updates_on_lean_passes_match_the_f32_reference() {
     check(
         "all equal",
         along,
-        &vec![777; BUCKETED_MIN_INDICES + 5],
+        &vec![777; Tuning::BUCKETED_MIN_INDICES + 5],
         &[2],
         &[1, 2],
     );
     check("few", 3000, &scattered(5000, 3000), &[1, 2], &[1, 2]);
-    let n = SPLIT_MIN_POSITIONS + 17;
+    let n = Tuning::SPLIT_MIN_POSITIONS + 17;
     check("one thread", 100_000, &scattered(n, 100_000), &[1], &[1]);
 }
 

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use irun_tensor::Tensor;
 
-use super::runtime::{BUCKETED_MIN_INDICES, ROUNDS_MAX_OUTPUT_BYTES};
+use super::strategy::Tuning;
 use super::tests_eval::assert_out_of_range;
 use super::*;
 use crate::testing::{i32s, i64s, on_threads};
@@ -64,8 +64,8 @@ fn scatter(
 /// i64; the shared data is untouched.
 #[test]
 fn i32_indices_partition_as_the_sequential_loop() {
-    let n = BUCKETED_MIN_INDICES + 999;
-    let flat_targets = ROUNDS_MAX_OUTPUT_BYTES / 4 + 4099;
+    let n = Tuning::BUCKETED_MIN_INDICES + 999;
+    let flat_targets = Tuning::ROUNDS_MAX_OUTPUT_BYTES / 4 + 4099;
     for (targets, inner) in [(flat_targets, 1usize), (300_001, 3)] {
         let len = n / inner * inner;
         let shape = match inner {
@@ -102,8 +102,8 @@ fn i32_indices_partition_as_the_sequential_loop() {
 /// with its value, whatever the thread count.
 #[test]
 fn i32_indices_report_the_first_bad_one() {
-    let n = BUCKETED_MIN_INDICES + 999;
-    let targets = ROUNDS_MAX_OUTPUT_BYTES / 4 + 4099;
+    let n = Tuning::BUCKETED_MIN_INDICES + 999;
+    let targets = Tuning::ROUNDS_MAX_OUTPUT_BYTES / 4 + 4099;
     // Spread over the output, so that they are not local and run bucketed.
     let mut idx: Vec<i32> = (0..n as i64)
         .map(|i| ((i * 2_654_435_761) % targets as i64) as i32)
@@ -143,7 +143,7 @@ fn i32_indices_report_the_first_bad_one() {
 /// by its position and value whatever the thread count.
 #[test]
 fn local_i32_indices_run_lean_as_the_sequential_loop() {
-    let n = BUCKETED_MIN_INDICES + 999;
+    let n = Tuning::BUCKETED_MIN_INDICES + 999;
     let targets = 100_003usize;
     let half = (targets / 2) as i64;
     let ascending: Vec<i32> = (0..n as i64)
@@ -190,7 +190,7 @@ fn local_i32_indices_run_lean_as_the_sequential_loop() {
 /// i64 indices; a value below `-targets` in mid-block is reported by position and value.
 #[test]
 fn negative_values_in_mid_block_count_from_the_end() {
-    let n = super::runtime::SPLIT_MIN_POSITIONS + 4321;
+    let n = Tuning::SPLIT_MIN_POSITIONS + 4321;
     let targets = 50_021usize;
     let t = targets as i64;
     let idx: Vec<i32> = (0..n as i64)

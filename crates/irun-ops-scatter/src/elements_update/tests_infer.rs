@@ -7,7 +7,6 @@ fn v3() -> ScatterElementsUpdate {
         version: 3,
         reduction: Reduction::None,
         use_init_val: true,
-        rounds: RoundMemory::default(),
     }
 }
 
@@ -16,7 +15,6 @@ fn v12(reduction: Reduction) -> ScatterElementsUpdate {
         version: 12,
         reduction,
         use_init_val: true,
-        rounds: RoundMemory::default(),
     }
 }
 

@@ -9,14 +9,14 @@ use std::sync::Arc;
 
 use irun_tensor::Tensor;
 
-use super::runtime::BUCKETED_MIN_INDICES;
+use super::strategy::Tuning;
 use super::tests_eval::assert_out_of_range;
 use super::*;
 use crate::testing::{f32s, i32s, i64s, on_threads};
 
 /// Positions: a multiple of 64 (the groups below) times 6, so that the chunks of 1-3
 /// threads start on a group's edge and their spans do not overlap.
-const N: usize = (BUCKETED_MIN_INDICES / 384 + 10) * 384;
+const N: usize = (Tuning::BUCKETED_MIN_INDICES / 384 + 10) * 384;
 const ALONG: usize = N + 777;
 
 /// The op on `data`, which the caller keeps (so the output is filled from it).
@@ -151,7 +151,7 @@ fn an_index_out_of_range_in_a_later_chunk_is_reported_at_its_position() {
 /// update once.
 #[test]
 fn ordered_neighbours_taken_apart_match_the_sequential_loop() {
-    let n = 2 * BUCKETED_MIN_INDICES + 4321;
+    let n = 2 * Tuning::BUCKETED_MIN_INDICES + 4321;
     let mut sorted = Vec::with_capacity(n);
     let mut target = 0i64;
     while sorted.len() < n {
@@ -196,7 +196,7 @@ fn ordered_neighbours_taken_apart_match_the_sequential_loop() {
 /// any thread count, the data untouched.
 #[test]
 fn a_bad_index_among_ordered_neighbours_is_reported_at_its_position() {
-    let n = 2 * BUCKETED_MIN_INDICES + 10;
+    let n = 2 * Tuning::BUCKETED_MIN_INDICES + 10;
     let along = n / 2 + 1;
     let data = vec![0i32; along];
     let shared = Arc::new(i32s(&[along], &data));

@@ -5,7 +5,7 @@
 
 use irun_tensor::{Scalar, Tensor};
 
-use super::runtime::BUCKETED_MIN_INDICES;
+use super::strategy::Tuning;
 use super::tests_eval::assert_out_of_range;
 use super::*;
 use crate::testing::{eval_with, i32s, i64s};
@@ -58,7 +58,7 @@ fn scatter(red: Reduction, data: Tensor, idx: &[i64], upd: Tensor, threads: usiz
 
 #[test]
 fn integer_folds_match_the_sequential_reference() {
-    let n = BUCKETED_MIN_INDICES + 4321;
+    let n = Tuning::BUCKETED_MIN_INDICES + 4321;
     // About 2.6 updates an element: many elements are reached by one chunk only, so a
     // copy that did not start at the identity would change them.
     let along = 100_003usize;
@@ -107,7 +107,7 @@ fn check_cases<T: Scalar + Copy + PartialEq + std::fmt::Debug>(
 /// value through the copies' identities (false for or, true for and).
 #[test]
 fn boolean_folds_keep_the_identity() {
-    let n = BUCKETED_MIN_INDICES + 99;
+    let n = Tuning::BUCKETED_MIN_INDICES + 99;
     let along = 5000usize;
     // Targets below `along / 2` only (the negative values taken back into range), so the
     // upper half is reached by no update.
@@ -132,7 +132,7 @@ fn boolean_folds_keep_the_identity() {
 /// reported, whichever task ends first.
 #[test]
 fn private_folds_report_the_first_bad_index() {
-    let n = BUCKETED_MIN_INDICES + 10;
+    let n = Tuning::BUCKETED_MIN_INDICES + 10;
     let along = 2000usize;
     let data = vec![1i64; along];
     let upd = vec![2i64; n];
@@ -161,7 +161,7 @@ fn private_folds_report_the_first_bad_index() {
 /// cannot say: such reductions keep their counted paths, and give the spec's loop's result.
 #[test]
 fn without_init_values_the_counted_path_runs() {
-    let n = BUCKETED_MIN_INDICES + 7;
+    let n = Tuning::BUCKETED_MIN_INDICES + 7;
     let along = 1000usize;
     let idx = scattered(n, along / 2);
     let upd: Vec<i64> = (0..n as i64).map(|i| i % 13 - 6).collect();
@@ -186,63 +186,5 @@ fn without_init_values_the_counted_path_runs() {
             &want[..],
             "at {threads} threads"
         );
-    }
-}
-
-/// Private rounds: an integer histogram too large for the private folds but run in split
-/// rounds, whose rounds without hand-offs ([`super::round_modes`]) fold a chunk per thread
-/// into the output or a private copy kept across rounds. Every round that way, or four
-/// before split ones take over (the copies then join the output after rounds that came
-/// later): the spec's loop for every combine that folds apart, at 2 and 3 threads. A bad
-/// index in a private round is the first reported, also with another in a later chunk of
-/// the same round.
-#[test]
-fn private_rounds_match_the_sequential_reference() {
-    use super::round_modes::RoundMemory;
-    use super::runtime::{ROUND_POSITIONS, SPLIT_MIN_POSITIONS};
-    let n = SPLIT_MIN_POSITIONS + ROUND_POSITIONS / 3;
-    // 1.2 MB of i32: past the private folds' 1 MB, within the split rounds' 8 MB.
-    let along = 300_007usize;
-    let idx = scattered(n, along);
-    let upd: Vec<i32> = (0..n as i32)
-        .map(|i| i.wrapping_mul(1_103_515_245) >> 5)
-        .collect();
-    let data: Vec<i32> = (0..along as i32).map(|i| i * 3 - 7000).collect();
-    let inputs = |idx: &[i64]| {
-        vec![
-            i32s(&[along], &data),
-            i64s(&[n], idx),
-            i32s(&[n], &upd),
-            i64s(&[], &[0]),
-        ]
-    };
-    let op = |red, since_split| ScatterElementsUpdate {
-        rounds: RoundMemory::leaning(since_split),
-        ..seu12(red, true)
-    };
-    for (red, apply) in i32_cases() {
-        let want = sequential(&data, &idx, &upd, apply);
-        for threads in [2, 3] {
-            // Due a split measure after 2 rounds measured (46): 4 private rounds, then
-            // split ones; or no split round in the run (0).
-            for since_split in [46, 0] {
-                let out = eval_with(&op(red, since_split), inputs(&idx), threads).unwrap();
-                let case = format!("{red:?} at {threads} threads, {since_split}");
-                assert_eq!(out.values::<i32>().unwrap(), &want[..], "{case}");
-            }
-        }
-    }
-    let mut bad = idx.clone();
-    let round = 2 * ROUND_POSITIONS;
-    let at = [round + ROUND_POSITIONS * 2 / 3, round + ROUND_POSITIONS / 5];
-    bad[at[0]] = along as i64;
-    for threads in [2, 3] {
-        let e = eval_with(&op(Reduction::Sum, 0), inputs(&bad), threads).unwrap_err();
-        assert_out_of_range(&e, along, at[0], "one bad index");
-    }
-    bad[at[1]] = -(along as i64) - 1;
-    for threads in [2, 3] {
-        let e = eval_with(&op(Reduction::Sum, 0), inputs(&bad), threads).unwrap_err();
-        assert_out_of_range(&e, -(along as i64) - 1, at[1], "two in one round");
     }
 }

@@ -4,7 +4,7 @@
 
 use irun_tensor::Tensor;
 
-use super::runtime::BUCKETED_MIN_INDICES;
+use super::strategy::Tuning;
 use super::tests_eval::assert_out_of_range;
 use super::*;
 use crate::testing::{eval_with, i32s, i64s};
@@ -74,7 +74,7 @@ fn scatter_as(
 /// i64 and as i32.
 #[test]
 fn runs_folded_apart_match_the_sequential_loop() {
-    let n = BUCKETED_MIN_INDICES + 4321;
+    let n = Tuning::BUCKETED_MIN_INDICES + 4321;
     let along = 50_000usize;
     let t = 777i64;
     let sorted_runs: Vec<i64> = (0..n).map(|i| (i / 10_007) as i64 * 3).collect();
@@ -158,7 +158,7 @@ fn scatter_error(red: Reduction, along: usize, idx: &[i64], threads: usize) -> O
 /// runs, and the one-task pass reports the first bad position at any thread count.
 #[test]
 fn a_bad_index_inside_a_run_is_reported_at_its_position() {
-    let n = BUCKETED_MIN_INDICES + 10;
+    let n = Tuning::BUCKETED_MIN_INDICES + 10;
     let along = 1000usize;
     for bad in [n / 4, n * 3 / 4] {
         let mut idx = vec![5i64; n];

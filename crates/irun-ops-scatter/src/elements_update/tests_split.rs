@@ -2,10 +2,10 @@
 //! between a lean task and partitioning tasks that claim its positions as they go. Checked
 //! against the spec's loop, one update at a time.
 
-use super::runtime::ROUND_POSITIONS;
+use super::strategy::Tuning;
 use super::tests_eval::{assert_out_of_range, scatter_1d, sequential_with_init};
 use super::*;
-use crate::testing::{assert_same_bits, eval_with, f32s, i64s};
+use crate::testing::{assert_same_bits, eval_with};
 
 /// `n` indices spread over `0..along` by a multiplicative hash: no two nearby positions on
 /// nearby targets, so the runs go bucketed or in split rounds, not lean.
@@ -26,7 +26,7 @@ impl Histogram {
     /// Enough positions for split rounds, the last round partial, scattered over an output
     /// small enough for them.
     fn for_split_rounds() -> Histogram {
-        let n = super::runtime::SPLIT_MIN_POSITIONS + ROUND_POSITIONS / 3;
+        let n = Tuning::SPLIT_MIN_POSITIONS + Tuning::ROUND_POSITIONS / 3;
         let along = 100_000usize;
         Histogram {
             idx: scattered(n, along),
@@ -57,58 +57,15 @@ fn split_rounds_match_the_sequential_reference() {
     }
 }
 
-/// Rounds on the lean task alone ([`super::round_modes`]), before split ones or all of a
-/// run, give the same bits as split rounds and the spec's loop; the first bad index is
-/// reported from a lean round as from a split one.
-#[test]
-fn lean_rounds_match_the_sequential_reference() {
-    let Histogram { idx, upd, data } = Histogram::for_split_rounds();
-    let (n, along) = (idx.len(), data.len());
-    let inputs = |idx: &[i64]| {
-        vec![
-            f32s(&[along], &data),
-            i64s(&[n], idx),
-            f32s(&[n], &upd),
-            i64s(&[], &[0]),
-        ]
-    };
-    // Due a split measure after 2 rounds measured: 4 lean rounds (the run's first and a
-    // streak's first are not measures), then split; or never within the run.
-    for since_split in [46, 0] {
-        for red in [Reduction::Sum, Reduction::Max] {
-            let want = sequential_with_init(red, &data, &idx, &upd);
-            for threads in [2, 3] {
-                let op = ScatterElementsUpdate {
-                    rounds: RoundMemory::leaning(since_split),
-                    ..seu12(red, true)
-                };
-                let out = eval_with(&op, inputs(&idx), threads).unwrap();
-                let case = format!("{red:?} at {threads} threads, {since_split}");
-                assert_same_bits(out.values::<f32>().unwrap(), &want, &case);
-            }
-        }
-    }
-    let mut bad = idx.clone();
-    let at = [ROUND_POSITIONS + 5, 3 * ROUND_POSITIONS + 7];
-    bad[at[0]] = -(along as i64) - 1;
-    bad[at[1]] = along as i64;
-    let op = ScatterElementsUpdate {
-        rounds: RoundMemory::leaning(0),
-        ..seu12(Reduction::Sum, true)
-    };
-    let e = eval_with(&op, inputs(&bad), 2).unwrap_err();
-    assert_out_of_range(&e, -(along as i64) - 1, at[0], "a lean round");
-}
-
 /// Bad indices in a split round, one early and one late in the same round (where the
 /// lean task and a partitioning task may each meet one), and one in a later round: the
 /// first is reported, at 2 and 3 threads, however the tasks' claims fell (run a few times).
 #[test]
 fn split_rounds_report_the_first_bad_index() {
-    let n = super::runtime::SPLIT_MIN_POSITIONS + 1000;
+    let n = Tuning::SPLIT_MIN_POSITIONS + 1000;
     let along = 100_000usize;
     let mut idx: Vec<i64> = (0..n as i64).map(|i| (i * 7919) % along as i64).collect();
-    let round = ROUND_POSITIONS;
+    let round = Tuning::ROUND_POSITIONS;
     let bad = [round + round / 3, round + round * 9 / 10, 3 * round + 5];
     for (k, &at) in bad.iter().enumerate() {
         idx[at] = along as i64 + k as i64;
@@ -127,33 +84,35 @@ fn split_rounds_report_the_first_bad_index() {
 /// quarter of 2^20.
 #[test]
 fn rounds_shorten_for_wide_pairs() {
-    use super::buckets::Pair;
-    use super::runtime::round_positions;
+    use super::two_way::Pair;
     assert_eq!(
-        round_positions(std::mem::size_of::<Pair<f32>>()),
-        ROUND_POSITIONS
+        Tuning::round_positions(std::mem::size_of::<Pair<f32>>()),
+        Tuning::ROUND_POSITIONS
     );
     assert_eq!(
-        round_positions(std::mem::size_of::<Pair<i8>>()),
-        ROUND_POSITIONS
+        Tuning::round_positions(std::mem::size_of::<Pair<i8>>()),
+        Tuning::ROUND_POSITIONS
     );
     assert_eq!(
-        round_positions(std::mem::size_of::<Pair<f64>>()),
-        ROUND_POSITIONS / 2
+        Tuning::round_positions(std::mem::size_of::<Pair<f64>>()),
+        Tuning::ROUND_POSITIONS / 2
     );
-    assert_eq!(round_positions(1 << 20), ROUND_POSITIONS / 4);
+    assert_eq!(
+        Tuning::round_positions(1 << 20),
+        Tuning::ROUND_POSITIONS / 4
+    );
 }
 
 /// An 8 MB f64 or i64 output: the split rounds' lean task asks for its scattered targets
 /// ahead (`lean.rs`, outputs from 6 MB), their buckets of about 4 MB apply fetching ahead
 /// (`apply_pairs` with `FETCH`), and the partition's vector steps meet negative indices (a
-/// step with one leaves it to the wrapping loop). Split and lean rounds give the spec's
-/// loop bit for bit, at 2 and 3 threads.
+/// step with one leaves it to the wrapping loop). Split rounds give the spec's loop bit for
+/// bit, at 2 and 3 threads.
 #[test]
 fn far_outputs_match_the_sequential_reference() {
     use crate::testing::{f64s, i64s};
     let along = 1usize << 20;
-    let n = super::runtime::SPLIT_MIN_POSITIONS + ROUND_POSITIONS / 3;
+    let n = Tuning::SPLIT_MIN_POSITIONS + Tuning::ROUND_POSITIONS / 3;
     let mut idx = scattered(n, along);
     for (i, v) in idx.iter_mut().enumerate() {
         if i % 97 == 3 {
@@ -177,12 +136,9 @@ fn far_outputs_match_the_sequential_reference() {
             };
         }
         for threads in [2, 3] {
-            for since_split in [None, Some(0)] {
-                let op = || ScatterElementsUpdate {
-                    rounds: since_split.map_or_else(RoundMemory::default, RoundMemory::leaning),
-                    ..seu12(red, true)
-                };
-                let case = format!("{red:?} at {threads} threads, leaning {since_split:?}");
+            {
+                let op = || seu12(red, true);
+                let case = format!("{red:?} at {threads} threads");
                 let inputs = vec![
                     f64s(&[along], &data),
                     i64s(&[n], &idx),
