@@ -11,7 +11,7 @@
 //! kept through the min and max. Results are bit-identical to the unfused graph.
 use irun_tensor::Tensor;
 
-use crate::op::{codes, OpError};
+use crate::error::{codes, OpError};
 use crate::par;
 use crate::simd;
 
@@ -111,7 +111,7 @@ impl Epilogue {
         }
         .max(1);
         // Whole rows per task, so each task knows its rows' channels from its start.
-        let grain = crate::kernel::PAR_MIN_ELEMENTS.div_ceil(row) * row;
+        let grain = crate::par::PAR_MIN_ELEMENTS.div_ceil(row) * row;
         par::for_each_split_mut(data, grain, &|start, chunk| {
             self.apply_at(chunk, start, layout);
         });

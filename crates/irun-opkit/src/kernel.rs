@@ -12,31 +12,13 @@ use std::sync::Arc;
 
 use irun_tensor::{with_words, Storage, Tensor, Word, WordVec};
 
-use crate::op::{codes, OpError, Value};
-
-/// Below this many elements a kernel runs on the calling thread: spawning costs more.
-pub const PAR_MIN_ELEMENTS: usize = 1 << 15;
-
-/// How many pieces to cut `n` units of work into: a few per thread so uneven pieces balance,
-/// one when the work is small or there is one thread.
-pub fn pieces(n: usize, min_per_piece: usize) -> usize {
-    let threads = crate::par::threads();
-    if threads <= 1 || n < 2 * min_per_piece.max(1) {
-        return 1;
-    }
-    (n / min_per_piece.max(1)).clamp(1, threads * 4)
-}
-
-/// `0..n` cut into `k` contiguous ranges whose lengths differ by at most one.
-pub fn split_range(n: usize, k: usize) -> Vec<Range<usize>> {
-    let k = k.clamp(1, n.max(1));
-    (0..k).map(|i| (i * n / k)..((i + 1) * n / k)).collect()
-}
+pub use crate::error::{first_error, try_with_capacity, try_zeroed};
+pub use crate::par::{pieces, split_range, PAR_MIN_ELEMENTS};
 
 /// The tensor behind `v`, without a copy when `v` is the only reference to values it owns
 /// (the executor hands an op the only reference to an input nothing else reads); otherwise a
 /// parallel copy (the values are shared with another tensor, or borrowed from the weights).
-pub fn take_or_copy(v: Value) -> Tensor {
+pub fn take_or_copy(v: Arc<Tensor>) -> Tensor {
     match Arc::try_unwrap(v) {
         Ok(t) if t.is_exclusive() => t,
         Ok(t) => par_clone(&t),
@@ -57,29 +39,6 @@ pub fn par_clone(t: &Tensor) -> Tensor {
     let copied = with_words!(words, w => copy(w));
     Tensor::from_words(t.element_type(), t.shape().to_vec(), copied)
         .expect("a copy has the original's type, width and length")
-}
-
-/// A zero-filled `Vec`, or a clean error instead of an abort when memory runs out.
-pub fn try_zeroed<T: Copy + Default>(n: usize) -> Result<Vec<T>, OpError> {
-    let mut v = try_with_capacity(n)?;
-    v.resize(n, T::default());
-    Ok(v)
-}
-
-/// An empty `Vec` with room for exactly `n` values, for a kernel to write into its capacity
-/// (nothing zero-filled first), or a clean error instead of an abort when memory runs out.
-pub fn try_with_capacity<T>(n: usize) -> Result<Vec<T>, OpError> {
-    let mut v = Vec::new();
-    v.try_reserve_exact(n).map_err(|_| {
-        OpError::new(
-            codes::MEMORY,
-            format!(
-                "cannot allocate {n} elements ({} bytes)",
-                n.saturating_mul(std::mem::size_of::<T>())
-            ),
-        )
-    })?;
-    Ok(v)
 }
 
 /// Reads an integer index tensor block by block as `i64`, so that kernels are generic over the
@@ -517,26 +476,6 @@ impl<T: Copy> Part<'_, '_, T> {
     }
 }
 
-/// The values of parallel tasks' results, or the error at the smallest position, so that a
-/// parallel run reports the same error as a sequential one whichever task finds it first.
-pub fn first_error<T>(
-    results: impl IntoIterator<Item = Result<T, (usize, OpError)>>,
-) -> Result<Vec<T>, OpError> {
-    let mut values = Vec::new();
-    let mut first: Option<(usize, OpError)> = None;
-    for r in results {
-        match r {
-            Ok(v) => values.push(v),
-            Err((pos, e)) => {
-                if first.as_ref().is_none_or(|(p, _)| pos < *p) {
-                    first = Some((pos, e));
-                }
-            }
-        }
-    }
-    first.map_or(Ok(values), |(_, e)| Err(e))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -708,16 +647,5 @@ mod tests {
             d.part(0).get(2);
             d.part(1).get(2);
         }
-    }
-
-    #[test]
-    fn first_error_keeps_the_smallest_position() {
-        let e = |p: usize| Err::<(), _>((p, OpError::new("E", p.to_string())));
-        let r = first_error([e(9), Ok(()), e(3), e(5)]);
-        assert_eq!(r.unwrap_err().message, "3");
-        assert_eq!(
-            first_error([Ok::<_, (usize, OpError)>(1), Ok(2)]).unwrap(),
-            vec![1, 2]
-        );
     }
 }

@@ -10,6 +10,7 @@
 pub mod attrs;
 pub mod broadcast;
 pub mod epilogue;
+pub mod error;
 pub mod fact;
 pub mod halves;
 pub mod kernel;

@@ -1,11 +1,11 @@
-//! The op trait and the error every op reports through.
+//! The op trait; the error every op reports through lives in [`crate::error`].
 
 use std::fmt::Debug;
 use std::sync::Arc;
 
-use irun_ir::{codes as ir_codes, PortDirection};
 use irun_tensor::{ElementType, Tensor};
 
+pub use crate::error::{codes, OpError};
 use crate::fact::Fact;
 
 /// A tensor flowing between nodes at run time. Shared, so that a value read by several
@@ -138,110 +138,6 @@ pub trait Prepared: Debug + Send + Sync {
         false
     }
 }
-
-/// Diagnostic codes of ops (E04xx: resolution and attributes; E05xx: types and shapes).
-pub mod codes {
-    /// `version` names no opset irun knows (OpenVINO 2026.4 has opset1..opset16).
-    pub const UNKNOWN_OPSET: &str = "E0401";
-    /// The op type is not supported by irun (for that opset).
-    pub const UNSUPPORTED_OP: &str = "W0402";
-    /// An attribute is missing or has an invalid value.
-    pub const BAD_ATTRIBUTE: &str = "E0403";
-    /// An attribute the op does not have.
-    pub const UNKNOWN_ATTRIBUTE: &str = "W0404";
-    /// Wrong number of inputs or outputs.
-    pub const ARITY: &str = "E0405";
-    /// The op type exists in no OpenVINO opset (a typo, an empty type).
-    pub const UNKNOWN_OP_TYPE: &str = "E0406";
-    /// An element type rule is broken.
-    pub const ELEMENT_TYPE: &str = "E0501";
-    /// A rank rule is broken.
-    pub const RANK: &str = "E0502";
-    /// Dimensions are incompatible.
-    pub const SHAPE: &str = "E0503";
-    /// An axis is outside `[-rank, rank-1]`.
-    pub const AXIS: &str = "E0504";
-    /// A declared output port (`<dim>`/precision) contradicts the inferred one.
-    pub const DECLARED_OUTPUT: &str = "E0505";
-    /// A declared input port contradicts what its producer outputs.
-    pub const DECLARED_INPUT: &str = "E0506";
-    /// A value input (e.g. an axis) holds a value the op cannot use.
-    pub const BAD_VALUE: &str = "E0507";
-    /// An index value outside the range its op allows (found at run time).
-    pub const INDEX_OUT_OF_RANGE: &str = "E0601";
-    /// Input shapes or values an op cannot run on, found at run time.
-    pub const RUN_SHAPE: &str = "E0602";
-    /// An element type (or type and reduction) the kernel does not implement.
-    pub const UNSUPPORTED_TYPE: &str = "E0603";
-    /// A tensor larger than the memory limit, or an allocation that failed.
-    pub const MEMORY: &str = "E0604";
-    /// The op has no kernel.
-    pub const NOT_EXECUTABLE: &str = "E0605";
-    /// An input value the op cannot compute with (integer division by zero), found at run time.
-    pub const RUN_VALUE: &str = "E0606";
-    /// A kernel returned outputs that contradict its op's inferred facts (a bug in irun).
-    pub const INTERNAL: &str = "E0607";
-    pub use super::ir_codes::*;
-}
-
-/// A rule an op's inputs or attributes break. The graph pass adds the layer and position.
-/// Displayed as `[E0501] input 1: message` (the port or attribute when there is one).
-#[derive(Clone, Debug, PartialEq)]
-pub struct OpError {
-    pub code: &'static str,
-    pub message: String,
-    /// The port the problem is about, when there is one.
-    pub port: Option<(PortDirection, usize)>,
-    /// The attribute the problem is about, when there is one.
-    pub attribute: Option<String>,
-}
-
-impl OpError {
-    pub fn new(code: &'static str, message: impl Into<String>) -> OpError {
-        OpError {
-            code,
-            message: message.into(),
-            port: None,
-            attribute: None,
-        }
-    }
-
-    /// An error about input slot `slot`.
-    pub fn input(slot: usize, code: &'static str, message: impl Into<String>) -> OpError {
-        OpError {
-            port: Some((PortDirection::Input, slot)),
-            ..OpError::new(code, message)
-        }
-    }
-
-    /// The same error under another code.
-    pub fn with_code(mut self, code: &'static str) -> OpError {
-        self.code = code;
-        self
-    }
-
-    pub fn attribute(name: &str, message: impl Into<String>) -> OpError {
-        OpError {
-            attribute: Some(name.to_string()),
-            ..OpError::new(codes::BAD_ATTRIBUTE, message)
-        }
-    }
-}
-
-impl std::fmt::Display for OpError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "[{}] ", self.code)?;
-        match (&self.port, &self.attribute) {
-            (Some((PortDirection::Input, slot)), _) => write!(f, "input {slot}: ")?,
-            (Some((PortDirection::Output, slot)), _) => write!(f, "output {slot}: ")?,
-            (None, Some(name)) => write!(f, "attribute {name}: ")?,
-            (None, None) => {}
-        }
-        f.write_str(&self.message)
-    }
-}
-
-impl std::error::Error for OpError {}
 
 /// Checks the number of inputs.
 pub fn expect_inputs(inputs: &[Fact], n: usize, op: &str) -> Result<(), OpError> {

@@ -16,8 +16,26 @@ use std::sync::Mutex;
 
 use rayon::prelude::*;
 
-use crate::kernel::{first_error, PAR_MIN_ELEMENTS};
-use crate::op::OpError;
+use crate::error::{first_error, OpError};
+
+/// Below this many elements a kernel runs on the calling thread: spawning costs more.
+pub const PAR_MIN_ELEMENTS: usize = 1 << 15;
+
+/// How many pieces to cut `n` units of work into: a few per thread so uneven pieces balance,
+/// one when the work is small or there is one thread.
+pub fn pieces(n: usize, min_per_piece: usize) -> usize {
+    let threads = threads();
+    if threads <= 1 || n < 2 * min_per_piece.max(1) {
+        return 1;
+    }
+    (n / min_per_piece.max(1)).clamp(1, threads * 4)
+}
+
+/// `0..n` cut into `k` contiguous ranges whose lengths differ by at most one.
+pub fn split_range(n: usize, k: usize) -> Vec<Range<usize>> {
+    let k = k.clamp(1, n.max(1));
+    (0..k).map(|i| (i * n / k)..((i + 1) * n / k)).collect()
+}
 
 /// What a fallible task returns: the position (row-major, in the kernel's own numbering) and
 /// error of the first problem it found.
@@ -66,7 +84,7 @@ pub fn try_for_each_task(
 /// Calls `f(range)` for contiguous ranges covering `0..len`, each at least `grain` long (but
 /// the last), a few per thread; one range on the calling thread when `len` is small.
 pub fn for_each_range(len: usize, grain: usize, f: &(dyn Fn(Range<usize>) + Sync)) {
-    let ranges = crate::kernel::split_range(len, crate::kernel::pieces(len, grain));
+    let ranges = split_range(len, pieces(len, grain));
     for_each_task(ranges.len(), &|i| f(ranges[i].clone()));
 }
 
@@ -142,7 +160,7 @@ pub fn for_each_split_mut<T: Send>(
     f: &(dyn Fn(usize, &mut [T]) + Sync),
 ) {
     let grain = grain.max(1);
-    let k = crate::kernel::pieces(out.len(), grain);
+    let k = pieces(out.len(), grain);
     let chunk = out.len().div_ceil(k.max(1)).div_ceil(grain) * grain;
     for_each_chunk_mut(out, chunk, f);
 }
@@ -150,7 +168,7 @@ pub fn for_each_split_mut<T: Send>(
 /// `dst` = `src` (of one length), by all threads for large slices.
 pub fn copy<T: Copy + Send + Sync>(dst: &mut [T], src: &[T]) {
     assert_eq!(dst.len(), src.len(), "a copy between equal lengths");
-    for_each_split_mut(dst, crate::kernel::PAR_MIN_ELEMENTS, &|at, xs| {
+    for_each_split_mut(dst, PAR_MIN_ELEMENTS, &|at, xs| {
         xs.copy_from_slice(&src[at..at + xs.len()]);
     });
 }
@@ -253,7 +271,7 @@ pub fn build<T: Copy + Send>(
     grain: usize,
     f: &(dyn Fn(usize, &mut Filler<'_, T>) + Sync),
 ) -> Result<Vec<T>, OpError> {
-    let mut out: Vec<T> = crate::kernel::try_with_capacity(n)?;
+    let mut out: Vec<T> = crate::error::try_with_capacity(n)?;
     let short = AtomicBool::new(false);
     for_each_split_mut(
         &mut out.spare_capacity_mut()[..n],
@@ -272,7 +290,7 @@ pub fn build<T: Copy + Send>(
     );
     if short.load(Ordering::Relaxed) {
         return Err(OpError::new(
-            crate::op::codes::INTERNAL,
+            crate::error::codes::INTERNAL,
             "internal error: a kernel left part of its output unwritten",
         ));
     }
@@ -299,7 +317,7 @@ pub fn try_map_tasks<R: Send>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::op::codes;
+    use crate::error::codes;
 
     fn pool(threads: usize) -> rayon::ThreadPool {
         rayon::ThreadPoolBuilder::new()
