@@ -2,8 +2,8 @@
 """Checks the reduction workloads of tools/gen_bench_models.py (sum_/max_/mean_/ndsum_<dist>,
 and the typed sum_<dist>_<type>, max_<dist>_f32)
 against a sequential numpy reference, bit for bit, with `irun run --threads 1, 2 and 3` (a
-first run) and with `irun bench --outputs` (the run after --repeat timed ones, which runs the
-way the op's kept measurements choose: split histograms' lean rounds among them).
+first run) and with `irun bench --outputs` (the run after --repeat timed ones: an op keeps
+nothing between runs that could change its way, and this checks that the last run agrees).
 
 numpy's ufunc.at applies the updates one at a time in index order, in the array's own type:
 exactly the row-major order the scatter contract promises, so float sums must match to the
