@@ -181,3 +181,62 @@ fn held_half_data_is_left_unchanged() {
         }
     }
 }
+
+/// A counted half histogram (mean without the initial value) on an output past the split
+/// limit runs bucketed with its counts while reading its updates a block at a time
+/// (`run_from` takes it), and divides each hit element's f32 sum, taken in position order,
+/// by its count once: the spec's mean, rounded once, bit for bit at 2 and 3 threads.
+#[test]
+fn counted_half_updates_run_bucketed_by_block() {
+    let along = 2_500_000usize;
+    let n = Tuning::BUCKETED_MIN_INDICES + 777;
+    let idx = scattered(n, along);
+    let upd: Vec<f32> = (0..n)
+        .map(|i| ((i * 53) % 97) as f32 * 0.5 - 20.0)
+        .collect();
+    let data: Vec<f32> = (0..along).map(|i| (i % 5) as f32 + 0.5).collect();
+    let shape = [n];
+    let kernel = |indices| ElementsKernel {
+        indices,
+        indices_shape: &shape,
+        geometry: super::geometry::Geometry::new(&[along], &[n], &[n], 0).unwrap(),
+        mean: true,
+        use_init_val: false,
+        track_counts: true,
+        plan: None,
+        line_indices: false,
+    };
+    let indices = crate::testing::i64s(&[n], &idx);
+    for ty in [Narrow::F16, Narrow::Bf16] {
+        let (data, upd) = (ty.rounded(&data), ty.rounded(&upd));
+        let (mut sums, mut counts) = (vec![0f32; along], vec![0u32; along]);
+        for (&v, &u) in idx.iter().zip(&upd) {
+            let t = if v < 0 { v + along as i64 } else { v } as usize;
+            sums[t] += u;
+            counts[t] += 1;
+        }
+        let want: Vec<f32> = (0..along)
+            .map(|t| match counts[t] {
+                0 => data[t],
+                k => sums[t] / k as f32,
+            })
+            .collect();
+        let want = ty.rounded(&want);
+        let k = kernel(crate::runtime_indices(&indices).unwrap());
+        for t in [2, 3] {
+            let mut out = data.clone();
+            let ran = run_from(ty, &k, Reduction::Sum, &mut out, &upd, t);
+            assert!(matches!(ran, Some(Ok(()))), "{ty:?} run_from on {t}");
+            assert_same_bits(&ty.rounded(&out), &want, format!("{ty:?} run_from on {t}"));
+            let inputs = vec![
+                ty.tensor(&[along], &data),
+                crate::testing::i64s(&[n], &idx),
+                ty.tensor(&[n], &upd),
+                crate::testing::i64s(&[], &[0]),
+            ];
+            let op = super::seu12(Reduction::Mean, false);
+            let out = crate::testing::eval_with(&op, inputs, t).unwrap();
+            assert_same_bits(&ty.values(&out), &want, format!("{ty:?} mean on {t}"));
+        }
+    }
+}
