@@ -10,7 +10,7 @@ use crate::kernel::{NativeIndex, Part};
 use crate::op::{codes, OpError};
 use crate::reduce::{Combine, Elem};
 
-/// The work lists one part of a round of [`ElementsKernel::run_bucketed`] fills: per bucket,
+/// The work lists one part of a round of [`ElementsKernel::run_bucketed`](super::kernel::ElementsKernel::run_bucketed) fills: per bucket,
 /// the `(output offset, update)` pairs of the part's positions that target the bucket, in
 /// row-major order. Each list's length is this round's pairs; its capacity is kept from round
 /// to round, and the writers ([`TwoLists`], [`ManyLists`]) fill the spare capacity, so a
@@ -201,9 +201,6 @@ impl<T: Copy> Put<T> for TwoLists<'_, T> {
     }
 }
 
-/// How many pairs ahead of a list's end [`ManyLists`] fetches the line it will write.
-const LIST_AHEAD: usize = 64;
-
 /// The writer for any number of buckets: each list's end, where its next pair goes
 /// (private, as for [`TwoLists`]). One pointer a bucket rather than a slice and a count:
 /// a pair's put loads one word and stores one back, not two loads and a store (a
@@ -231,7 +228,7 @@ impl<T: Copy> Put<T> for ManyLists<'_, T> {
         // Up to 64 list ends take stores, each line of them new: fetched ahead, a line does
         // not hold its stores in the store buffer while it comes from memory (the 32 MB
         // i32 max's partition: 16 to 10 ms). A hint only: it may point past the room.
-        irun_opkit::simd::prefetch_write_ptr(end.wrapping_add(LIST_AHEAD));
+        irun_opkit::simd::prefetch_write_ptr(end.wrapping_add(Tuning::LIST_AHEAD));
         // SAFETY: `*end` is the list's spare room advanced by the pairs put in it, at most
         // the pairs put before this one, fewer than `n` (the caller's contract); `make_room(n)`
         // left `n + 1` slots, so `*end` and the slot after it lie in the room.
@@ -241,9 +238,6 @@ impl<T: Copy> Put<T> for ManyLists<'_, T> {
         }
     }
 }
-
-/// Fine ranges of axis targets that [`BucketMap`] groups into buckets: its table stays in L1.
-const FINE_RANGES: usize = 4096;
 
 /// Which bucket each axis target goes to: contiguous fine ranges of `1 << shift` targets,
 /// grouped into buckets of consecutive ranges that receive about equal numbers of updates as
@@ -293,7 +287,7 @@ impl BucketMap {
     /// The fine ranges for `targets` axis positions: their shift and count.
     pub(super) fn fine(targets: usize) -> (u32, usize) {
         let mut shift = 0;
-        while ((targets.max(1) - 1) >> shift) + 1 > FINE_RANGES {
+        while ((targets.max(1) - 1) >> shift) + 1 > Tuning::FINE_RANGES {
             shift += 1;
         }
         (shift, ((targets.max(1) - 1) >> shift) + 1)
@@ -415,7 +409,7 @@ impl BucketMap {
     }
 }
 
-/// [`BucketMap::bucket`] on copies of the map's fields.
+/// A bucket by target ([`Lookup::bucket`]) on copies of the map's fields.
 #[derive(Clone, Copy)]
 pub(super) struct Lookup<'a> {
     shift: u32,
@@ -454,8 +448,8 @@ pub(super) unsafe fn apply_lists<T: Elem, C: Combine<T>, const TRACK: bool>(
 }
 
 /// Applies `pairs` in order, each at its offset less `base`. With `FETCH`, asks for each
-/// pair's output line [`FAR_AHEAD`] pairs ahead: for a bucket's stretch of output beyond
-/// the core's caches ([`FAR_BUCKET_BYTES`] or more). The f64 sum's split rounds (8 MB
+/// pair's output line [`Tuning::FAR_AHEAD`] pairs ahead: for a bucket's stretch of output beyond
+/// the core's caches ([`Tuning::FAR_BUCKET_BYTES`] or more). The f64 sum's split rounds (8 MB
 /// output, two buckets of 4 MB) applied 1.99, 3.23 and 1.50 ns a pair in three traced runs
 /// without it, 1.52, 2.38 and 1.29 with it. (Stand-alone, one thread, random pairs: 1.5 to
 /// 1.0 ns a pair onto 4 MB, 4.5 to 1.3 onto 8 MB, but 0.87 to 0.89 onto 2 MB.)
@@ -482,9 +476,6 @@ pub(super) unsafe fn apply_pairs<T: Elem, C: Combine<T>, const TRACK: bool, cons
     }
 }
 
-/// A bucket's stretch of output from which [`apply_pairs`] asking ahead pays.
-pub(super) const FAR_BUCKET_BYTES: usize = 3 << 20;
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -499,7 +490,7 @@ mod tests {
     fn buckets_hold_equal_shares_of_the_counted_updates() {
         let (shift, ranges) = BucketMap::fine(1_000_000);
         assert_eq!(ranges, ((1_000_000 - 1) >> shift) + 1);
-        assert!(ranges <= FINE_RANGES);
+        assert!(ranges <= Tuning::FINE_RANGES);
         // A power law: most updates in the first ranges.
         let counts: Vec<u32> = (0..ranges).map(|r| (100_000 / (r + 1)) as u32).collect();
         let map = BucketMap::balanced(shift, &counts, 2);

@@ -109,7 +109,7 @@ fn position_map(small: &[usize], big: &[usize]) -> Option<Vec<usize>> {
 
 /// A position's outer, axis and inner coordinates in the indices, and the first output
 /// offset of its outer row: what the loops that walk the indices in row-major order
-/// ([`ElementsKernel::partition`], the plan's build) step from one position to the next.
+/// ([`ElementsKernel::partition`](super::kernel::ElementsKernel::partition), the plan's build) step from one position to the next.
 #[derive(Clone, Copy)]
 pub(super) struct Coords {
     pub(super) outer: usize,

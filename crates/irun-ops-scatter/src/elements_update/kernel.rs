@@ -79,7 +79,7 @@ impl ElementsKernel<'_> {
     /// chunks of positions with disjoint target ranges where it can
     /// ([`ElementsKernel::run_local_chunks`]), which beats partitioning whatever the output's
     /// size (8M sorted i32 maxima on a 2-core Xeon: 9 ms in chunks, 14 ms in one pass, 34 ms
-    /// bucketed). Judged from [`SAMPLE_BLOCKS`] evenly spaced blocks of positions: the
+    /// bucketed). Judged from [`Tuning::SAMPLE_BLOCKS`] evenly spaced blocks of positions: the
     /// median block's targets span at most [`Tuning::LOCAL_SPAN_BYTES`] of output.
     pub(super) fn local(&self, elem_bytes: usize) -> bool {
         let mut spans: Vec<usize> = sample_blocks(0..self.indices.len())
@@ -91,11 +91,11 @@ impl ElementsKernel<'_> {
             .collect();
         spans.sort_unstable();
         spans
-            .get(SAMPLE_BLOCKS / 2)
+            .get(Tuning::SAMPLE_BLOCKS / 2)
             .is_some_and(|span| span.saturating_mul(elem_bytes) <= Tuning::LOCAL_SPAN_BYTES)
     }
 
-    /// Updates per fine range of axis targets ([`BucketMap::fine`]) among [`SAMPLE_BLOCKS`]
+    /// Updates per fine range of axis targets ([`BucketMap::fine`]) among [`Tuning::SAMPLE_BLOCKS`]
     /// evenly spaced blocks of positions `round`; indices out of range are left to pass 1,
     /// which reports them.
     pub(super) fn sample_targets(&self, round: Range<usize>) -> Vec<u32> {
@@ -216,22 +216,17 @@ impl ElementsKernel<'_> {
     }
 }
 
-/// Blocks of [`SAMPLE_BLOCK`] positions per round that [`BucketMap`]'s counts come from:
-/// 8192 of a round's 2^20 positions, enough to see a hot range, a few microseconds to read.
-const SAMPLE_BLOCKS: usize = 64;
-const SAMPLE_BLOCK: usize = 128;
-
-/// The [`SAMPLE_BLOCKS`] evenly spaced blocks of [`SAMPLE_BLOCK`] positions of `round` that
+/// The [`Tuning::SAMPLE_BLOCKS`] evenly spaced blocks of [`Tuning::SAMPLE_BLOCK`] positions of `round` that
 /// the samples read; none when the round is too short for them to lie apart.
 fn sample_blocks(round: Range<usize>) -> impl Iterator<Item = Range<usize>> {
-    let step = round.len() / SAMPLE_BLOCKS;
-    let blocks = if step < SAMPLE_BLOCK {
+    let step = round.len() / Tuning::SAMPLE_BLOCKS;
+    let blocks = if step < Tuning::SAMPLE_BLOCK {
         0
     } else {
-        SAMPLE_BLOCKS
+        Tuning::SAMPLE_BLOCKS
     };
     (0..blocks).map(move |k| {
         let start = round.start + k * step;
-        start..start + SAMPLE_BLOCK
+        start..start + Tuning::SAMPLE_BLOCK
     })
 }

@@ -88,7 +88,7 @@ impl<T: Elem, C: Combine<T>, U: Updates<T> + ?Sized> NativeBlocks
     fn block<V: NativeIndex>(&mut self, start: usize, vals: &[V]) -> Result<(), OpError> {
         let (k, along) = (self.kernel, self.kernel.geometry.data_along);
         let ups = self.updates.block(start, vals.len(), &mut self.widened);
-        let done = match std::mem::size_of_val(self.dst) >= FAR_OUTPUT_BYTES {
+        let done = match std::mem::size_of_val(self.dst) >= Tuning::FAR_OUTPUT_BYTES {
             true => lean_block::<T, C, V, true>(self.dst, along, self.base, vals, ups, None),
             false => lean_block::<T, C, V, false>(self.dst, along, self.base, vals, ups, None),
         };
@@ -100,7 +100,7 @@ impl<T: Elem, C: Combine<T>, U: Updates<T> + ?Sized> NativeBlocks
 /// holds targets `base..` of an axis of `along`: each update applied to its target in
 /// order. On the first index out of range or outside `dst`, its place in the block, every
 /// update before it applied and none from it on. `FAR`: `dst` is large enough for asking
-/// for scattered targets ahead to pay ([`FAR_OUTPUT_BYTES`]); a constant, so that the
+/// for scattered targets ahead to pay ([`Tuning::FAR_OUTPUT_BYTES`]); a constant, so that the
 /// chunked passes, whose windows are small, compile the loop as it was. `window`: `dst` is
 /// a [`crate::fill::Window`]'s span, just copied, and the output it will copy next, which
 /// the sorted blocks' loop fetches meanwhile ([`interleaved`]).
@@ -139,7 +139,7 @@ pub(super) fn lean_block<T: Elem, C: Combine<T>, V: NativeIndex, const FAR: bool
     // (the indices' pointer reloaded from the stack for every position: 8M sorted i32
     // maxima 5.3-5.5 to 5.9-6.1 ms).
     let span = reach.saturating_mul(std::mem::size_of::<T>() as u64);
-    if FAR && !runny && !(ordered && span <= ORDERED_SPAN_BYTES) {
+    if FAR && !runny && !(ordered && span <= Tuning::ORDERED_SPAN_BYTES) {
         return plain_then_wrapping(|wrap, k| {
             let (vals, ups) = (&vals[k..], &ups[k..]);
             match wrap {
@@ -227,8 +227,8 @@ fn flat_plain<
         .chunks_exact(4)
         .zip(ups[done..].chunks_exact(4))
     {
-        irun_opkit::simd::prefetch_read_ptr(vs.as_ptr().wrapping_add(LEAN_AHEAD));
-        irun_opkit::simd::prefetch_read_ptr(us.as_ptr().wrapping_add(LEAN_AHEAD));
+        irun_opkit::simd::prefetch_read_ptr(vs.as_ptr().wrapping_add(Tuning::LEAN_AHEAD));
+        irun_opkit::simd::prefetch_read_ptr(us.as_ptr().wrapping_add(Tuning::LEAN_AHEAD));
         if FAR {
             // A hint only: the place may be out of range (the loop below stops there).
             for v in vals.iter().skip(done + Tuning::FAR_AHEAD).take(4) {
@@ -281,8 +281,8 @@ fn interleaved<T: Elem, C: Combine<T>, V: NativeIndex, const WRAP: bool>(
     let share = upcoming.bytes.div_ceil(groups).next_multiple_of(64);
     let mut fetched = 0;
     for (vs, us) in vals.chunks_exact(16).zip(ups.chunks_exact(16)) {
-        irun_opkit::simd::prefetch_read_ptr(vs.as_ptr().wrapping_add(LEAN_AHEAD));
-        irun_opkit::simd::prefetch_read_ptr(us.as_ptr().wrapping_add(LEAN_AHEAD));
+        irun_opkit::simd::prefetch_read_ptr(vs.as_ptr().wrapping_add(Tuning::LEAN_AHEAD));
+        irun_opkit::simd::prefetch_read_ptr(us.as_ptr().wrapping_add(Tuning::LEAN_AHEAD));
         let stop = (fetched + share).min(upcoming.bytes);
         while fetched < stop {
             // Hints only: a prefetch never faults.
@@ -303,26 +303,6 @@ fn interleaved<T: Elem, C: Combine<T>, V: NativeIndex, const WRAP: bool>(
     }
     done
 }
-
-/// Outputs from this size on lie mostly outside the core's caches, where the plain lean
-/// loop waits on each target's line: it asks for the targets [`FAR_AHEAD`] positions ahead.
-/// The lean task of the 16M f64 sum's split rounds (8 MB output, uniform indices) went from
-/// 2.8-3.7 to 2.5-3.1 ns a position (three traced runs of each). Not from 4 MB: the f32
-/// sums' lean task went from 2.0 to 1.75 on uniform indices but from 1.00 to 1.08 with
-/// half of them on 8 hot targets, whose lines stay in cache anyway.
-const FAR_OUTPUT_BYTES: usize = 6 << 20;
-
-/// A block whose three sampled targets are in order and span at most this many bytes of
-/// output is sorted or reverse-sorted, read in order by the hardware's own prefetch: the
-/// far loop does not ask for its targets.
-const ORDERED_SPAN_BYTES: u64 = 256 << 10;
-
-/// How many positions ahead the lean loops ask for their indices and updates. The hardware's
-/// stream prefetch alone left the loop waiting on those loads (perf: the updates' loads
-/// were its hottest instructions): 8M sorted i32 maxima on 2 threads (Zen 4) 5.98 to 5.32
-/// ms, reversed 6.41 to 5.83 (medians of 4-5 alternating runs); 256 and 512 no better. Not
-/// in [`flat_runs`], where it slowed 16M sorted f32 sums onto 1M targets (8.57 to 9.36).
-const LEAN_AHEAD: usize = 128;
 
 /// As [`flat_plain`], with the current run of equal targets accumulated in a register.
 #[inline(always)]

@@ -8,17 +8,12 @@ use std::ops::Range;
 
 use super::kernel::ElementsKernel;
 use super::lean::fold_all;
+use super::strategy::Tuning;
 use crate::kernel::{NativeBlocks, NativeIndex};
 use crate::op::OpError;
 use crate::par;
 use crate::reduce::{Combine, Elem};
 use crate::updates::Updates;
-
-/// How far [`ElementsKernel::chunk_bounds`] moves a chunk boundary to find a change of
-/// target: past a run of equal targets this long (all indices equal, say) there is no split,
-/// unless the chunk can fold the run apart; and a chunk's leading run at least this long is
-/// folded apart ([`ElementsKernel::local_chunk`]).
-const SPLIT_SCAN: usize = 4096;
 
 impl ElementsKernel<'_> {
     /// The lean pass over one contiguous chunk of positions per thread, in parallel, when
@@ -103,7 +98,7 @@ impl ElementsKernel<'_> {
 
     /// The chunk of `positions`: its leading run folded apart when `fold_runs` and it starts
     /// inside one (the target before it is its first target) or the run is long (at least
-    /// [`SPLIT_SCAN`]: all indices equal would otherwise leave the first chunk's whole lean
+    /// [`Tuning::SPLIT_SCAN`]: all indices equal would otherwise leave the first chunk's whole lean
     /// pass to one thread), and the span of targets the rest reaches; `None` if an index is
     /// out of range.
     fn local_chunk<T: Elem, C: Combine<T>, U: Updates<T> + ?Sized>(
@@ -135,7 +130,7 @@ impl ElementsKernel<'_> {
         }
         let inside_run = start > 0 && g.target(pair[0]) == t;
         let (run_end, folded) = self.fold_run::<T, C, U>(positions.clone(), t, updates);
-        if !inside_run && run_end - start < SPLIT_SCAN {
+        if !inside_run && run_end - start < Tuning::SPLIT_SCAN {
             return whole(positions);
         }
         let rest = run_end..positions.end;
@@ -178,16 +173,16 @@ impl ElementsKernel<'_> {
     /// `parts + 1` increasing chunk boundaries from 0 to the index count, each inner one
     /// the first position at or after an even split whose target differs from the one
     /// before it; with `fold_runs`, the even split itself where no change comes within
-    /// [`SPLIT_SCAN`] positions. `None` if some split finds no change and may not stay, or
+    /// [`Tuning::SPLIT_SCAN`] positions. `None` if some split finds no change and may not stay, or
     /// two boundaries meet.
     pub(super) fn chunk_bounds(&self, parts: usize, fold_runs: bool) -> Option<Vec<usize>> {
         let g = &self.geometry;
         let n = self.indices.len();
         let mut bounds = vec![0];
-        let mut buf = vec![0i64; SPLIT_SCAN + 1];
+        let mut buf = vec![0i64; Tuning::SPLIT_SCAN + 1];
         for k in 1..parts {
             let split = k * n / parts;
-            let end = (split + SPLIT_SCAN).min(n);
+            let end = (split + Tuning::SPLIT_SCAN).min(n);
             let vals = &mut buf[..end - split + 1];
             self.indices.read(split - 1..end, vals);
             let change = vals

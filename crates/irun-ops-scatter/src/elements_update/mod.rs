@@ -55,7 +55,8 @@ use irun_tensor::ElementType;
 
 use self::geometry::Geometry;
 use self::kernel::ElementsKernel;
-use self::plan::{ElementsPlan, PLAN_MIN_INDICES};
+use self::plan::ElementsPlan;
+use self::strategy::Tuning;
 use crate::attrs::AttrReader;
 use crate::fact::Fact;
 use crate::op::{codes, expect_inputs, take_inputs, Op, OpError, Prepared, Value};
@@ -148,7 +149,7 @@ impl Op for ScatterElementsUpdate {
         };
         let (indices, axis, updates) = (indices.clone(), axis.clone(), updates.clone());
         let data_shape = data_fact.shape.to_static()?;
-        if indices.len() < PLAN_MIN_INDICES
+        if indices.len() < Tuning::PLAN_MIN_INDICES
             || indices_fact.shape.to_static().as_deref() != Some(indices.shape())
             || updates_fact.shape.to_static().as_deref() != Some(indices.shape())
             || updates_fact.ty != data_fact.ty

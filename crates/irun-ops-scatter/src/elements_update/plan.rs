@@ -13,6 +13,7 @@
 use irun_tensor::Tensor;
 
 use super::geometry::{hit, Coords, Geometry};
+use super::strategy::Tuning;
 use crate::kernel::{try_zeroed, DisjointSlice, IndexValues};
 use crate::reduce::{Combine, Elem};
 
@@ -29,18 +30,6 @@ pub(super) struct ElementsPlan {
     /// The constant updates in entry order.
     pub(super) sorted_updates: Option<Tensor>,
 }
-
-/// Fewer indices than this are not worth a plan (the run-time kernel validates them in less
-/// time than the plan's memory costs).
-pub(super) const PLAN_MIN_INDICES: usize = 1 << 18;
-
-/// Output bytes per bucket when the updates are stored in entry order: half a 1 MiB L2, so a
-/// bucket's read-modify-writes hit the cache. (Measured on the 2-core EPYC: 2 to 32 buckets
-/// of a 4 MiB histogram apply in the same 9-10 ms; more buckets balance skewed indices.)
-const SORTED_BUCKET_BYTES: usize = 512 << 10;
-
-/// The most buckets of a plan.
-const MAX_BUCKETS: usize = 1024;
 
 impl ElementsPlan {
     /// The plan for `indices` on data of `data_len` elements of `elem_bytes` bytes, split for
@@ -63,10 +52,12 @@ impl ElementsPlan {
         // With updates read through `positions`, every bucket streams all of them, so one
         // bucket per thread; stored in entry order, buckets cost nothing and stay in cache.
         let wanted = match updates {
-            Some(_) => threads.max(data_len.saturating_mul(elem_bytes) / SORTED_BUCKET_BYTES),
+            Some(_) => {
+                threads.max(data_len.saturating_mul(elem_bytes) / Tuning::SORTED_BUCKET_BYTES)
+            }
             None => threads,
         }
-        .clamp(1, MAX_BUCKETS);
+        .clamp(1, Tuning::PLAN_MAX_BUCKETS);
         let shift = data_len.div_ceil(wanted).next_power_of_two().ilog2();
         let buckets = ((data_len - 1) >> shift) + 1;
         if buckets == 1 {

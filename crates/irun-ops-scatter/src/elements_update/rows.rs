@@ -18,23 +18,11 @@
 
 use super::geometry::Geometry;
 use super::kernel::ElementsKernel;
+use super::strategy::Tuning;
 use crate::kernel::try_zeroed;
 use crate::op::OpError;
 use crate::par;
 use crate::reduce::{Combine, Elem};
-
-/// Inner columns a line needs for the row path to pay (and for the per-row list entry to be
-/// small beside the row it moves).
-pub(super) const ROW_MIN_COLUMNS: usize = 8;
-
-/// Output bytes per bucket of pass 2: its rows stay in a core's L2.
-const ROW_BUCKET_BYTES: usize = 1 << 20;
-
-/// How many list entries ahead the apply pass fetches the update row it will read.
-const ROW_AHEAD: usize = 16;
-
-/// At most this many buckets (lists per part).
-const ROW_MAX_BUCKETS: usize = 256;
 
 /// What pass 1 found in one part of the lines.
 enum Pass1 {
@@ -54,7 +42,7 @@ impl Geometry {
         self.inner_map.is_none()
             && self.outer_map.is_none()
             && self.data_inner == self.inner
-            && self.inner >= ROW_MIN_COLUMNS
+            && self.inner >= Tuning::ROW_MIN_COLUMNS
             && self.outer * self.along <= u32::MAX as usize
             && out_len / self.inner <= u32::MAX as usize
     }
@@ -75,8 +63,8 @@ impl ElementsKernel<'_> {
         let threads = par::threads();
         let row_bytes = std::mem::size_of_val(&out[..inner]);
         let buckets = threads
-            .max((out_rows * row_bytes).div_ceil(ROW_BUCKET_BYTES))
-            .min(ROW_MAX_BUCKETS)
+            .max((out_rows * row_bytes).div_ceil(Tuning::ROW_BUCKET_BYTES))
+            .min(Tuning::ROW_MAX_BUCKETS)
             .min(out_rows.max(1));
         let rows_per_bucket = out_rows.div_ceil(buckets).max(1);
         let parts = if threads > 1 { threads * 2 } else { 1 }.min(lines.max(1));
@@ -140,7 +128,7 @@ impl ElementsKernel<'_> {
                     // A bucket's updates are rows far apart in the updates (a GCN's edges:
                     // every 13th row of 256 bytes), which the hardware does not fetch ahead
                     // (GCN's two scatters: 28 to 22.5 ms).
-                    if let Some(&(ahead, _)) = list.get(k + ROW_AHEAD) {
+                    if let Some(&(ahead, _)) = list.get(k + Tuning::ROW_AHEAD) {
                         let ahead = ahead as usize * inner;
                         irun_opkit::simd::prefetch_read(&updates[ahead..ahead + inner]);
                     }

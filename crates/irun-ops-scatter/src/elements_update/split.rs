@@ -9,17 +9,14 @@ use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 
-use super::buckets::{apply_pairs, BucketMap, PartLists, FAR_BUCKET_BYTES};
+use super::buckets::{apply_pairs, BucketMap, PartLists};
 use super::kernel::ElementsKernel;
+use super::strategy::Tuning;
 use crate::kernel::DisjointSlice;
 use crate::op::OpError;
 use crate::par;
 use crate::reduce::{Combine, Elem};
 use crate::updates::Updates;
-
-/// Positions per block of a split round: the unit the tasks claim. A lean block takes
-/// about 15 us on a 4 MB output, so the tasks finish within that of each other.
-const CLAIM_BLOCK: usize = 4096;
 
 /// What split rounds carry from one round to the next.
 pub(super) struct SplitState {
@@ -134,7 +131,7 @@ impl ElementsKernel<'_> {
         let init = self.use_init_val;
         par::for_each_task(buckets, &|b| {
             let (out, counts) = (out.part(b), counts.part(b));
-            let far = map.targets(b).len() * std::mem::size_of::<T>() >= FAR_BUCKET_BYTES;
+            let far = map.targets(b).len() * std::mem::size_of::<T>() >= Tuning::FAR_BUCKET_BYTES;
             for (part, pairs) in segments.of_bucket(b) {
                 let pairs = &listed[part].bucket(b)[pairs];
                 // SAFETY: task `b` reaches only the offsets `partition` put in bucket `b`;
@@ -158,9 +155,9 @@ impl ElementsKernel<'_> {
 /// range, `front..back`, packed into one atomic word (a round has fewer than 2^32
 /// positions); each claim moves one end inward by compare-and-swap, so no two claims meet,
 /// and the tasks stop only when the range is empty, so together they cover the round
-/// (unless a task stops at an error). The lean task takes [`CLAIM_BLOCK`] positions at a
+/// (unless a task stops at an error). The lean task takes [`Tuning::CLAIM_BLOCK`] positions at a
 /// time, which keeps its stream of positions one stretch; the others take a share of what
-/// is left (at least [`CLAIM_BLOCK`]), so their blocks start anew from memory, which the
+/// is left (at least [`Tuning::CLAIM_BLOCK`]), so their blocks start anew from memory, which the
 /// prefetchers take time to follow, only a few times a round, and get small only where
 /// the tasks meet. That share is half of what the partitioning tasks are expected to take
 /// of it ([`ListedShare`]): a claim too large for a slow partitioner left the lean task
@@ -183,14 +180,14 @@ impl Claims {
 
     /// The lean task's next block, relative to the round's start.
     fn front(&self) -> Option<Range<usize>> {
-        self.claim(|front, back| (front, (front + CLAIM_BLOCK).min(back)))
+        self.claim(|front, back| (front, (front + Tuning::CLAIM_BLOCK).min(back)))
     }
 
     /// A partitioning task's next block.
     fn back(&self) -> Option<Range<usize>> {
         let part = self.part;
         self.claim(|front, back| {
-            let size = (((back - front) as f64 * part) as usize).max(CLAIM_BLOCK);
+            let size = (((back - front) as f64 * part) as usize).max(Tuning::CLAIM_BLOCK);
             (back.saturating_sub(size).max(front), back)
         })
     }
@@ -369,11 +366,11 @@ mod tests {
     /// block: a smaller share makes the first claim smaller.
     #[test]
     fn back_claims_follow_the_listed_share() {
-        let n = 100 * CLAIM_BLOCK;
+        let n = 100 * Tuning::CLAIM_BLOCK;
         let first = |share: f64| Claims::new(n, 1, share).back().unwrap();
         assert_eq!(first(0.5), n - n / 4..n);
         assert_eq!(first(0.2), n - n / 10..n);
-        assert_eq!(first(0.0), n - CLAIM_BLOCK..n);
+        assert_eq!(first(0.0), n - Tuning::CLAIM_BLOCK..n);
         let two = Claims::new(n, 2, 0.5);
         assert_eq!(two.back().unwrap(), n - n / 8..n);
     }
@@ -386,9 +383,9 @@ mod tests {
         for positions in [
             0,
             1,
-            CLAIM_BLOCK - 1,
-            3 * CLAIM_BLOCK + 5,
-            100 * CLAIM_BLOCK,
+            Tuning::CLAIM_BLOCK - 1,
+            3 * Tuning::CLAIM_BLOCK + 5,
+            100 * Tuning::CLAIM_BLOCK,
         ] {
             for pattern in 0u32..64 {
                 let claims = Claims::new(positions, 1, 0.5);

@@ -99,8 +99,10 @@ pub(super) struct Workload {
     pub(super) local: bool,
 }
 
-/// The thresholds the choice uses, each with its reason. Measured on 2-core VMs (AMD EPYC
-/// Zen 3 and Intel Xeon), 16M updates unless said; dated figures are in docs/benchmarks.md.
+/// Every tuning constant of ScatterElementsUpdate's strategies, each with its reason: first
+/// those of the choice, then, by the file that uses it, those of the loops. Measured on
+/// 2-core VMs (AMD EPYC Zen 3 and 4, Intel Xeon), 16M updates unless said; dated figures
+/// are in docs/benchmarks.md and docs/reductions-performance.md.
 pub(super) struct Tuning;
 
 impl Tuning {
@@ -131,21 +133,24 @@ impl Tuning {
     /// part's 64 list cursors stay in L1 while pass 1 writes them.
     pub(super) const MAX_BUCKETS: usize = 64;
 
-    /// Positions per round of [`ElementsKernel::run_bucketed`]: its lists (8 MiB for 4-byte
-    /// updates) and the round's indices and updates stay in a 32 MiB L3. (Measured on a 2-core
-    /// EPYC: 2^20 is best for a 4 MiB histogram; 2^19 is 2.5x slower.)
+    /// Positions per round of
+    /// [`ElementsKernel::run_bucketed`](super::kernel::ElementsKernel::run_bucketed): its lists (8
+    /// MiB for 4-byte updates) and the round's indices and updates stay in a 32 MiB L3. (Measured
+    /// on a 2-core EPYC: 2^20 is best for a 4 MiB histogram; 2^19 is 2.5x slower.)
     pub(super) const ROUND_POSITIONS: usize = 1 << 20;
 
-    /// The list bytes a round of [`ElementsKernel::run_bucketed`] may write, at most: 2^20
-    /// 8-byte pairs. With 12-byte pairs (f64, i64) rounds of 2^19 positions, whose lists stay
-    /// in the L3 beside an 8 MB output, ran 16M sums 9-12% faster than rounds of 2^20 (Zen 4,
-    /// 2 threads: f64 uniform 25.13 to 22.21 ms, skewed 25.19 to 22.68, i64 uniform 24.79 to
-    /// 22.56; 2^18 22.94, 2^21 26.31).
+    /// The list bytes a round of
+    /// [`ElementsKernel::run_bucketed`](super::kernel::ElementsKernel::run_bucketed) may write, at
+    /// most: 2^20 8-byte pairs. With 12-byte pairs (f64, i64) rounds of 2^19 positions, whose lists
+    /// stay in the L3 beside an 8 MB output, ran 16M sums 9-12% faster than rounds of 2^20 (Zen 4,
+    /// 2 threads: f64 uniform 25.13 to 22.21 ms, skewed 25.19 to 22.68, i64 uniform 24.79 to 22.56;
+    /// 2^18 22.94, 2^21 26.31).
     pub(super) const ROUND_LIST_BYTES: usize = 8 << 20;
 
-    /// Positions per round of [`ElementsKernel::run_bucketed`] for pairs of `pair_bytes`:
-    /// [`Tuning::ROUND_POSITIONS`], halved while the round's pairs exceed [`Tuning::ROUND_LIST_BYTES`] (down to
-    /// a quarter of it).
+    /// Positions per round of
+    /// [`ElementsKernel::run_bucketed`](super::kernel::ElementsKernel::run_bucketed) for pairs of
+    /// `pair_bytes`: [`Tuning::ROUND_POSITIONS`], halved while the round's pairs exceed
+    /// [`Tuning::ROUND_LIST_BYTES`] (down to a quarter of it).
     pub(super) fn round_positions(pair_bytes: usize) -> usize {
         let mut len = Self::ROUND_POSITIONS;
         while len > Self::ROUND_POSITIONS / 4
@@ -164,11 +169,11 @@ impl Tuning {
     /// gains more in pass 1 than smaller buckets gain in pass 2.
     pub(super) const TWO_BUCKETS_MAX_BYTES: usize = 8 << 20;
 
-    /// Buckets: one per thread at least, more when the output is larger than [`Tuning::BUCKET_BYTES`]
-    /// per bucket, and at most [`Tuning::MAX_BUCKETS`]; two on two threads up to
-    /// [`Tuning::TWO_BUCKETS_MAX_BYTES`]. Measured on a 2-core Xeon (2 MiB L2 per core), 2026-11-23,
-    /// with 16M updates onto a 4 MiB f32 histogram: 38 ms in two buckets, 47 in four; 8M i32
-    /// maxima onto 32 MiB: 27 ms in 32 buckets, 33 in 8.
+    /// Buckets: one per thread at least, more when the output is larger than
+    /// [`Tuning::BUCKET_BYTES`] per bucket, and at most [`Tuning::MAX_BUCKETS`]; two on two threads
+    /// up to [`Tuning::TWO_BUCKETS_MAX_BYTES`]. Measured on a 2-core Xeon (2 MiB L2 per core),
+    /// 2026-11-23, with 16M updates onto a 4 MiB f32 histogram: 38 ms in two buckets, 47 in four;
+    /// 8M i32 maxima onto 32 MiB: 27 ms in 32 buckets, 33 in 8.
     pub(super) fn bucket_count(out_bytes: usize, threads: usize) -> usize {
         if threads == 2 && out_bytes <= Self::TWO_BUCKETS_MAX_BYTES {
             return 2;
@@ -177,6 +182,96 @@ impl Tuning {
             .max(out_bytes.div_ceil(Self::BUCKET_BYTES))
             .min(Self::MAX_BUCKETS)
     }
+
+    // buckets.rs
+
+    /// How many pairs ahead of a list's end [`ManyLists`](super::buckets::ManyLists) fetches the
+    /// line it will write.
+    pub(super) const LIST_AHEAD: usize = 64;
+
+    /// Fine ranges of axis targets that [`BucketMap`](super::buckets::BucketMap) groups into
+    /// buckets: its table stays in L1.
+    pub(super) const FINE_RANGES: usize = 4096;
+
+    /// A bucket's stretch of output from which [`apply_pairs`](super::buckets::apply_pairs) asking
+    /// ahead pays.
+    pub(super) const FAR_BUCKET_BYTES: usize = 3 << 20;
+
+    // kernel.rs
+
+    /// Blocks of [`Tuning::SAMPLE_BLOCK`] positions per round that
+    /// [`BucketMap`](super::buckets::BucketMap)'s counts come from: 8192 of a round's 2^20
+    /// positions, enough to see a hot range, a few microseconds to read.
+    pub(super) const SAMPLE_BLOCKS: usize = 64;
+
+    /// Positions per sampled block: two cache lines of i64 indices.
+    pub(super) const SAMPLE_BLOCK: usize = 128;
+
+    // lean.rs
+
+    /// Outputs from this size on lie mostly outside the core's caches, where the plain lean loop
+    /// waits on each target's line: it asks for the targets [`Tuning::FAR_AHEAD`] positions ahead.
+    /// The lean task of the 16M f64 sum's split rounds (8 MB output, uniform indices) went from
+    /// 2.8-3.7 to 2.5-3.1 ns a position (three traced runs of each). Not from 4 MB: the f32 sums'
+    /// lean task went from 2.0 to 1.75 on uniform indices but from 1.00 to 1.08 with half of them
+    /// on 8 hot targets, whose lines stay in cache anyway.
+    pub(super) const FAR_OUTPUT_BYTES: usize = 6 << 20;
+
+    /// A block whose three sampled targets are in order and span at most this many bytes of
+    /// output is sorted or reverse-sorted, read in order by the hardware's own prefetch: the
+    /// far loop does not ask for its targets.
+    pub(super) const ORDERED_SPAN_BYTES: u64 = 256 << 10;
+
+    /// How many positions ahead the lean loops ask for their indices and updates. The hardware's
+    /// stream prefetch alone left the loop waiting on those loads (perf: the updates' loads were
+    /// its hottest instructions): 8M sorted i32 maxima on 2 threads (Zen 4) 5.98 to 5.32 ms,
+    /// reversed 6.41 to 5.83 (medians of 4-5 alternating runs); 256 and 512 no better. Not in
+    /// `lean.rs`'s `flat_runs`, where it slowed 16M sorted f32 sums onto 1M targets (8.57 to 9.36).
+    pub(super) const LEAN_AHEAD: usize = 128;
+
+    // local.rs
+
+    /// How far [`ElementsKernel::chunk_bounds`](super::kernel::ElementsKernel::chunk_bounds) moves
+    /// a chunk boundary to find a change of target: past a run of equal targets this long (all
+    /// indices equal, say) there is no split, unless the chunk can fold the run apart; and a
+    /// chunk's leading run at least this long is folded apart
+    /// ([`ElementsKernel::local_chunk`](super::kernel::ElementsKernel::local_chunk)).
+    pub(super) const SPLIT_SCAN: usize = 4096;
+
+    // plan.rs
+
+    /// Fewer indices than this are not worth a plan (the run-time kernel validates them in less
+    /// time than the plan's memory costs).
+    pub(super) const PLAN_MIN_INDICES: usize = 1 << 18;
+
+    /// Output bytes per bucket when the updates are stored in entry order: half a 1 MiB L2, so a
+    /// bucket's read-modify-writes hit the cache. (Measured on the 2-core EPYC: 2 to 32 buckets
+    /// of a 4 MiB histogram apply in the same 9-10 ms; more buckets balance skewed indices.)
+    pub(super) const SORTED_BUCKET_BYTES: usize = 512 << 10;
+
+    /// The most buckets of a plan.
+    pub(super) const PLAN_MAX_BUCKETS: usize = 1024;
+
+    // rows.rs
+
+    /// Inner columns a line needs for the row path to pay (and for the per-row list entry to be
+    /// small beside the row it moves).
+    pub(super) const ROW_MIN_COLUMNS: usize = 8;
+
+    /// Output bytes per bucket of pass 2: its rows stay in a core's L2.
+    pub(super) const ROW_BUCKET_BYTES: usize = 1 << 20;
+
+    /// How many list entries ahead the apply pass fetches the update row it will read.
+    pub(super) const ROW_AHEAD: usize = 16;
+
+    /// At most this many buckets (lists per part).
+    pub(super) const ROW_MAX_BUCKETS: usize = 256;
+
+    // split.rs
+
+    /// Positions per block of a split round: the unit the tasks claim. A lean block takes
+    /// about 15 us on a 4 MB output, so the tasks finish within that of each other.
+    pub(super) const CLAIM_BLOCK: usize = 4096;
 }
 
 impl Workload {

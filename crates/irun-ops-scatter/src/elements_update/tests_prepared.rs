@@ -55,7 +55,7 @@ fn case(dshape: &[usize], ishape: &[usize], axis: usize, ty: ElementType) -> Vec
 /// and, with constant updates, as many as the output's size asks).
 #[test]
 fn prepared_kernel_agrees_with_the_run_time_kernel() {
-    let n = PLAN_MIN_INDICES + 1001;
+    let n = Tuning::PLAN_MIN_INDICES + 1001;
     let layouts: [(Vec<usize>, Vec<usize>, usize, ElementType); 4] = [
         (vec![3 << 16], vec![n], 0, ElementType::F32),
         (vec![1 << 12, 3], vec![n / 3, 3], 0, ElementType::I32),
@@ -91,7 +91,7 @@ fn prepared_kernel_agrees_with_the_run_time_kernel() {
 /// never does, but the contract allows) takes the op's own kernel.
 #[test]
 fn other_inputs_than_the_prepared_ones_take_the_run_time_kernel() {
-    let n = PLAN_MIN_INDICES;
+    let n = Tuning::PLAN_MIN_INDICES;
     let op = seu12(Reduction::Sum, true);
     let inputs = case(&[1 << 20], &[n], 0, ElementType::F32);
     let values: Vec<Value> = inputs.iter().cloned().map(Arc::new).collect();
@@ -120,10 +120,10 @@ fn other_inputs_than_the_prepared_ones_take_the_run_time_kernel() {
 fn prepare_declines() {
     let op = seu12(Reduction::Sum, true);
     let all = [true, true, true, true];
-    let mut bad = case(&[1000], &[PLAN_MIN_INDICES], 0, ElementType::F32);
-    let mut idx = indices(PLAN_MIN_INDICES, 1000);
-    idx[PLAN_MIN_INDICES - 1] = 1000;
-    bad[1] = i64s(&[PLAN_MIN_INDICES], &idx);
+    let mut bad = case(&[1000], &[Tuning::PLAN_MIN_INDICES], 0, ElementType::F32);
+    let mut idx = indices(Tuning::PLAN_MIN_INDICES, 1000);
+    idx[Tuning::PLAN_MIN_INDICES - 1] = 1000;
+    bad[1] = i64s(&[Tuning::PLAN_MIN_INDICES], &idx);
     let values: Vec<Value> = bad.into_iter().map(Arc::new).collect();
     let facts: Vec<_> = values
         .iter()
@@ -140,10 +140,15 @@ fn prepare_declines() {
         assert_eq!((got.code, &got.message), (want.code, &want.message));
     }
     assert_eq!(kernel.byte_size(), 0, "no plan kept");
-    let small = case(&[1000], &[PLAN_MIN_INDICES - 1], 0, ElementType::F32);
+    let small = case(
+        &[1000],
+        &[Tuning::PLAN_MIN_INDICES - 1],
+        0,
+        ElementType::F32,
+    );
     assert!(eval_prepared(&op, small, &all, 2).is_none());
 
-    let good = case(&[1000], &[PLAN_MIN_INDICES], 0, ElementType::F32);
+    let good = case(&[1000], &[Tuning::PLAN_MIN_INDICES], 0, ElementType::F32);
     let values: Vec<Value> = good.into_iter().map(Arc::new).collect();
     let mut facts: Vec<_> = values
         .iter()

@@ -355,7 +355,7 @@ impl ReduceKernel for NdKernel<'_> {
         Ok(())
     }
 
-    /// Scattered slices fill the output as they go ([`Window`]): with tuples in order (sorted
+    /// Scattered slices fill the output as they go ([`Window`](crate::fill::Window)): with tuples in order (sorted
     /// rows, or all the same) each stretch is copied just before its slices land on it, so
     /// the output is written to memory once (a 64 MB sum of 1M sorted rows of 16 on two
     /// threads: 11.0-11.2 to 8.8-9.7 ms). The contiguous and one-element paths copy first.
