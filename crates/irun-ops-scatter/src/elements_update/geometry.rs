@@ -3,6 +3,7 @@
 
 use irun_tensor::fmt_shape;
 
+use super::strategy::Tuning;
 use crate::kernel::{count_from_end, Part};
 use crate::op::{codes, OpError};
 use crate::product;
@@ -23,6 +24,13 @@ pub(super) struct Geometry {
     pub(super) data_inner: usize,
     pub(super) outer_map: Option<Vec<usize>>,
     pub(super) inner_map: Option<Vec<usize>>,
+}
+
+/// Which dim [`Geometry::task_split`] cuts into tasks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum TaskSplit {
+    Outer,
+    Inner,
 }
 
 impl Geometry {
@@ -75,6 +83,23 @@ impl Geometry {
 
     /// One outer row and one inner column with nothing mapped: the output offset of a
     /// position is its axis target (a histogram, a 1-D max).
+    /// How [`Strategy::Tasks`] shares the work out among `threads`: by outer rows when there
+    /// is one for each thread, else by inner columns when there are
+    /// [`Tuning::MIN_COLUMNS_PER_TASK`] for each; `None` when neither gives every thread a
+    /// share. The choice of a strategy asks the same ([`Workload::splits`]).
+    ///
+    /// [`Strategy::Tasks`]: super::strategy::Strategy::Tasks
+    /// [`Workload::splits`]: super::strategy::Workload::splits
+    pub(super) fn task_split(&self, threads: usize) -> Option<TaskSplit> {
+        if self.outer >= threads {
+            Some(TaskSplit::Outer)
+        } else if self.inner >= Tuning::MIN_COLUMNS_PER_TASK * threads {
+            Some(TaskSplit::Inner)
+        } else {
+            None
+        }
+    }
+
     pub(super) fn single_flat_row(&self) -> bool {
         self.outer == 1
             && self.inner == 1

@@ -1,12 +1,12 @@
 //! The run-time kernel's state ([`ElementsKernel`]: the indices, their geometry and what
 //! the reduction keeps), and what every strategy shares: the row and column split of
 //! [`crate::elements_update::strategy::Strategy::Tasks`], the sampled index profile, the
-//! out-of-range error, the listed pair.
+//! out-of-range error.
 
 use std::ops::Range;
 
 use super::buckets::BucketMap;
-use super::geometry::{hit, Geometry};
+use super::geometry::{hit, Geometry, TaskSplit};
 use super::plan::ElementsPlan;
 use super::strategy::Tuning;
 use crate::index_out_of_range;
@@ -56,22 +56,20 @@ impl ElementsKernel<'_> {
         if n < PAR_MIN_ELEMENTS || threads == 1 {
             return vec![full()];
         }
-        if g.outer >= threads {
-            let k = pieces(g.outer, 1);
-            return split_range(g.outer, k)
+        match g.task_split(threads) {
+            Some(TaskSplit::Outer) => split_range(g.outer, pieces(g.outer, 1))
                 .into_iter()
                 .map(|outer| Task { outer, ..full() })
-                .collect();
+                .collect(),
+            Some(TaskSplit::Inner) => {
+                let columns = Tuning::MIN_COLUMNS_PER_TASK;
+                split_range(g.inner, pieces(g.inner, columns))
+                    .into_iter()
+                    .map(|inner| Task { inner, ..full() })
+                    .collect()
+            }
+            None => vec![full()],
         }
-        let columns = Tuning::MIN_COLUMNS_PER_TASK;
-        if g.inner >= columns * threads {
-            let k = pieces(g.inner, columns);
-            return split_range(g.inner, k)
-                .into_iter()
-                .map(|inner| Task { inner, ..full() })
-                .collect();
-        }
-        vec![full()]
     }
 
     /// Whether consecutive positions target nearby elements (sorted or reverse-sorted

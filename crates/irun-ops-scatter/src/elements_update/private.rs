@@ -23,6 +23,7 @@ use std::ops::Range;
 use super::kernel::ElementsKernel;
 #[cfg(doc)]
 use super::strategy::Tuning;
+use crate::kernel::try_with_capacity;
 use crate::op::OpError;
 use crate::par;
 use crate::reduce::{Combine, Elem};
@@ -52,19 +53,21 @@ impl ElementsKernel<'_> {
         out: &mut [T],
         updates: &U,
     ) -> Result<bool, OpError> {
-        let mut copies = PrivateCopies::default();
-        let positions = 0..self.indices.len();
-        let n = positions.len();
+        let n = self.indices.len();
         let chunks = par::threads().min(n).max(1);
-        let bound = |k: usize| positions.start + k * n / chunks;
-        if !copies.reserve(chunks - 1, out.len()) {
-            return Ok(false);
-        }
+        let bound = |k: usize| k * n / chunks;
         let along = out.len();
-        let PrivateCopies { copies: made } = &mut copies;
+        // Each copy allocated here, left empty for its chunk's task to fill (so that its
+        // pages are first touched by the thread that uses them).
+        let Ok(mut copies) = (1..chunks)
+            .map(|_| try_with_capacity::<T>(along))
+            .collect::<Result<Vec<_>, _>>()
+        else {
+            return Ok(false);
+        };
         let mut work: Vec<(Range<usize>, Fold<'_, T>)> = Vec::with_capacity(chunks);
         work.push((bound(0)..bound(1), Fold::Out(&mut *out)));
-        for (k, copy) in made.iter_mut().take(chunks - 1).enumerate() {
+        for (k, copy) in copies.iter_mut().enumerate() {
             work.push((bound(k + 1)..bound(k + 2), Fold::Private(copy)));
         }
         par::try_for_each_mut(&mut work, &|_, (positions, fold)| {
@@ -79,54 +82,24 @@ impl ElementsKernel<'_> {
             self.lean_range::<T, C, _>(dst, 0, positions.clone(), updates)
                 .map_err(|e| (positions.start, e))
         })?;
-        copies.fold_into::<C>(out);
+        fold_copies::<T, C>(out, &copies);
         Ok(true)
     }
 }
 
-/// The private copies of an output that [`ElementsKernel::run_private_folds`] folds chunks
-/// of positions into, one per thread after the first.
-struct PrivateCopies<T> {
-    copies: Vec<Vec<T>>,
-}
-
-impl<T> Default for PrivateCopies<T> {
-    fn default() -> Self {
-        PrivateCopies { copies: Vec::new() }
-    }
-}
-
-impl<T: Elem> PrivateCopies<T> {
-    /// Room for `count` copies of `len` elements, each allocated once (and left empty, for
-    /// its chunk's task to fill). `false` when an allocation fails.
-    fn reserve(&mut self, count: usize, len: usize) -> bool {
-        while self.copies.len() < count {
-            let mut copy = Vec::new();
-            if copy.try_reserve_exact(len).is_err() {
-                return false;
-            }
-            self.copies.push(copy);
+/// Folds every copy into `out`, in copy order, each stretch of `out` on one task.
+fn fold_copies<T: Elem, C: Combine<T>>(out: &mut [T], copies: &[Vec<T>]) {
+    par::for_each_split_mut(out, 4096, &|start, stretch| {
+        for copy in copies {
+            let copy = &copy[start..start + stretch.len()];
+            irun_opkit::simd::widest(
+                #[inline(always)]
+                || {
+                    for (o, &v) in stretch.iter_mut().zip(copy) {
+                        *o = C::apply(*o, v);
+                    }
+                },
+            );
         }
-        true
-    }
-
-    /// Folds every copy into `out`, in copy order, each stretch of `out` on one task; then
-    /// none is left. A copy still empty (its chunk never ran) holds nothing to fold.
-    fn fold_into<C: Combine<T>>(self, out: &mut [T]) {
-        let copies: Vec<Vec<T>> = self.copies.into_iter().filter(|c| !c.is_empty()).collect();
-        let copies = &copies;
-        par::for_each_split_mut(out, 4096, &|start, stretch| {
-            for copy in copies {
-                let copy = &copy[start..start + stretch.len()];
-                irun_opkit::simd::widest(
-                    #[inline(always)]
-                    || {
-                        for (o, &v) in stretch.iter_mut().zip(copy) {
-                            *o = C::apply(*o, v);
-                        }
-                    },
-                );
-            }
-        });
-    }
+    });
 }

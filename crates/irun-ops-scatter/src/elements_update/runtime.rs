@@ -4,7 +4,7 @@
 use super::buckets::{apply_lists, BucketMap, PartLists};
 use super::kernel::ElementsKernel;
 use super::private::folds_from_identity;
-use super::split::SplitState;
+use super::split::ListedShare;
 use super::strategy::{choose, Output, Strategy, Tuning, Workload};
 use super::two_way::Pair;
 use crate::fill::{filled, FillFrom};
@@ -58,7 +58,7 @@ impl ElementsKernel<'_> {
             n
         };
         let flat = g.single_flat_row();
-        let mut split = SplitState::new(parts.len());
+        let mut listed = ListedShare::new(parts.len());
         let mut next_sample = None;
         for round in (0..n).step_by(round_len) {
             let len = round_len.min(n - round);
@@ -72,7 +72,13 @@ impl ElementsKernel<'_> {
                 let (positions, after) = (round..round + len, round + len);
                 let next = (after < n).then(|| after..after + round_len.min(n - after));
                 next_sample = self.split_round::<T, C, _>(
-                    out, positions, next, map, &mut parts, &mut split, updates,
+                    out,
+                    positions,
+                    next,
+                    map,
+                    &mut parts,
+                    &mut listed,
+                    updates,
                 )?;
                 continue;
             }
@@ -153,7 +159,7 @@ impl ElementsKernel<'_> {
             rows: g.rows_apply(out_len),
             flat: g.single_flat_row(),
             lean_shape: g.inner == 1 && g.data_inner == 1 && g.outer_map.is_none(),
-            splits: g.outer >= threads || g.inner >= Tuning::MIN_COLUMNS_PER_TASK * threads,
+            splits: g.task_split(threads).is_some(),
             empty_axis: g.data_along == 0,
             folds_apart: folds_from_identity::<T, C>(),
             local: false,
@@ -203,10 +209,11 @@ impl ElementsKernel<'_> {
                 if output == Output::Widened && self.run_monotone_from::<T, C, U>(out, updates)? {
                     return Ok(());
                 }
-                if !self.run_local_chunks::<T, C, U>(out, updates)? {
-                    self.run_flat::<T, C, U>(out, updates)?;
+                if self.run_local_chunks::<T, C, U>(out, updates)? {
+                    return Ok(());
                 }
-                return Ok(());
+                let instead = strategy.instead(w, output);
+                return self.execute::<T, C, U>(instead, w, output, out, updates);
             }
             Strategy::PrivateFolds => {
                 if self.run_private_folds::<T, C, U>(out, updates)? {
@@ -281,7 +288,10 @@ impl ElementsKernel<'_> {
         }
         match self.local_plan::<T, C, U>(updates) {
             Some(plan) => self.run_local_plan::<T, C, U>(plan, out.copy_all(), updates),
-            None => self.run_flat::<T, C, U>(out.copy_all(), updates),
+            None => {
+                let instead = Strategy::LocalChunks.instead(w, Output::Fresh);
+                self.execute::<T, C, U>(instead, w, Output::Fresh, out.copy_all(), updates)
+            }
         }
     }
 

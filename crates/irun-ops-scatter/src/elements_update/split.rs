@@ -18,19 +18,6 @@ use crate::par;
 use crate::reduce::{Combine, Elem};
 use crate::updates::Updates;
 
-/// What split rounds carry from one round to the next.
-pub(super) struct SplitState {
-    listed: ListedShare,
-}
-
-impl SplitState {
-    pub(super) fn new(tasks: usize) -> SplitState {
-        SplitState {
-            listed: ListedShare::new(tasks),
-        }
-    }
-}
-
 impl ElementsKernel<'_> {
     /// One round of a flat histogram on a small output, without counts, in two passes
     /// like [`ElementsKernel::run_bucketed`]'s, but the round's first blocks of positions
@@ -59,7 +46,7 @@ impl ElementsKernel<'_> {
         next: Option<Range<usize>>,
         map: &BucketMap,
         parts: &mut [PartLists<T>],
-        state: &mut SplitState,
+        listed: &mut ListedShare,
         updates: &U,
     ) -> Result<Option<Vec<u32>>, OpError> {
         let len = round.len();
@@ -68,7 +55,7 @@ impl ElementsKernel<'_> {
             return Err(OpError::new(crate::op::codes::INTERNAL, e));
         }
         let next_sample = OnceLock::new();
-        let claims = Claims::new(len, parts.len().saturating_sub(1), state.listed.share);
+        let claims = Claims::new(len, parts.len().saturating_sub(1), listed.share);
         let block = |r: Range<usize>| round.start + r.start..round.start + r.end;
         let buckets = map.buckets();
         // Part 0's lists stay unused: its thread runs the lean task.
@@ -124,7 +111,7 @@ impl ElementsKernel<'_> {
             Ok(())
         })?;
         let segments = Segments::in_position_order(&work);
-        state.listed.update(&work);
+        listed.update(&work);
         drop(work);
         let listed = &parts[1..];
         let (out, counts) = (DisjointSlice::new(out), DisjointSlice::new(&mut [][..]));
@@ -242,14 +229,15 @@ enum SplitWork<'a, T> {
 /// 65-170), a partitioner's writes into lines the other thread read last round cost 8 ns a
 /// position instead of 1.2, and its first claim of a quarter of the round, at that pace,
 /// outlasted the lean task's whole share: the 16M f32 sum took 40 ms on two threads, 30 on
-/// one. Moved halfway to each round's share.
-struct ListedShare {
+/// one. Moved halfway to each round's share. What split rounds carry from one round to the
+/// next.
+pub(super) struct ListedShare {
     share: f64,
 }
 
 impl ListedShare {
     /// Before any round: the partitioners' share of the tasks.
-    fn new(tasks: usize) -> ListedShare {
+    pub(super) fn new(tasks: usize) -> ListedShare {
         let tasks = tasks.max(1);
         ListedShare {
             share: (tasks - 1) as f64 / tasks as f64,

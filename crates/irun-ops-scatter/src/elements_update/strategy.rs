@@ -83,13 +83,15 @@ pub(super) struct Workload {
     pub(super) rows: bool,
     /// One row, one element per index along the axis: the output offset is the target.
     pub(super) flat: bool,
-    /// One element per index along the axis in every outer row (`inner == 1`).
+    /// One element per index along the axis in every outer row (`inner == 1`, the data's
+    /// too), outer rows not remapped: the lean pass's shape.
     pub(super) lean_shape: bool,
     /// The outer rows or the inner columns are enough to give every thread a share.
     pub(super) splits: bool,
     /// The axis has no elements (every index is out of range).
     pub(super) empty_axis: bool,
-    /// The combine folds apart: exact elements, associative with an identity, commuting.
+    /// The combine folds apart: exact elements, associative with an identity
+    /// (`folds_from_identity`).
     pub(super) folds_apart: bool,
     /// The indices are local ([`ElementsKernel::local`]: the median sampled block's targets
     /// span at most [`Tuning::LOCAL_SPAN_BYTES`]). Sampled only where it matters
@@ -316,12 +318,6 @@ impl Workload {
             && self.out_bytes() <= Tuning::PRIVATE_MAX_OUTPUT_BYTES
             && self.positions >= self.out_len.max(Tuning::BUCKETED_MIN_INDICES)
     }
-
-    /// The lean pass serves: one element per index along the axis, no counts, no plan, and
-    /// not bucketed.
-    fn lean(&self) -> bool {
-        self.lean_shape && !self.counted && !self.planned && !self.bucketed()
-    }
 }
 
 /// The strategy for `w` writing to `output`.
@@ -338,7 +334,9 @@ pub(super) fn choose(w: &Workload, output: Output) -> Strategy {
     {
         return Strategy::FillByBucket;
     }
-    let lean = w.lean();
+    // The lean pass serves one element per index along the axis, without counts or plan,
+    // where the work does not go bucketed.
+    let lean = w.lean_shape && !w.counted && !w.planned && !bucketed;
     if lean && w.samples_locality() && w.local {
         return Strategy::LocalChunks;
     }
