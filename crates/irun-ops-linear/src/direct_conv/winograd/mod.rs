@@ -7,7 +7,7 @@
 //! output channel (`V = Bᵀ d B`, additions and small multiples), the filter once, on the
 //! first run (`U = G g Gᵀ`); then for each of the `n²` points `ξ`, `M_ξ = U_ξ · V_ξ` summed
 //! over the input channels is one matrix product (output channels by tiles), which runs on
-//! the position tiles' kernel of `mod.rs`; and `Aᵀ M A` gives the `m x m` outputs. F2 does
+//! the position tiles' kernel of `tiles.rs`; and `Aᵀ M A` gives the `m x m` outputs. F2 does
 //! 2.25x fewer multiply-adds than the definition, F4 4x: PointPillars' 3x3 layers were bound
 //! by the multiply-adds at 90% of the FMA units' peak.
 //!
