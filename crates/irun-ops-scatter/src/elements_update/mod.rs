@@ -38,6 +38,8 @@ mod tests_index_types;
 #[cfg(test)]
 mod tests_infer;
 #[cfg(test)]
+mod tests_kit;
+#[cfg(test)]
 mod tests_local;
 #[cfg(test)]
 mod tests_prepared;

@@ -1,8 +1,9 @@
 use irun_tensor::Tensor;
 
 use super::strategy::Tuning;
+use super::tests_kit::{assert_out_of_range, mixed_f32, on, Scatter};
 use super::*;
-use crate::testing::{assert_same_bits, eval1, eval_with, f32s, i32s, i64s};
+use crate::testing::{assert_same_bits, eval1, f32s, i32s, i64s};
 
 fn run(op: &ScatterElementsUpdate, data: Tensor, idx: &[i64], upd: Tensor) -> Tensor {
     let n = idx.len();
@@ -170,36 +171,14 @@ fn bucketed_path_agrees_with_sequential() {
             .map(|i| (i * 2_654_435_761) % targets as i64 - (targets / 2) as i64)
             .collect();
         let upd: Vec<f32> = (0..len).map(|i| (i % 7) as f32 * 0.25 - 0.5).collect();
-        let (ishape, dshape) = if inner == 1 {
-            (vec![len], vec![targets])
-        } else {
-            (vec![len / inner, inner], vec![targets, inner])
-        };
+        let data = vec![1.0f32; targets * inner];
         for red in [Reduction::Sum, Reduction::Max, Reduction::Mean] {
-            let out = eval1(
-                &seu12(red, false),
-                vec![
-                    f32s(&dshape, &vec![1.0; targets * inner]),
-                    i64s(&ishape, &idx),
-                    f32s(&ishape, &upd),
-                    i64s(&[], &[0]),
-                ],
-            )
-            .unwrap();
-            if red == Reduction::Sum {
-                let mut want = vec![1.0f32; targets * inner];
-                let mut seen = vec![false; targets * inner];
-                for (p, (&v, &u)) in idx.iter().zip(&upd).enumerate() {
-                    let t = if v < 0 { v + targets as i64 } else { v } as usize;
-                    let off = t * inner + p % inner;
-                    if !seen[off] {
-                        want[off] = 0.0;
-                        seen[off] = true;
-                    }
-                    want[off] += u;
-                }
-                assert!(out.values::<f32>().unwrap() == want.as_slice());
-            }
+            let case = Scatter {
+                init: false,
+                inner,
+                ..Scatter::new(red, &data, &idx, &upd)
+            };
+            case.check(&format!("{targets}x{inner}"), &on(&[1, 2]));
         }
     }
 }
@@ -212,27 +191,9 @@ fn bucketed_last_round_shorter_than_the_thread_count() {
     for extra in [1usize, 2] {
         let n = Tuning::ROUND_POSITIONS + extra;
         let idx: Vec<i64> = (0..n as i64).map(|i| (i * 7919) % 4096).collect();
-        let mut want = vec![0.0f32; 4096];
-        for &t in &idx {
-            want[t as usize] += 1.0;
-        }
-        for threads in [1, 2, 3] {
-            let out = eval_with(
-                &seu12(Reduction::Sum, true),
-                vec![
-                    f32s(&[4096], &[0.0; 4096]),
-                    i64s(&[n], &idx),
-                    f32s(&[n], &vec![1.0; n]),
-                    i64s(&[], &[0]),
-                ],
-                threads,
-            )
-            .unwrap();
-            assert!(
-                out.values::<f32>().unwrap() == want.as_slice(),
-                "{threads} threads"
-            );
-        }
+        let (data, upd) = ([0.0f32; 4096], vec![1.0f32; n]);
+        let case = Scatter::new(Reduction::Sum, &data, &idx, &upd);
+        case.check(&format!("{extra} past a round"), &on(&[1, 2, 3]));
     }
 }
 
@@ -243,24 +204,20 @@ fn bucketed_path_reports_the_first_bad_index() {
     let mut idx: Vec<i64> = (0..n as i64).map(|i| i % 1000).collect();
     idx[n - 7] = 5000;
     idx[Tuning::ROUND_POSITIONS + 3] = -1001;
-    let e = eval1(
-        &seu12(Reduction::Sum, true),
-        vec![
-            f32s(&[1000], &[0.0; 1000]),
-            i64s(&[n], &idx),
-            f32s(&[n], &vec![1.0; n]),
-            i64s(&[], &[0]),
-        ],
-    )
-    .unwrap_err();
-    assert_eq!(e.code, codes::INDEX_OUT_OF_RANGE);
-    assert_eq!(
-        e.message,
-        format!(
-            "index -1001 at position [{}] of input 1 (indices) is out of range [-1000, 999] for axis 0 of size 1000",
-            Tuning::ROUND_POSITIONS + 3
-        )
-    );
+    let (data, upd) = ([0.0f32; 1000], vec![1.0f32; n]);
+    for run in on(&[1, 2]) {
+        let e = Scatter::new(Reduction::Sum, &data, &idx, &upd)
+            .run(run)
+            .unwrap_err();
+        assert_eq!(e.code, codes::INDEX_OUT_OF_RANGE);
+        assert_eq!(
+            e.message,
+            format!(
+                "index -1001 at position [{}] of input 1 (indices) is out of range [-1000, 999] for axis 0 of size 1000",
+                Tuning::ROUND_POSITIONS + 3
+            )
+        );
+    }
 }
 
 /// ScatterElementsUpdate-12 `op` (its reduction and `use_init_val`) on 1-D or 2-D f32 data,
@@ -394,38 +351,19 @@ fn every_index_distribution_matches_the_sequential_reference() {
         ),
         ("uniform", uniform),
     ];
-    let upd: Vec<f32> = (0..n)
-        .map(|i| ((i * 37) % 101) as f32 * 0.013 - 0.6)
-        .collect();
+    let upd = mixed_f32(n);
     let data = vec![0.25f32; targets];
-    // 1-D runs the scan path; [targets, 2] the bucketed one.
-    let shapes = [
-        (vec![targets], vec![n]),
-        (vec![targets / 2, 2], vec![n / 2, 2]),
-    ];
+    // 1-D runs the scan path; [targets / 2, 2] the bucketed one.
     for (name, idx) in &distributions {
         for red in [Reduction::Sum, Reduction::Max, Reduction::Mean] {
-            for (dshape, ishape) in &shapes {
-                let idx: Vec<i64> = idx.iter().map(|&v| v % dshape[0] as i64).collect();
-                let want = sequential_seu(&seu12(red, false), &data, dshape, &idx, &upd, ishape, 0);
-                for threads in [1, 2, 3] {
-                    let out = eval_with(
-                        &seu12(red, false),
-                        vec![
-                            f32s(dshape, &data),
-                            i64s(ishape, &idx),
-                            f32s(ishape, &upd),
-                            i64s(&[], &[0]),
-                        ],
-                        threads,
-                    )
-                    .unwrap();
-                    assert_same_bits(
-                        out.values::<f32>().unwrap(),
-                        &want,
-                        format!("{name} {red:?} {dshape:?} at {threads} threads"),
-                    );
-                }
+            for inner in [1, 2] {
+                let idx: Vec<i64> = idx.iter().map(|&v| v % (targets / inner) as i64).collect();
+                let case = Scatter {
+                    init: false,
+                    inner,
+                    ..Scatter::new(red, &data, &idx, &upd)
+                };
+                case.check(&format!("{name}, {inner} columns"), &on(&[1, 2, 3]));
             }
         }
     }
@@ -444,28 +382,10 @@ fn runs_of_one_target_sum_in_order_and_report_bad_indices() {
     let upd: Vec<f32> = (0..n)
         .map(|i| ((i * 13) % 17) as f32 * 0.1 + 0.05)
         .collect();
-    let mut want = vec![1.0f32; 10];
-    for (&v, &u) in idx.iter().zip(&upd) {
-        want[v.rem_euclid(10) as usize] += u;
-    }
-    let args = |idx: &[i64]| {
-        vec![
-            f32s(&[10], &[1.0; 10]),
-            i64s(&[n], idx),
-            f32s(&[n], &upd),
-            i64s(&[], &[0]),
-        ]
-    };
-    let out = eval1(&seu12(Reduction::Sum, true), args(&idx)).unwrap();
-    assert_same_bits(out.values::<f32>().unwrap(), &want, "runs of one target");
+    let data = [1.0f32; 10];
+    Scatter::new(Reduction::Sum, &data, &idx, &upd).check("runs of one target", &on(&[1, 2]));
     idx[2500] = 99;
-    let e = eval1(&seu12(Reduction::Sum, true), args(&idx)).unwrap_err();
-    assert_eq!(e.code, codes::INDEX_OUT_OF_RANGE);
-    assert!(
-        e.message.starts_with("index 99 at position [2500]"),
-        "{}",
-        e.message
-    );
+    Scatter::new(Reduction::Sum, &data, &idx, &upd).check_error(99, 2500, &on(&[1, 2]));
 }
 
 /// Sorted indices onto an output too large for the size rule (12 MiB) take the lean pass
@@ -481,20 +401,11 @@ fn local_indices_on_a_large_output_match_the_sequential_reference() {
     let upd: Vec<f32> = (0..n).map(|i| (i % 23) as f32 * 0.07).collect();
     let data = vec![0.5f32; targets];
     for (name, idx) in [("sorted", sorted), ("scattered", scattered)] {
-        let op = seu12(Reduction::Sum, false);
-        let want = sequential_seu(&op, &data, &[targets], &idx, &upd, &[n], 0);
-        let out = eval_with(
-            &op,
-            vec![
-                f32s(&[targets], &data),
-                i64s(&[n], &idx),
-                f32s(&[n], &upd),
-                i64s(&[], &[0]),
-            ],
-            2,
-        )
-        .unwrap();
-        assert_same_bits(out.values::<f32>().unwrap(), &want, name);
+        let case = Scatter {
+            init: false,
+            ..Scatter::new(Reduction::Sum, &data, &idx, &upd)
+        };
+        case.check(name, &on(&[2]));
     }
 }
 
@@ -514,15 +425,6 @@ fn row_scatters_match_the_sequential_reference() {
         .map(|i| ((i * 31) % 17) as f32 * 0.37 - 2.0)
         .collect();
     let data: Vec<f32> = (0..rows * cols).map(|i| (i % 5) as f32 * 0.25).collect();
-    let (shape, dshape) = ([lines, cols], [rows, cols]);
-    let inputs = |idx: &[i64]| {
-        vec![
-            f32s(&dshape, &data),
-            i64s(&shape, idx),
-            f32s(&shape, &upd),
-            i64s(&[], &[0]),
-        ]
-    };
     for not_uniform in [false, true] {
         if not_uniform {
             idx[(lines / 2) * cols + 5] += 1;
@@ -534,15 +436,13 @@ fn row_scatters_match_the_sequential_reference() {
             Reduction::Max,
         ] {
             for init in [false, true] {
-                let want = sequential_seu(&seu12(red, init), &data, &dshape, &idx, &upd, &shape, 0);
-                for threads in [1, 2, 3] {
-                    let out = eval_with(&seu12(red, init), inputs(&idx), threads).unwrap();
-                    assert_same_bits(
-                        out.values::<f32>().unwrap(),
-                        &want,
-                        format!("{red:?} init={init} not_uniform={not_uniform} threads={threads}"),
-                    );
-                }
+                let case = Scatter {
+                    init,
+                    inner: cols,
+                    ..Scatter::new(red, &data, &idx, &upd)
+                };
+                let what = format!("init={init} not_uniform={not_uniform}");
+                case.check(&what, &on(&[1, 2, 3]));
             }
         }
     }
@@ -553,54 +453,14 @@ fn row_scatters_match_the_sequential_reference() {
         .collect::<Vec<i64>>();
     let at = (lines * 3 / 4) * cols;
     bad[at..at + cols].fill(900);
-    for threads in [1, 2, 3] {
-        let e = eval_with(&seu12(Reduction::Sum, true), inputs(&bad), threads).unwrap_err();
+    let case = Scatter {
+        inner: cols,
+        ..Scatter::new(Reduction::Sum, &data, &bad, &upd)
+    };
+    for run in on(&[1, 2, 3]) {
+        let e = case.run(run).unwrap_err();
         assert_out_of_range(&e, 900, format!("{},0", lines * 3 / 4), "");
     }
-}
-
-/// [`sequential_seu`] for a 1-D scatter with the initial values (`use_init_val=true`).
-pub(super) fn sequential_with_init(
-    red: Reduction,
-    data: &[f32],
-    idx: &[i64],
-    upd: &[f32],
-) -> Vec<f32> {
-    let op = seu12(red, true);
-    sequential_seu(&op, data, &[data.len()], idx, upd, &[idx.len()], 0)
-}
-
-pub(super) fn scatter_1d(
-    red: Reduction,
-    data: &[f32],
-    idx: &[i64],
-    upd: &[f32],
-    threads: usize,
-) -> Result<Tensor, OpError> {
-    let n = idx.len();
-    eval_with(
-        &seu12(red, true),
-        vec![
-            f32s(&[data.len()], data),
-            i64s(&[n], idx),
-            f32s(&[n], upd),
-            i64s(&[], &[0]),
-        ],
-        threads,
-    )
-}
-
-/// `e` is the out-of-range error for index `value` at `position` (as the op prints a
-/// position: `5`, or `3,0` for two dims); `context` names the case on failure.
-pub(super) fn assert_out_of_range(
-    e: &OpError,
-    value: impl std::fmt::Display,
-    position: impl std::fmt::Display,
-    context: &str,
-) {
-    assert_eq!(e.code, codes::INDEX_OUT_OF_RANGE, "{context}");
-    let want = format!("index {value} at position [{position}]");
-    assert!(e.message.starts_with(&want), "{context}: {}", e.message);
 }
 
 /// Local indices run in one chunk of positions per thread when the chunks' target ranges
@@ -640,15 +500,7 @@ fn local_chunks_match_the_sequential_reference() {
     let data: Vec<f32> = (0..along).map(|i| (i % 13) as f32 * 0.1).collect();
     for (name, idx) in &cases {
         for red in [Reduction::Sum, Reduction::Max] {
-            let want = sequential_with_init(red, &data, idx, &upd);
-            for threads in [1, 2, 3] {
-                let out = scatter_1d(red, &data, idx, &upd, threads).unwrap();
-                assert_same_bits(
-                    out.values::<f32>().unwrap(),
-                    &want,
-                    format!("{name} {red:?} at {threads} threads"),
-                );
-            }
+            Scatter::new(red, &data, idx, &upd).check(name, &on(&[1, 2, 3]));
         }
     }
 }
@@ -662,11 +514,9 @@ fn local_chunks_leave_a_bad_index_to_the_lean_pass() {
     let mut idx: Vec<i64> = (0..n).map(|i| (i * along / n) as i64).collect();
     let bad = n * 3 / 4;
     idx[bad] = along as i64;
-    let upd = vec![1.0f32; n];
-    for threads in [1, 2, 3] {
-        let e = scatter_1d(Reduction::Sum, &vec![0.0; along], &idx, &upd, threads).unwrap_err();
-        assert_out_of_range(&e, along, bad, "");
-    }
+    let (upd, data) = (vec![1.0f32; n], vec![0.0f32; along]);
+    let case = Scatter::new(Reduction::Sum, &data, &idx, &upd);
+    case.check_error(along as i64, bad, &on(&[1, 2, 3]));
 }
 
 /// Long runs of one target on integers (folded as one vector reduction per block) give the
@@ -676,7 +526,7 @@ fn local_chunks_leave_a_bad_index_to_the_lean_pass() {
 #[test]
 fn integer_runs_fold_as_the_sequential_loop() {
     use Reduction::*;
-    let n = 5003;
+    let n = 5003usize;
     let upd: Vec<i32> = (0..n)
         .map(|i| (i as i32).wrapping_mul(0x3779_b9f1) >> 3)
         .collect();
@@ -685,35 +535,8 @@ fn integer_runs_fold_as_the_sequential_loop() {
             .map(|i| if broken && i == 1500 { 1 } else { target })
             .collect();
         for red in [None, Sum, Prod, Min, Max] {
-            let mut want = [7i32; 8];
-            for (&t, &u) in idx.iter().zip(&upd) {
-                let d = &mut want[t.rem_euclid(8) as usize];
-                *d = match red {
-                    None => u,
-                    Sum => d.wrapping_add(u),
-                    Prod => d.wrapping_mul(u),
-                    Min => (*d).min(u),
-                    _ => (*d).max(u),
-                };
-            }
-            for threads in [1, 2] {
-                let out = eval_with(
-                    &seu12(red, true),
-                    vec![
-                        i32s(&[8], &[7; 8]),
-                        i64s(&[n], &idx),
-                        i32s(&[n], &upd),
-                        i64s(&[], &[0]),
-                    ],
-                    threads,
-                )
-                .unwrap();
-                assert_eq!(
-                    out.values::<i32>().unwrap(),
-                    &want[..],
-                    "{red:?}, broken {broken}"
-                );
-            }
+            let case = format!("target {target}, broken {broken}");
+            Scatter::new(red, &[7i32; 8], &idx, &upd).check(&case, &on(&[1, 2]));
         }
     }
 }

@@ -10,8 +10,7 @@ use half::{bf16, f16};
 
 use super::kernel::ElementsKernel;
 use super::strategy::Tuning;
-use super::tests_eval::{assert_out_of_range, sequential_with_init};
-use super::tests_split::scattered;
+use super::tests_kit::{assert_out_of_range, scattered, sequential};
 use super::*;
 use crate::reduce::{MaxElements, ReduceKernel, Sum};
 use crate::testing::{assert_same_bits, Narrow};
@@ -76,7 +75,7 @@ fn check(case: &str, along: usize, idx: &[i64], direct: &[usize], threads: &[usi
     for red in [Reduction::Sum, Reduction::Max] {
         for ty in [Narrow::F16, Narrow::Bf16] {
             let (data, upd) = (ty.rounded(&data), ty.rounded(&upd));
-            let want = ty.rounded(&sequential_with_init(red, &data, idx, &upd));
+            let want = ty.rounded(&sequential(red, true, &data, 1, idx, &upd));
             let what = format!("{case}: {ty:?} {red:?}");
             for &t in direct {
                 let mut out = data.clone();
@@ -109,12 +108,18 @@ fn check(case: &str, along: usize, idx: &[i64], direct: &[usize], threads: &[usi
 #[test]
 fn half_updates_in_rounds_match_the_f32_reference() {
     let n = Tuning::SPLIT_MIN_POSITIONS + Tuning::ROUND_POSITIONS / 3;
-    check("split", 100_000, &scattered(n, 100_000), &[2], &[2, 3]);
+    check(
+        "split",
+        100_000,
+        &scattered(n, 100_000, None),
+        &[2],
+        &[2, 3],
+    );
     let n = Tuning::BUCKETED_MIN_INDICES + 4321;
     check(
         "bucketed",
         2_500_000,
-        &scattered(n, 2_500_000),
+        &scattered(n, 2_500_000, None),
         &[2],
         &[2, 3],
     );
@@ -143,9 +148,15 @@ fn half_updates_on_lean_passes_match_the_f32_reference() {
         &[2],
         &[1, 2],
     );
-    check("few", 3000, &scattered(5000, 3000), &[1, 2], &[1, 2]);
+    check("few", 3000, &scattered(5000, 3000, None), &[1, 2], &[1, 2]);
     let n = Tuning::SPLIT_MIN_POSITIONS + 17;
-    check("one thread", 100_000, &scattered(n, 100_000), &[1], &[1]);
+    check(
+        "one thread",
+        100_000,
+        &scattered(n, 100_000, None),
+        &[1],
+        &[1],
+    );
 }
 
 /// Data the caller still holds is widened from where it lies and the result rounded into a
@@ -154,7 +165,7 @@ fn half_updates_on_lean_passes_match_the_f32_reference() {
 #[test]
 fn held_half_data_is_left_unchanged() {
     let along = 5000;
-    let mut idx = scattered(20_000, along);
+    let mut idx = scattered(20_000, along, None);
     idx[3] = -1;
     let upd: Vec<f32> = (0..idx.len())
         .map(|i| (i % 13) as f32 * 0.5 - 3.0)
@@ -162,7 +173,7 @@ fn held_half_data_is_left_unchanged() {
     let data: Vec<f32> = (0..along).map(|i| (i % 11) as f32 * 0.25).collect();
     for ty in [Narrow::F16, Narrow::Bf16] {
         let (data, upd) = (ty.rounded(&data), ty.rounded(&upd));
-        let want = ty.rounded(&sequential_with_init(Reduction::Sum, &data, &idx, &upd));
+        let want = ty.rounded(&sequential(Reduction::Sum, true, &data, 1, &idx, &upd));
         let held = std::sync::Arc::new(ty.tensor(&[data.len()], &data));
         for threads in [1, 2] {
             let inputs = vec![
@@ -190,7 +201,7 @@ fn held_half_data_is_left_unchanged() {
 fn counted_half_updates_run_bucketed_by_block() {
     let along = 2_500_000usize;
     let n = Tuning::BUCKETED_MIN_INDICES + 777;
-    let idx = scattered(n, along);
+    let idx = scattered(n, along, None);
     let upd: Vec<f32> = (0..n)
         .map(|i| ((i * 53) % 97) as f32 * 0.5 - 20.0)
         .collect();
@@ -209,18 +220,7 @@ fn counted_half_updates_run_bucketed_by_block() {
     let indices = crate::testing::i64s(&[n], &idx);
     for ty in [Narrow::F16, Narrow::Bf16] {
         let (data, upd) = (ty.rounded(&data), ty.rounded(&upd));
-        let (mut sums, mut counts) = (vec![0f32; along], vec![0u32; along]);
-        for (&v, &u) in idx.iter().zip(&upd) {
-            let t = if v < 0 { v + along as i64 } else { v } as usize;
-            sums[t] += u;
-            counts[t] += 1;
-        }
-        let want: Vec<f32> = (0..along)
-            .map(|t| match counts[t] {
-                0 => data[t],
-                k => sums[t] / k as f32,
-            })
-            .collect();
+        let want = sequential(Reduction::Mean, false, &data, 1, &idx, &upd);
         let want = ty.rounded(&want);
         let k = kernel(crate::runtime_indices(&indices).unwrap());
         for t in [2, 3] {

@@ -3,59 +3,9 @@
 //! that partitions or runs lean gives the spec's sequential result, the same as the same
 //! indices stored as i64, and reports the first index out of range by its stored value.
 
-use std::sync::Arc;
-
-use irun_tensor::Tensor;
-
 use super::strategy::Tuning;
-use super::tests_eval::assert_out_of_range;
+use super::tests_kit::{both_widths, kept, Scatter};
 use super::*;
-use crate::testing::{i32s, i64s, on_threads};
-
-/// ScatterElementsUpdate-12 (`use_init_val`) on i32 data of shape `[targets, inner]` along
-/// axis 0, as the spec says: each update in turn, in row-major order, wrapping.
-fn sequential(red: Reduction, data: &[i32], inner: usize, idx: &[i32], upd: &[i32]) -> Vec<i32> {
-    let targets = (data.len() / inner) as i64;
-    let mut out = data.to_vec();
-    for (p, (&v, &u)) in idx.iter().zip(upd).enumerate() {
-        let off = i64::from(v).rem_euclid(targets) as usize * inner + p % inner;
-        let a = out[off];
-        out[off] = match red {
-            Reduction::Sum => a.wrapping_add(u),
-            Reduction::Max => a.max(u),
-            _ => unreachable!("not among the cases"),
-        };
-    }
-    out
-}
-
-/// The op on `data`, which the caller keeps too (so the output is filled from it rather than
-/// updated in place), with the indices as `i32` or, when `wide`, widened to `i64`.
-fn scatter(
-    red: Reduction,
-    data: &Arc<Tensor>,
-    shape: &[usize],
-    idx: &[i32],
-    upd: &[i32],
-    wide: bool,
-    threads: usize,
-) -> Result<Tensor, OpError> {
-    let indices = match wide {
-        true => i64s(
-            shape,
-            &idx.iter().map(|&v| i64::from(v)).collect::<Vec<_>>(),
-        ),
-        false => i32s(shape, idx),
-    };
-    let inputs = vec![
-        data.clone(),
-        Arc::new(indices),
-        Arc::new(i32s(shape, upd)),
-        Arc::new(i64s(&[], &[0])),
-    ];
-    let out = on_threads(threads, || seu12(red, true).eval(inputs))?;
-    Ok(Arc::try_unwrap(out.into_iter().next().unwrap()).unwrap())
-}
 
 /// A flat histogram on an output larger than one round's (each bucket's task fills its
 /// stretch from the shared data), and a 2-D scatter with three inner columns (the
@@ -68,33 +18,25 @@ fn i32_indices_partition_as_the_sequential_loop() {
     let flat_targets = Tuning::ROUNDS_MAX_OUTPUT_BYTES / 4 + 4099;
     for (targets, inner) in [(flat_targets, 1usize), (300_001, 3)] {
         let len = n / inner * inner;
-        let shape = match inner {
-            1 => vec![len],
-            _ => vec![len / inner, inner],
-        };
-        let idx: Vec<i32> = (0..len as i64)
-            .map(|i| ((i * 2_654_435_761) % targets as i64 - (targets / 3) as i64) as i32)
+        let idx: Vec<i64> = (0..len as i64)
+            .map(|i| (i * 2_654_435_761) % targets as i64 - (targets / 3) as i64)
             .collect();
         let upd: Vec<i32> = (0..len as i32)
             .map(|i| i.wrapping_mul(-1_640_531_535))
             .collect();
-        let init: Vec<i32> = (0..(targets * inner) as i32)
+        let data: Vec<i32> = (0..(targets * inner) as i32)
             .map(|i| i % 1001 - 500)
             .collect();
-        let data = Arc::new(i32s(&[targets, inner][..1 + usize::from(inner > 1)], &init));
         for red in [Reduction::Sum, Reduction::Max] {
-            let want = sequential(red, &init, inner, &idx, &upd);
-            for threads in [1, 2, 3] {
-                for wide in [false, true] {
-                    let out = scatter(red, &data, &shape, &idx, &upd, wide, threads).unwrap();
-                    assert!(
-                        out.values::<i32>().unwrap() == want.as_slice(),
-                        "{targets}x{inner}, {red:?}, {threads} threads, i64 indices: {wide}"
-                    );
-                }
-            }
+            let case = Scatter {
+                inner,
+                ..Scatter::new(red, &data, &idx, &upd)
+            };
+            case.check(
+                &format!("{targets}x{inner}"),
+                &both_widths(&kept(&[1, 2, 3])),
+            );
         }
-        assert_eq!(data.values::<i32>().unwrap(), &init[..], "data changed");
     }
 }
 
@@ -105,23 +47,18 @@ fn i32_indices_report_the_first_bad_one() {
     let n = Tuning::BUCKETED_MIN_INDICES + 999;
     let targets = Tuning::ROUNDS_MAX_OUTPUT_BYTES / 4 + 4099;
     // Spread over the output, so that they are not local and run bucketed.
-    let mut idx: Vec<i32> = (0..n as i64)
-        .map(|i| ((i * 2_654_435_761) % targets as i64) as i32)
+    let mut idx: Vec<i64> = (0..n as i64)
+        .map(|i| (i * 2_654_435_761) % targets as i64)
         .collect();
-    idx[n - 5] = targets as i32;
-    idx[n / 3] = -(targets as i32) - 1;
-    let data = Arc::new(i32s(&[targets], &vec![0; targets]));
-    for threads in [1, 2, 3] {
-        let e = scatter(
-            Reduction::Max,
-            &data,
-            &[n],
-            &idx,
-            &vec![1; n],
-            false,
-            threads,
-        )
-        .unwrap_err();
+    idx[n - 5] = targets as i64;
+    idx[n / 3] = -(targets as i64) - 1;
+    let (data, upd) = (vec![0i32; targets], vec![1i32; n]);
+    let case = Scatter::new(Reduction::Max, &data, &idx, &upd);
+    for run in kept(&[1, 2, 3])
+        .into_iter()
+        .map(|r| tests_kit::Run { narrow: true, ..r })
+    {
+        let e = case.run(run).unwrap_err();
         assert_eq!(e.code, codes::INDEX_OUT_OF_RANGE);
         assert_eq!(
             e.message,
@@ -131,7 +68,7 @@ fn i32_indices_report_the_first_bad_one() {
                 n / 3,
                 targets - 1
             ),
-            "{threads} threads"
+            "{run:?}"
         );
     }
 }
@@ -146,41 +83,29 @@ fn local_i32_indices_run_lean_as_the_sequential_loop() {
     let n = Tuning::BUCKETED_MIN_INDICES + 999;
     let targets = 100_003usize;
     let half = (targets / 2) as i64;
-    let ascending: Vec<i32> = (0..n as i64)
-        .map(|i| (i * targets as i64 / n as i64 - half) as i32)
+    let ascending: Vec<i64> = (0..n as i64)
+        .map(|i| i * targets as i64 / n as i64 - half)
         .collect();
-    let descending: Vec<i32> = ascending.iter().rev().copied().collect();
+    let descending: Vec<i64> = ascending.iter().rev().copied().collect();
     let equal = vec![-7; n];
     let upd: Vec<i32> = (0..n as i32)
         .map(|i| i.wrapping_mul(-1_640_531_535))
         .collect();
-    let init: Vec<i32> = (0..targets as i32).map(|i| i % 1001 - 500).collect();
-    let data = Arc::new(i32s(&[targets], &init));
+    let data: Vec<i32> = (0..targets as i32).map(|i| i % 1001 - 500).collect();
+    let runs = both_widths(&kept(&[1, 2, 3]));
     for (name, idx) in [
         ("ascending", &ascending),
         ("descending", &descending),
         ("equal", &equal),
     ] {
         for red in [Reduction::Sum, Reduction::Max] {
-            let want = sequential(red, &init, 1, idx, &upd);
-            for threads in [1, 2, 3] {
-                for wide in [false, true] {
-                    let out = scatter(red, &data, &[n], idx, &upd, wide, threads).unwrap();
-                    assert!(
-                        out.values::<i32>().unwrap() == want.as_slice(),
-                        "{name}, {red:?}, {threads} threads, i64 indices: {wide}"
-                    );
-                }
-            }
+            Scatter::new(red, &data, idx, &upd).check(name, &runs);
         }
     }
     let mut bad = ascending.clone();
-    bad[n * 2 / 3] = targets as i32;
-    for threads in [1, 2, 3] {
-        let e = scatter(Reduction::Max, &data, &[n], &bad, &upd, false, threads).unwrap_err();
-        assert_out_of_range(&e, targets, n * 2 / 3, &format!("{threads} threads"));
-    }
-    assert_eq!(data.values::<i32>().unwrap(), &init[..], "data changed");
+    bad[n * 2 / 3] = targets as i64;
+    let case = Scatter::new(Reduction::Max, &data, &bad, &upd);
+    case.check_error(targets as i64, n * 2 / 3, &runs[3..]);
 }
 
 /// Negative values scattered among non-negative ones, in blocks of plain and of runny
@@ -193,7 +118,7 @@ fn negative_values_in_mid_block_count_from_the_end() {
     let n = Tuning::SPLIT_MIN_POSITIONS + 4321;
     let targets = 50_021usize;
     let t = targets as i64;
-    let idx: Vec<i32> = (0..n as i64)
+    let idx: Vec<i64> = (0..n as i64)
         .map(|i| {
             // Sorted runs of 16 equal values in every third stretch of 64K positions (so
             // some blocks take the loop that carries a run), each 97th value negative.
@@ -207,28 +132,16 @@ fn negative_values_in_mid_block_count_from_the_end() {
                 v
             }
         })
-        .map(|v| v as i32)
         .collect();
     let upd: Vec<i32> = (0..n as i32).map(|i| i.wrapping_mul(0x2c1b_3c6d)).collect();
-    let init: Vec<i32> = (0..targets as i32).map(|i| i % 777 - 300).collect();
-    let data = Arc::new(i32s(&[targets], &init));
+    let data: Vec<i32> = (0..targets as i32).map(|i| i % 777 - 300).collect();
+    let runs = both_widths(&kept(&[1, 2]));
     for red in [Reduction::Sum, Reduction::Max] {
-        let want = sequential(red, &init, 1, &idx, &upd);
-        for threads in [1, 2] {
-            for wide in [false, true] {
-                let out = scatter(red, &data, &[n], &idx, &upd, wide, threads).unwrap();
-                assert!(
-                    out.values::<i32>().unwrap() == want.as_slice(),
-                    "{red:?}, {threads} threads, i64 indices: {wide}"
-                );
-            }
-        }
+        Scatter::new(red, &data, &idx, &upd).check("negative in mid-block", &runs);
     }
     let mut bad = idx.clone();
     let at = 3 * n / 5 + 5;
-    bad[at] = -(targets as i32) - 1;
-    for threads in [1, 2] {
-        let e = scatter(Reduction::Sum, &data, &[n], &bad, &upd, false, threads).unwrap_err();
-        assert_out_of_range(&e, bad[at], at, &format!("{threads} threads"));
-    }
+    bad[at] = -(targets as i64) - 1;
+    let case = Scatter::new(Reduction::Sum, &data, &bad, &upd);
+    case.check_error(bad[at], at, &runs[2..]);
 }

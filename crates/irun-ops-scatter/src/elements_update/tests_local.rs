@@ -5,37 +5,14 @@
 //! that leaves its piece makes the whole scatter start again ([`super::lean`]). Checked
 //! against the spec's loop, one update at a time, at 1-3 threads.
 
-use std::sync::Arc;
-
-use irun_tensor::Tensor;
-
 use super::strategy::Tuning;
-use super::tests_eval::assert_out_of_range;
+use super::tests_kit::{kept, Scatter, EVERY_REDUCTION};
 use super::*;
-use crate::testing::{f32s, i32s, i64s, on_threads};
 
 /// Positions: a multiple of 64 (the groups below) times 6, so that the chunks of 1-3
 /// threads start on a group's edge and their spans do not overlap.
 const N: usize = (Tuning::BUCKETED_MIN_INDICES / 384 + 10) * 384;
 const ALONG: usize = N + 777;
-
-/// The op on `data`, which the caller keeps (so the output is filled from it).
-fn scatter(
-    red: Reduction,
-    data: &Arc<Tensor>,
-    idx: &[i64],
-    upd: Tensor,
-    threads: usize,
-) -> Result<Tensor, OpError> {
-    let inputs = vec![
-        data.clone(),
-        Arc::new(i64s(&[idx.len()], idx)),
-        Arc::new(upd),
-        Arc::new(i64s(&[], &[0])),
-    ];
-    let out = on_threads(threads, || seu12(red, true).eval(inputs))?;
-    Ok(Arc::try_unwrap(out.into_iter().next().unwrap()).unwrap())
-}
 
 /// Index cases: sorted (every fifth written from the end, as a negative value), reverse
 /// sorted, and sorted groups of 64 positions whose targets are shuffled within the group
@@ -69,53 +46,21 @@ fn cases() -> Vec<(&'static str, Vec<i64>)> {
     ]
 }
 
+/// f32 sums (not associative, so no run is folded apart and the order must hold), i32
+/// maxima and wrapping products, on data the caller keeps.
 #[test]
 fn local_indices_fill_a_shared_output_as_the_sequential_loop() {
     let data_f: Vec<f32> = (0..ALONG).map(|i| (i % 101) as f32 * 0.37 - 9.0).collect();
     let data_i: Vec<i32> = (0..ALONG).map(|i| (i % 17) as i32 - 8).collect();
     let upd_f: Vec<f32> = (0..N).map(|i| ((i * 7919) % 2003) as f32 * 0.013).collect();
     let upd_i: Vec<i32> = (0..N).map(|i| ((i * 7919) % 2003) as i32 - 1000).collect();
-    let shared_f = Arc::new(f32s(&[ALONG], &data_f));
-    let shared_i = Arc::new(i32s(&[ALONG], &data_i));
     for (name, idx) in cases() {
-        let targets = idx.iter().map(|&v| v.rem_euclid(ALONG as i64) as usize);
-        // f32 sums: not associative, so no run is folded apart and the order must hold.
-        let mut sum = data_f.clone();
-        for (t, &u) in targets.clone().zip(&upd_f) {
-            sum[t] += u;
-        }
-        let (mut max, mut prod) = (data_i.clone(), data_i.clone());
-        for (t, &u) in targets.zip(&upd_i) {
-            max[t] = max[t].max(u);
-            prod[t] = prod[t].wrapping_mul(u);
-        }
-        for threads in [1, 2, 3] {
-            let out = scatter(Reduction::Sum, &shared_f, &idx, f32s(&[N], &upd_f), threads);
-            let bits = |xs: &[f32]| xs.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
-            assert_eq!(
-                bits(out.unwrap().values::<f32>().unwrap()),
-                bits(&sum),
-                "{name}: f32 sum at {threads} threads"
-            );
-            for (red, want) in [(Reduction::Max, &max), (Reduction::Prod, &prod)] {
-                let out = scatter(red, &shared_i, &idx, i32s(&[N], &upd_i), threads).unwrap();
-                assert!(
-                    out.values::<i32>().unwrap() == want.as_slice(),
-                    "{name}: {red:?} at {threads} threads"
-                );
-            }
+        let runs = kept(&[1, 2, 3]);
+        Scatter::new(Reduction::Sum, &data_f, &idx, &upd_f).check(name, &runs);
+        for red in [Reduction::Max, Reduction::Prod] {
+            Scatter::new(red, &data_i, &idx, &upd_i).check(name, &runs);
         }
     }
-    assert_eq!(
-        shared_f.values::<f32>().unwrap(),
-        &data_f[..],
-        "data changed"
-    );
-    assert_eq!(
-        shared_i.values::<i32>().unwrap(),
-        &data_i[..],
-        "data changed"
-    );
 }
 
 /// Sorted indices with two out of range, in the last third (every chunk's) and at its end,
@@ -123,8 +68,7 @@ fn local_indices_fill_a_shared_output_as_the_sequential_loop() {
 /// names the first whatever the thread count, and the kept data is untouched.
 #[test]
 fn an_index_out_of_range_in_a_later_chunk_is_reported_at_its_position() {
-    let data: Vec<i32> = (0..ALONG as i32).collect();
-    let shared = Arc::new(i32s(&[ALONG], &data));
+    let (data, upd): (Vec<i32>, _) = ((0..ALONG as i32).collect(), vec![1i32; N]);
     let mut idx: Vec<i64> = (0..N).map(|i| (i * ALONG / N) as i64).collect();
     let bad = N * 5 / 6;
     idx[bad] = ALONG as i64;
@@ -133,13 +77,9 @@ fn an_index_out_of_range_in_a_later_chunk_is_reported_at_its_position() {
         if stray {
             idx[N / 10] = ALONG as i64 - 3;
         }
-        for threads in [1, 2, 3] {
-            let upd = i32s(&[N], &vec![1; N]);
-            let e = scatter(Reduction::Max, &shared, &idx, upd, threads).unwrap_err();
-            assert_out_of_range(&e, ALONG as i64, bad, &format!("stray {stray}"));
-        }
+        let case = Scatter::new(Reduction::Max, &data, &idx, &upd);
+        case.check_error(ALONG as i64, bad, &kept(&[1, 2, 3]));
     }
-    assert_eq!(shared.values::<i32>().unwrap(), &data[..], "data changed");
 }
 
 /// Sorted and reverse-sorted targets, in runs of 1 to 4 with gaps of 0 or 1 between them,
@@ -175,20 +115,11 @@ fn ordered_neighbours_taken_apart_match_the_sequential_loop() {
     ];
     let upd: Vec<i32> = (0..n).map(|i| ((i * 7919) % 2003) as i32 - 1000).collect();
     let data: Vec<i32> = (0..along).map(|i| (i % 17) as i32 - 8).collect();
-    let shared = Arc::new(i32s(&[along], &data));
     for (name, idx) in &cases {
-        for red in super::tests_runs::SEQUENTIAL_REDUCTIONS {
-            let want = super::tests_runs::sequential(red, &data, idx, &upd);
-            for threads in [1, 2, 3] {
-                let out = scatter(red, &shared, idx, i32s(&[n], &upd), threads).unwrap();
-                assert!(
-                    out.values::<i32>().unwrap() == want.as_slice(),
-                    "{name} {red:?} at {threads} threads"
-                );
-            }
+        for red in EVERY_REDUCTION {
+            Scatter::new(red, &data, idx, &upd).check(name, &kept(&[1, 2, 3]));
         }
     }
-    assert_eq!(shared.values::<i32>().unwrap(), &data[..], "data changed");
 }
 
 /// An index out of range in the middle of a group of sorted positions (not at a group's
@@ -198,22 +129,11 @@ fn ordered_neighbours_taken_apart_match_the_sequential_loop() {
 fn a_bad_index_among_ordered_neighbours_is_reported_at_its_position() {
     let n = 2 * Tuning::BUCKETED_MIN_INDICES + 10;
     let along = n / 2 + 1;
-    let data = vec![0i32; along];
-    let shared = Arc::new(i32s(&[along], &data));
+    let (data, upd) = (vec![0i32; along], vec![1i32; n]);
     for bad in [n / 4 + 5, n * 3 / 4 + 9] {
         let mut idx: Vec<i64> = (0..n).map(|i| (i / 2) as i64).collect();
         idx[bad] = along as i64;
-        for threads in [1, 2, 3] {
-            let e = scatter(
-                Reduction::Sum,
-                &shared,
-                &idx,
-                i32s(&[n], &vec![1; n]),
-                threads,
-            )
-            .unwrap_err();
-            assert_out_of_range(&e, along, bad, "");
-        }
+        let case = Scatter::new(Reduction::Sum, &data, &idx, &upd);
+        case.check_error(along as i64, bad, &kept(&[1, 2, 3]));
     }
-    assert_eq!(shared.values::<i32>().unwrap(), &data[..], "data changed");
 }
