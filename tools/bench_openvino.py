@@ -11,7 +11,13 @@ c_input; else random). irun: `irun bench MODEL -niter N --threads 2 [--inputs in
 The two alternate for `--rounds` rounds and each reports the median of its per-round medians
 (the machine is noisy).
 
+With `--old BINARY` an earlier build of irun runs in the same rounds, alternating with the
+other two, and the table gains its median and the ratio new/old: the A/B a kernel change is
+judged by. Each row also shows the workload's memory-traffic floor (its minimal bytes over
+the triad's rate) and the share of that floor irun reaches.
+
     venv/bin/python tools/bench_openvino.py tools/out/bench --irun target/release/irun
+    venv/bin/python tools/bench_openvino.py tools/out/bench --irun new/irun --old old/irun
 """
 
 import argparse
@@ -174,6 +180,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("dir")
     ap.add_argument("--irun", default="target/release/irun")
+    ap.add_argument("--old", help="an earlier irun binary, timed in the same rounds")
     ap.add_argument("--niter", type=int, default=20)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--only", nargs="*", default=[])
@@ -190,8 +197,10 @@ def main():
         if args.only and w not in args.only:
             continue
         path = Path(args.dir) / w / "model.xml"
-        ov_ms, irun_ms = [], []
+        ov_ms, irun_ms, old_ms = [], [], []
         for _ in range(args.rounds):
+            if args.old:
+                old_ms.append(time_irun(args.old, path, args.niter))
             try:
                 ov_ms.append(time_openvino(core, str(path), args.niter))
             except RuntimeError as e:  # e.g. f64 scatters, which OpenVINO CPU does not run
@@ -200,15 +209,20 @@ def main():
             irun_ms.append(time_irun(args.irun, path, args.niter))
         o = None if None in ov_ms else statistics.median(ov_ms)
         r = statistics.median(irun_ms)
-        frac = minimal_bytes(str(path)) / (r / 1e3) / bw
-        rows.append((w, o, r, frac))
-        print(f"{w}: OpenVINO {ov_ms} irun {irun_ms}", flush=True)
+        old = statistics.median(old_ms) if old_ms else None
+        floor_ms = minimal_bytes(str(path)) / bw * 1e3
+        rows.append((w, o, old, r, floor_ms))
+        print(f"{w}: OpenVINO {ov_ms} irun {irun_ms} old {old_ms}", flush=True)
     print()
-    print("| workload | OpenVINO CPU median | irun median | OpenVINO / irun | irun % of STREAM triad |")
-    print("|---|---:|---:|---:|---:|")
-    for w, o, r, frac in rows:
+    old_head = " old irun median | new / old |" if args.old else ""
+    print(f"| workload | OpenVINO CPU median |{old_head} irun median | OpenVINO / irun "
+          "| floor | irun % of floor |")
+    print("|---|---:|" + ("---:|---:|" if args.old else "") + "---:|---:|---:|---:|")
+    for w, o, old, r, floor_ms in rows:
         ov_cell, ratio = ("n/a", "n/a") if o is None else (f"{o:.2f} ms", f"{o / r:.2f}x")
-        print(f"| {w}. {DESCRIPTIONS[w]} | {ov_cell} | {r:.2f} ms | {ratio} | {frac:.0%} |")
+        old_cells = f" {old:.2f} ms | {r / old:.2f}x |" if old is not None else ""
+        print(f"| {w}. {DESCRIPTIONS[w]} | {ov_cell} |{old_cells} {r:.2f} ms | {ratio} "
+              f"| {floor_ms:.2f} ms | {floor_ms / r:.0%} |")
 
 
 if __name__ == "__main__":
