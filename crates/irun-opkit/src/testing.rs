@@ -170,10 +170,23 @@ impl Narrow {
     }
 }
 
-/// A float whose bit pattern [`assert_same_bits`] compares.
+/// A value whose bit pattern [`assert_same_bits`] compares: floats by their bits (NaN payloads
+/// and signed zeros included), integers and booleans by value.
 pub trait BitPattern: Copy + std::fmt::Debug {
     fn pattern(self) -> u64;
 }
+
+macro_rules! exact_patterns {
+    ($($t:ty),*) => {$(
+        impl BitPattern for $t {
+            fn pattern(self) -> u64 {
+                self as u64
+            }
+        }
+    )*};
+}
+
+exact_patterns!(i32, i64, bool);
 
 impl BitPattern for f32 {
     fn pattern(self) -> u64 {

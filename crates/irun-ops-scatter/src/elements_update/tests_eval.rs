@@ -3,7 +3,7 @@ use irun_tensor::Tensor;
 use super::strategy::Tuning;
 use super::tests_kit::{assert_out_of_range, mixed_f32, on, Scatter};
 use super::*;
-use crate::testing::{assert_same_bits, eval1, f32s, i32s, i64s};
+use crate::testing::{eval1, f32s, i32s, i64s};
 
 fn run(op: &ScatterElementsUpdate, data: Tensor, idx: &[i64], upd: Tensor) -> Tensor {
     let n = idx.len();
@@ -220,69 +220,19 @@ fn bucketed_path_reports_the_first_bad_index() {
     }
 }
 
-/// ScatterElementsUpdate-12 `op` (its reduction and `use_init_val`) on 1-D or 2-D f32 data,
-/// written as the spec says, one update at a time in row-major order of the indices: the
-/// values the parallel paths must reproduce bit for bit.
-fn sequential_seu(
-    op: &ScatterElementsUpdate,
-    data: &[f32],
-    dshape: &[usize],
-    idx: &[i64],
-    upd: &[f32],
-    ishape: &[usize],
-    axis: usize,
-) -> Vec<f32> {
-    // 1-D data is the row of a [1, d] matrix, scattered along axis 1.
-    let (dshape, ishape, axis) = match (dshape, ishape) {
-        ([d], [i]) => ([1, *d], [1, *i], 1),
-        ([a, b], [c, d]) => ([*a, *b], [*c, *d], axis),
-        _ => unreachable!("1-D or 2-D"),
-    };
-    let (red, init) = (op.reduction, op.use_init_val);
-    let mut out = data.to_vec();
-    let mut hits = vec![0u32; out.len()];
-    for r in 0..ishape[0] {
-        for c in 0..ishape[1] {
-            let p = r * ishape[1] + c;
-            let t = idx[p].rem_euclid(dshape[axis] as i64) as usize;
-            let (tr, tc) = if axis == 0 { (t, c) } else { (r, t) };
-            let o = tr * dshape[1] + tc;
-            let (acc, u) = (out[o], upd[p]);
-            // Without the initial values, an element's first update replaces it.
-            let first = hits[o] == 0 && !init;
-            hits[o] += 1;
-            out[o] = match red {
-                Reduction::None => u,
-                Reduction::Sum | Reduction::Mean if first => u,
-                Reduction::Sum | Reduction::Mean => acc + u,
-                Reduction::Max if first => u,
-                Reduction::Max => acc.max(u),
-                _ => unreachable!("the reductions this test runs"),
-            };
-        }
-    }
-    if red == Reduction::Mean {
-        // With the initial values, the mean counts the data value too.
-        for (x, &k) in out.iter_mut().zip(&hits) {
-            if k > 0 {
-                *x /= (k + u32::from(init)) as f32;
-            }
-        }
-    }
-    out
-}
-
-/// Large enough for the parallel paths (outer rows, inner columns, target ranges);
-/// `eval1` compares one thread against two, and both against the sequential reference.
+/// Large enough for the parallel paths (outer rows, inner columns, target ranges): one
+/// thread and two against the spec's loop, without the initial values.
 #[test]
 fn parallel_splits_agree_with_one_thread() {
     let n = 1 << 16;
     let idx: Vec<i64> = (0..n as i64).map(|i| (i * 7919) % 1000 - 500).collect();
     let upd: Vec<f32> = (0..n).map(|i| (i % 13) as f32 * 0.1).collect();
-    for (shape, dshape, axis) in [
-        (vec![n], vec![1000], 0i64),
-        (vec![64, n / 64], vec![1000, n / 64], 0),
-        (vec![n / 64, 64], vec![n / 64, 1000], 1),
+    // (index columns, axis, data length): [1000] <- [n]; [1000, n/64] <- [64, n/64] along
+    // axis 0; [n/64, 1000] <- [n/64, 64] along axis 1.
+    for (inner, axis, data_len) in [
+        (1, 0, 1000),
+        (n / 64, 0, 1000 * n / 64),
+        (64, 1, n / 64 * 1000),
     ] {
         for red in [
             Reduction::Sum,
@@ -290,25 +240,14 @@ fn parallel_splits_agree_with_one_thread() {
             Reduction::None,
             Reduction::Max,
         ] {
-            let op = seu12(red, false);
-            let dn: usize = dshape.iter().product();
-            let data = vec![1.5; dn];
-            let out = eval1(
-                &op,
-                vec![
-                    f32s(&dshape, &data),
-                    i64s(&shape, &idx),
-                    f32s(&shape, &upd),
-                    i64s(&[], &[axis]),
-                ],
-            )
-            .unwrap();
-            let want = sequential_seu(&op, &data, &dshape, &idx, &upd, &shape, axis as usize);
-            assert_same_bits(
-                out.values::<f32>().unwrap(),
-                &want,
-                format!("{red:?} {shape:?} axis {axis} against the sequential reference"),
-            );
+            let data = vec![1.5f32; data_len];
+            let case = Scatter {
+                init: false,
+                inner,
+                axis,
+                ..Scatter::new(red, &data, &idx, &upd)
+            };
+            case.check(&format!("{inner} columns, axis {axis}"), &on(&[1, 2]));
         }
     }
 }

@@ -10,7 +10,7 @@ use half::{bf16, f16};
 
 use super::kernel::ElementsKernel;
 use super::strategy::Tuning;
-use super::tests_kit::{assert_out_of_range, scattered, sequential};
+use super::tests_kit::{assert_out_of_range, scattered, Scatter};
 use super::*;
 use crate::reduce::{MaxElements, ReduceKernel, Sum};
 use crate::testing::{assert_same_bits, Narrow};
@@ -75,7 +75,7 @@ fn check(case: &str, along: usize, idx: &[i64], direct: &[usize], threads: &[usi
     for red in [Reduction::Sum, Reduction::Max] {
         for ty in [Narrow::F16, Narrow::Bf16] {
             let (data, upd) = (ty.rounded(&data), ty.rounded(&upd));
-            let want = ty.rounded(&sequential(red, true, &data, 1, idx, &upd));
+            let want = ty.rounded(&Scatter::new(red, &data, idx, &upd).expected());
             let what = format!("{case}: {ty:?} {red:?}");
             for &t in direct {
                 let mut out = data.clone();
@@ -173,7 +173,7 @@ fn held_half_data_is_left_unchanged() {
     let data: Vec<f32> = (0..along).map(|i| (i % 11) as f32 * 0.25).collect();
     for ty in [Narrow::F16, Narrow::Bf16] {
         let (data, upd) = (ty.rounded(&data), ty.rounded(&upd));
-        let want = ty.rounded(&sequential(Reduction::Sum, true, &data, 1, &idx, &upd));
+        let want = ty.rounded(&Scatter::new(Reduction::Sum, &data, &idx, &upd).expected());
         let held = std::sync::Arc::new(ty.tensor(&[data.len()], &data));
         for threads in [1, 2] {
             let inputs = vec![
@@ -220,8 +220,11 @@ fn counted_half_updates_run_bucketed_by_block() {
     let indices = crate::testing::i64s(&[n], &idx);
     for ty in [Narrow::F16, Narrow::Bf16] {
         let (data, upd) = (ty.rounded(&data), ty.rounded(&upd));
-        let want = sequential(Reduction::Mean, false, &data, 1, &idx, &upd);
-        let want = ty.rounded(&want);
+        let mean = Scatter {
+            init: false,
+            ..Scatter::new(Reduction::Mean, &data, &idx, &upd)
+        };
+        let want = ty.rounded(&mean.expected());
         let k = kernel(crate::runtime_indices(&indices).unwrap());
         for t in [2, 3] {
             let mut out = data.clone();

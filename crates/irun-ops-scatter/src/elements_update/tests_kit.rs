@@ -1,15 +1,15 @@
-//! What the kernel tests share: [`Scatter`], a ScatterElementsUpdate-12 case along axis 0
-//! that runs the op at a thread count, with the indices stored as i64 or i32 and the data
-//! owned by the op or kept by the caller, and checks it against the spec's loop
-//! ([`sequential`]), one update at a time, bit for bit; and the index generators and the
-//! out-of-range check the test files use.
+//! What the kernel tests share: [`Scatter`], a ScatterElementsUpdate-12 case on 1-D or 2-D
+//! data that runs the op at a thread count, with the indices stored as i64 or i32 and the
+//! data owned by the op or kept by the caller, and checks it against the spec's loop
+//! ([`Scatter::expected`]), one update at a time, bit for bit; and the index generators and
+//! the out-of-range check the test files use.
 
 use std::sync::Arc;
 
 use irun_tensor::{Scalar, Tensor};
 
 use super::*;
-use crate::testing::{i32s, i64s, on_threads};
+use crate::testing::{assert_same_bits, bools, f32s, f64s, i32s, i64s, on_threads, BitPattern};
 
 /// The reductions the kit's loop runs on integers, `none` first.
 pub(super) const EVERY_REDUCTION: [Reduction; 5] = [
@@ -20,10 +20,9 @@ pub(super) const EVERY_REDUCTION: [Reduction; 5] = [
     Reduction::Min,
 ];
 
-/// An element type the tests scatter: its tensors, its bits and the spec's combines.
-pub(super) trait Value: Scalar + Copy + std::fmt::Debug + Send + Sync + 'static {
+/// An element type the tests scatter: its tensors and the spec's combines.
+pub(super) trait Value: Scalar + BitPattern + Send + Sync + 'static {
     fn tensor(shape: &[usize], v: &[Self]) -> Tensor;
-    fn bits(self) -> u64;
     /// The spec's combine for `red`: integers wrap, a boolean sum is or and a product and.
     fn combine(red: Reduction, acc: Self, u: Self) -> Self;
     /// A mean's sum over its count (floats only: the kit's cases take no integer means).
@@ -31,13 +30,10 @@ pub(super) trait Value: Scalar + Copy + std::fmt::Debug + Send + Sync + 'static 
 }
 
 macro_rules! values {
-    ($($t:ty => $ctor:ident, $bits:expr, $sum:expr, $prod:expr, $mean:expr;)*) => {$(
+    ($($t:ty => $tensor:ident, $sum:expr, $prod:expr, $mean:expr;)*) => {$(
         impl Value for $t {
             fn tensor(shape: &[usize], v: &[$t]) -> Tensor {
-                Tensor::$ctor(shape.to_vec(), v.to_vec()).expect("test tensor")
-            }
-            fn bits(self) -> u64 {
-                $bits(self)
+                $tensor(shape, v)
             }
             fn combine(red: Reduction, a: $t, u: $t) -> $t {
                 match red {
@@ -58,47 +54,15 @@ macro_rules! values {
 }
 
 values! {
-    f32 => from_f32, |x: f32| u64::from(x.to_bits()), |a, u| a + u, |a, u| a * u,
-        |s, k| s / k as f32;
-    f64 => from_f64, f64::to_bits, |a, u| a + u, |a, u| a * u, |s, k| s / f64::from(k);
-    i32 => from_i32, |x: i32| x as u64, i32::wrapping_add, i32::wrapping_mul, no_mean;
-    i64 => from_i64, |x: i64| x as u64, i64::wrapping_add, i64::wrapping_mul, no_mean;
-    bool => from_bool, u64::from, |a: bool, u| a | u, |a: bool, u| a & u, no_mean;
+    f32 => f32s, |a, u| a + u, |a, u| a * u, |s, k| s / k as f32;
+    f64 => f64s, |a, u| a + u, |a, u| a * u, |s, k| s / f64::from(k);
+    i32 => i32s, i32::wrapping_add, i32::wrapping_mul, no_mean;
+    i64 => i64s, i64::wrapping_add, i64::wrapping_mul, no_mean;
+    bool => bools, |a: bool, u| a | u, |a: bool, u| a & u, no_mean;
 }
 
 fn no_mean<T>(_: T, _: u32) -> T {
     unreachable!("the kit's means are on floats")
-}
-
-/// ScatterElementsUpdate-12 along axis 0 of data `[data.len() / inner, inner]`, as the spec
-/// says: each update in turn, in row-major order of the indices; without the initial
-/// values an element's first update replaces it; a mean divides by the updates counted
-/// (and the initial value, when kept).
-pub(super) fn sequential<T: Value>(
-    red: Reduction,
-    init: bool,
-    data: &[T],
-    inner: usize,
-    idx: &[i64],
-    upd: &[T],
-) -> Vec<T> {
-    let targets = (data.len() / inner) as i64;
-    let mut out = data.to_vec();
-    let mut hits = vec![0u32; out.len()];
-    for (p, (&v, &u)) in idx.iter().zip(upd).enumerate() {
-        let o = v.rem_euclid(targets) as usize * inner + p % inner;
-        out[o] = match hits[o] > 0 || init {
-            true => T::combine(red, out[o], u),
-            false => u,
-        };
-        hits[o] += 1;
-    }
-    if red == Reduction::Mean {
-        for (x, &k) in out.iter_mut().zip(&hits).filter(|(_, &k)| k > 0) {
-            *x = T::mean(*x, k + u32::from(init));
-        }
-    }
-    out
 }
 
 /// How a [`Scatter`] runs: on how many threads, with the indices stored as i32 (`narrow`)
@@ -135,12 +99,14 @@ pub(super) fn both_widths(runs: &[Run]) -> Vec<Run> {
     runs.iter().copied().chain(narrow).collect()
 }
 
-/// One scatter along axis 0: `data` of `[data.len() / inner, inner]` (1-D when `inner` is
-/// 1), indices and updates of `[idx.len() / inner, inner]`.
+/// One scatter: indices and updates of `[idx.len() / inner, inner]` (1-D when `inner` is 1
+/// and `axis` 0); along axis 0 `data` of `[data.len() / inner, inner]`, along axis 1 of
+/// `[rows, data.len() / rows]`, `rows` those of the indices.
 pub(super) struct Scatter<'a, T> {
     pub(super) red: Reduction,
     pub(super) init: bool,
     pub(super) inner: usize,
+    pub(super) axis: usize,
     pub(super) data: &'a [T],
     pub(super) idx: &'a [i64],
     pub(super) upd: &'a [T],
@@ -153,22 +119,27 @@ impl<'a, T: Value> Scatter<'a, T> {
             red,
             init: true,
             inner: 1,
+            axis: 0,
             data,
             idx,
             upd,
         }
     }
 
-    fn shape(&self, len: usize) -> Vec<usize> {
-        match self.inner {
-            1 => vec![len],
-            inner => vec![len / inner, inner],
+    /// The shapes of the data and of the indices.
+    fn shapes(&self) -> (Vec<usize>, Vec<usize>) {
+        let (n, inner) = (self.idx.len(), self.inner);
+        let rows = n / inner;
+        match (self.axis, inner) {
+            (0, 1) => (vec![self.data.len()], vec![n]),
+            (0, _) => (vec![self.data.len() / inner, inner], vec![rows, inner]),
+            _ => (vec![rows, self.data.len() / rows], vec![rows, inner]),
         }
     }
 
     /// The op's output values, or its error.
     pub(super) fn run(&self, run: Run) -> Result<Vec<T>, OpError> {
-        let ishape = self.shape(self.idx.len());
+        let (dshape, ishape) = self.shapes();
         let indices = match run.narrow {
             true => i32s(
                 &ishape,
@@ -176,30 +147,48 @@ impl<'a, T: Value> Scatter<'a, T> {
             ),
             false => i64s(&ishape, self.idx),
         };
-        let data = Arc::new(T::tensor(&self.shape(self.data.len()), self.data));
+        let data = Arc::new(T::tensor(&dshape, self.data));
         let inputs = vec![
             data.clone(),
             Arc::new(indices),
             Arc::new(T::tensor(&ishape, self.upd)),
-            Arc::new(i64s(&[], &[0])),
+            Arc::new(i64s(&[], &[self.axis as i64])),
         ];
         let kept = run.kept.then(|| data.clone());
         drop(data);
         let out = on_threads(run.threads, || seu12(self.red, self.init).eval(inputs));
         if let Some(data) = kept {
-            assert!(
-                same_bits(data.values::<T>().unwrap(), self.data),
-                "data changed"
-            );
+            assert_same_bits(data.values::<T>().unwrap(), self.data, "the kept data");
         }
         Ok(out?.remove(0).values::<T>().unwrap().to_vec())
     }
 
-    /// The spec's result.
+    /// The spec's result: each update in turn, in row-major order of the indices; without
+    /// the initial values an element's first update replaces it; a mean divides by the
+    /// updates counted (and the initial value, when kept).
     pub(super) fn expected(&self) -> Vec<T> {
-        sequential(
-            self.red, self.init, self.data, self.inner, self.idx, self.upd,
-        )
+        let (dshape, _) = self.shapes();
+        let (along, columns) = (dshape[self.axis], dshape.get(1).map_or(1, |&c| c));
+        let mut out = self.data.to_vec();
+        let mut hits = vec![0u32; out.len()];
+        for (p, (&v, &u)) in self.idx.iter().zip(self.upd).enumerate() {
+            let t = v.rem_euclid(along as i64) as usize;
+            let o = match self.axis {
+                0 => t * columns + p % self.inner,
+                _ => p / self.inner * columns + t,
+            };
+            out[o] = match hits[o] > 0 || self.init {
+                true => T::combine(self.red, out[o], u),
+                false => u,
+            };
+            hits[o] += 1;
+        }
+        if self.red == Reduction::Mean {
+            for (x, &k) in out.iter_mut().zip(&hits).filter(|(_, &k)| k > 0) {
+                *x = T::mean(*x, k + u32::from(self.init));
+            }
+        }
+        out
     }
 
     /// Each run gives the spec's result bit for bit; `what` names the case on failure.
@@ -208,16 +197,12 @@ impl<'a, T: Value> Scatter<'a, T> {
         let want = self.expected();
         for &run in runs {
             let got = self.run(run).unwrap();
-            let at = got
-                .iter()
-                .zip(&want)
-                .position(|(g, w)| g.bits() != w.bits());
-            assert!(
-                got.len() == want.len() && at.is_none(),
-                "{what} {:?} {}, {run:?}: element {at:?} differs",
+            let case = format!(
+                "{what} {:?} {}, {run:?}",
                 self.red,
-                std::any::type_name::<T>(),
+                std::any::type_name::<T>()
             );
+            assert_same_bits(&got, &want, case);
         }
     }
 
@@ -229,10 +214,6 @@ impl<'a, T: Value> Scatter<'a, T> {
             assert_out_of_range(&e, value, position, &format!("{run:?}"));
         }
     }
-}
-
-fn same_bits<T: Value>(a: &[T], b: &[T]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.bits() == y.bits())
 }
 
 /// `n` indices spread over `0..along` by a multiplicative hash, no two nearby positions on
