@@ -600,6 +600,93 @@ def ssd_priors():
     return m, inputs
 
 
+def ssd_head():
+    """DetectionOutput-8 and -1 as SSD and RefineDet heads use them, on a batch of two with 30
+    priors and 4 classes: CENTER_SIZE with shared locations, top_k and keep_top_k (v8);
+    CORNER with per-class locations, per-image priors, no background and both clips (v1);
+    MXNet-style suppression; unnormalized 5-value priors with the variances in the target,
+    whose list a prior with image id -1 ends; and the ARM inputs with an objectness score."""
+    r = np.random.default_rng(35)
+    n, p, c = 2, 30, 4
+
+    def priors(batch, normalized=True, variances=True):
+        xy = r.uniform(0.0, 0.7, (batch, p, 2))
+        wh = r.uniform(0.1, 0.4, (batch, p, 2))
+        boxes = np.concatenate([xy, xy + wh], axis=2)
+        if not normalized:
+            boxes = np.concatenate([np.zeros((batch, p, 1)), boxes * [300, 200, 300, 200]], 2)
+            boxes[:, 25, 0] = -1.0
+        rows = [boxes.reshape(batch, 1, -1)]
+        if variances:
+            rows.append(np.tile([0.1, 0.1, 0.2, 0.2], (batch, 1, p)))
+        return np.concatenate(rows, axis=1).astype(np.float32)
+
+    def conf():
+        logits = r.standard_normal((n, p, c)) * 2.0
+        e = np.exp(logits)
+        return (e / e.sum(2, keepdims=True)).reshape(n, p * c).astype(np.float32)
+
+    inputs = {
+        "loc": (r.standard_normal((n, p * 4)) * 0.5).astype(np.float32),
+        "loc_per_class": (r.standard_normal((n, p * c * 4)) * 0.5).astype(np.float32),
+        "conf": conf(),
+        "priors": priors(1),
+        "priors_per_image": priors(n),
+        "priors_pixels": priors(1, normalized=False, variances=False),
+        "arm_conf": r.uniform(0.0, 1.0, (n, p * 2)).astype(np.float32),
+        "arm_loc": (r.standard_normal((n, p * 4)) * 0.3).astype(np.float32),
+    }
+    ps = {k: param(k, np.float32, list(v.shape)) for k, v in inputs.items()}
+    ssd = {"keep_top_k": [10], "nms_threshold": 0.45, "top_k": 20, "confidence_threshold": 0.05,
+           "code_type": "caffe.PriorBoxParameter.CENTER_SIZE", "share_location": True,
+           "background_label_id": 0, "normalized": True}
+    a = o8.detection_output(ps["loc"], ps["conf"], ps["priors"], ssd)
+    b = o1.detection_output(ps["loc_per_class"], ps["conf"], ps["priors_per_image"], dict(
+        ssd, num_classes=c, keep_top_k=[-1], top_k=-1, code_type="caffe.PriorBoxParameter.CORNER",
+        share_location=False, background_label_id=-1, clip_before_nms=True,
+        clip_after_nms=True, confidence_threshold=0.2))
+    m_x = o8.detection_output(ps["loc"], ps["conf"], ps["priors"], dict(
+        ssd, decrease_label_id=True, top_k=15, keep_top_k=[12], confidence_threshold=0.1))
+    d = o8.detection_output(ps["loc"], ps["conf"], ps["priors_pixels"], dict(
+        ssd, normalized=False, input_width=300, input_height=200,
+        variance_encoded_in_target=True, keep_top_k=[-1], top_k=6))
+    e = o8.detection_output(ps["loc"], ps["conf"], ps["priors"], dict(
+        ssd, objectness_score=0.3, keep_top_k=[16]), ps["arm_conf"], ps["arm_loc"])
+    m = model([("det_ssd", a), ("det_v1_per_class", b), ("det_mxnet", m_x),
+               ("det_pixels", d), ("det_arm", e)], list(ps.values()), "ssd_head")
+    return m, inputs
+
+
+def rpn():
+    """Proposal-4 and -1 as Faster R-CNN region proposal networks use them, on a batch of two
+    6 x 8 maps: Caffe anchors (base 16, three ratios, two scales) with a min_size filter, and
+    TensorFlow's (base 64, no rounding, swapped axes) with a four-value image_shape, box
+    scales, clipping after suppression and normalized output. Scores are distinct and every
+    image keeps post_nms_topn boxes, so the ranking has no ties (OpenVINO CPU's sort is not
+    stable) and no unwritten score."""
+    r = np.random.default_rng(36)
+    n, h, w, a = 2, 6, 8, 6
+    inputs = {
+        "class_probs": r.uniform(0.0, 1.0, (n, 2 * a, h, w)).astype(np.float32),
+        "bbox_deltas": (r.standard_normal((n, 4 * a, h, w)) * 0.2).astype(np.float32),
+        "image_shape": np.array([96.0, 128.0, 1.0], np.float32),
+        "image_shape_4": np.array([100.0, 90.0, 1.5, 0.8], np.float32),
+    }
+    ps = {k: param(k, np.float32, list(v.shape)) for k, v in inputs.items()}
+    u = np.uint32
+    caffe = {"base_size": u(16), "pre_nms_topn": u(100), "post_nms_topn": u(30),
+             "nms_thresh": 0.7, "feat_stride": u(16), "min_size": u(4),
+             "ratio": [0.5, 1.0, 2.0], "scale": [2.0, 4.0]}
+    v4 = o4.proposal(ps["class_probs"], ps["bbox_deltas"], ps["image_shape"], caffe)
+    tf = o1.proposal(ps["class_probs"], ps["bbox_deltas"], ps["image_shape_4"], dict(
+        caffe, framework="tensorflow", base_size=u(64), ratio=[0.5, 1.0, 2.0], scale=[0.25, 0.5],
+        clip_after_nms=True, normalize=True, box_size_scale=5.0, box_coordinate_scale=2.0,
+        post_nms_topn=u(20), min_size=u(2)))
+    m = model([("rois", v4.output(0)), ("roi_scores", v4.output(1)), ("rois_tf", tf)],
+              list(ps.values()), "rpn")
+    return m, inputs
+
+
 def converted():
     """The committed PyTorch conversions that irun can run: inputs for each."""
     n, f, e = 10, 16, 40
@@ -630,7 +717,7 @@ def converted():
 def main():
     only = set(sys.argv[1:])
     for build in (shape_ops, int_arith, activations, gather_split_tile, reduce_norm, small_cnn, index_ops, attention, fft, einsum,
-                  pillar_max, recurrent, control_flow, yolo, ssd_priors):
+                  pillar_max, recurrent, control_flow, yolo, ssd_priors, ssd_head, rpn):
         name = build.__name__
         if only and name not in only:
             continue

@@ -142,9 +142,9 @@ fn unknown_types_are_errors_unsupported_ones_warnings() {
     assert_eq!(check(&empty).code, 1);
 
     let real = model(
-        "DetectionOutput",
-        "opset8",
-        "background_label_id=\"0\"",
+        "CTCLoss",
+        "opset4",
+        "ctc_merge_repeated=\"true\"",
         &[2],
         &[2],
         &[2],

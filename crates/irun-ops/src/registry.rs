@@ -281,6 +281,8 @@ pub static REGISTRY: &[Entry] = &[
     op("Unsqueeze", 1, 1, mv::unsqueeze::build),
     op("VariadicSplit", 1, 1, mv::variadic_split::build),
     // Image and detection.
+    op("DetectionOutput", 1, 0, vision::detection_output::build_v1),
+    op("DetectionOutput", 8, 8, vision::detection_output::build_v8),
     op("GridSample", 9, 9, vision::grid_sample::build),
     op("Interpolate", 1, 0, vision::interpolate::build_v1),
     op("Interpolate", 4, 4, vision::interpolate::build_v4),
@@ -295,6 +297,8 @@ pub static REGISTRY: &[Entry] = &[
         0,
         vision::prior_box_clustered::build,
     ),
+    op("Proposal", 1, 0, vision::proposal::build_v1),
+    op("Proposal", 4, 4, vision::proposal::build_v4),
     op("RegionYolo", 1, 0, vision::region_yolo::build),
     op("ReorgYolo", 2, 0, vision::reorg_yolo::build),
     op("ROIAlign", 3, 3, vision::roi_align::build_v3),
@@ -322,6 +326,21 @@ pub fn parse_opset(version: &str) -> Option<u32> {
         .filter(|n| (1..=NEWEST_OPSET).contains(n))
 }
 
+/// The opset a layer's `version` names: `opsetN`, or opset6 for the types OpenVINO's reader
+/// also accepts as `experimental` or `extension` (as older Model Optimizer IRs write
+/// Proposal, the recurrent cells and the ExperimentalDetectron ops).
+pub fn layer_opset(type_name: &str, version: &str) -> Option<u32> {
+    const READ_FROM_OPSET6: &[&str] = &["Proposal", "GRUCell", "RNNCell"];
+    parse_opset(version).or_else(|| {
+        let legacy = matches!(version, "experimental" | "extension");
+        let listed = READ_FROM_OPSET6
+            .iter()
+            .any(|t| t.eq_ignore_ascii_case(type_name))
+            || type_name.starts_with("ExperimentalDetectron");
+        (legacy && listed).then_some(6)
+    })
+}
+
 /// The registry entry `(type, opset)` resolves to.
 pub fn lookup(type_name: &str, opset: u32) -> Option<&'static Entry> {
     REGISTRY
@@ -343,7 +362,7 @@ pub fn resolve(layer: &Layer) -> Resolution {
             ),
         ));
     }
-    let Some(opset) = parse_opset(&layer.version) else {
+    let Some(opset) = layer_opset(&layer.type_name, &layer.version) else {
         let known = REGISTRY
             .iter()
             .any(|e| e.type_name.eq_ignore_ascii_case(&layer.type_name));
@@ -435,5 +454,9 @@ mod tests {
         assert_eq!(parse_opset("opset16"), Some(16));
         assert_eq!(parse_opset("opset17"), None);
         assert_eq!(parse_opset("experimental"), None);
+        assert_eq!(layer_opset("Proposal", "experimental"), Some(6));
+        assert_eq!(layer_opset("GRUCell", "extension"), Some(6));
+        assert_eq!(layer_opset("Add", "experimental"), None);
+        assert_eq!(lookup("Proposal", 6).map(|e| e.version), Some(4));
     }
 }
