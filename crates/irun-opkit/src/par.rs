@@ -248,6 +248,28 @@ impl<T: Copy> Filler<'_, T> {
         unsafe { &mut *(written as *mut [MaybeUninit<T>] as *mut [T]) }
     }
 
+    /// Appends a copy of the last `count` values written (a repeated row: nearest
+    /// upsampling's second output row of each input row). Panics, never unsound, if fewer
+    /// were written.
+    #[inline]
+    pub fn repeat_last(&mut self, count: usize) {
+        let start = self.len - count;
+        let end = self.len + count;
+        // Copies of initialised slots are initialised: `MaybeUninit<T: Copy>` is `Copy`.
+        self.slots.copy_within(start..self.len, self.len);
+        self.len = end;
+    }
+
+    /// Appends `src[i]` for each `i` of `indices`, in order.
+    #[inline]
+    pub fn extend_gathered(&mut self, src: &[T], indices: &[usize]) {
+        let end = self.len + indices.len();
+        for (slot, &i) in self.slots[self.len..end].iter_mut().zip(indices) {
+            slot.write(src[i]);
+        }
+        self.len = end;
+    }
+
     /// Slots of the chunk not written yet.
     pub fn remaining(&self) -> usize {
         self.slots.len() - self.len

@@ -100,7 +100,11 @@ impl AxisMap {
         // Slice copies pay where runs are long (padding, cropping); a table of short runs
         // (nearest upsampling repeats each input) is read entry by entry.
         let by_runs = runs.len() * 8 <= row;
+        let gathered: Option<Vec<usize>> = last.iter().copied().collect();
         crate::par::build(len, row, &|at, out| {
+            // The previous row's input offset: an output row that reads the same input row
+            // (nearest upsampling's repeats) is a copy of the one before it.
+            let mut previous: Option<(usize, bool)> = None;
             for r in 0..out.remaining() / row {
                 // The outer coordinates of this row, from the last outer dim up.
                 let mut rest = at / row + r;
@@ -114,8 +118,15 @@ impl AxisMap {
                         None => inside = false,
                     }
                 }
+                if previous == Some((base, inside)) {
+                    out.repeat_last(row);
+                    continue;
+                }
+                previous = Some((base, inside));
                 if !inside {
                     out.repeat(fill, row);
+                } else if let (false, Some(indices)) = (by_runs, &gathered) {
+                    out.extend_gathered(&src[base..], indices);
                 } else if by_runs {
                     for r in &runs {
                         match r.from {
@@ -222,6 +233,47 @@ mod tests {
             })
             .collect();
         assert_eq!(*out, i32s(&[3, 40], &want));
+    }
+
+    /// Nearest upsampling: rows that read the same input row are copies of the row before,
+    /// a full table is gathered, a fill row repeats; every row as the tables say.
+    #[test]
+    fn repeated_rows_and_gathered_rows_read_their_tables() {
+        let x = i32s(&[2, 3, 4], &(0..24).collect::<Vec<_>>());
+        let planes = vec![Some(1), Some(1), Some(0)];
+        let rows = vec![Some(0), Some(0), None, None, Some(2), Some(2), Some(1)];
+        let cols = vec![
+            Some(3),
+            Some(3),
+            Some(0),
+            Some(0),
+            Some(1),
+            Some(2),
+            Some(2),
+        ];
+        let map = AxisMap::new(
+            vec![planes.clone(), rows.clone(), cols.clone()],
+            &[2, 3, 4],
+            "t",
+        )
+        .unwrap();
+        let mut want = Vec::new();
+        for p in &planes {
+            for r in &rows {
+                for c in &cols {
+                    want.push(match (p, r, c) {
+                        (Some(p), Some(r), Some(c)) => (p * 12 + r * 4 + c) as i32,
+                        _ => -1,
+                    });
+                }
+            }
+        }
+        for threads in [1, 2, 3] {
+            let out = crate::testing_kit::on_threads(threads, || {
+                map.apply(&x, Some(&i32s(&[], &[-1])), "t").unwrap()
+            });
+            assert_eq!(*out, i32s(&[3, 7, 7], &want), "{threads} threads");
+        }
     }
 
     #[test]
