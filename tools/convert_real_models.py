@@ -17,6 +17,8 @@ to compare irun with. Full-size models stay out of the repository (tools/out/rea
   label_smoothing one_hot and scatter_ label smoothing with a cross-entropy
   confusion       a confusion-matrix histogram with index_put_(accumulate=True)
   voxel           a dynamic voxel encoder: torch.unique(return_inverse) + scatter_reduce(amax, mean)
+  swin            torchvision SwinTransformer, 2 stages (embed 24, window 4: torch.roll), 1x3x32x32
+  adaptive_pools  a conv and a head over adaptive_avg_pool2d (5, 7) and adaptive_max_pool2d 3
   gcn, sage_mean  (--full only) tools/convert_torch_models.py's GNNs on 50,000 nodes, 500,000 edges
 
 Each runs at two sizes: the default writes the reduced variants committed under models/real;
@@ -210,6 +212,22 @@ class VoxelEncoder(torch.nn.Module):
         return keys, pooled
 
 
+class AdaptivePools(torch.nn.Module):
+    """A classifier head over adaptive pools to sizes the input does not divide, as VGG's
+    and AlexNet's `AdaptiveAvgPool2d` and feature-pyramid code write them."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 8, 3, padding=1)
+        self.fc = torch.nn.Linear(8 * (5 * 7 + 3 * 3), 10)
+
+    def forward(self, x):
+        f = F.relu(self.conv(x))
+        a = F.adaptive_avg_pool2d(f, (5, 7))
+        m = F.adaptive_max_pool2d(f, 3)
+        return self.fc(torch.cat([a.flatten(1), m.flatten(1)], 1)), a
+
+
 def save(out, name, model, example, input_names):
     d = os.path.join(out, name)
     os.makedirs(d, exist_ok=True)
@@ -368,6 +386,15 @@ def dense(out, wanted):
             save(out, "gpt2_kv", CachedLM(gpt2), (new, torch.ones(1, 20, dtype=torch.int64), *past), None)
     except Exception as e:  # transformers 5.x's GPT-2 uses aten::diff, which OpenVINO cannot convert
         print("gpt2 not converted:", str(e).splitlines()[-1])
+
+    # Built last, so the models above keep their seeds.
+    swin = torchvision.models.swin_transformer.SwinTransformer(
+        patch_size=[4, 4], embed_dim=24, depths=[2, 2], num_heads=[2, 4], window_size=[4, 4],
+        num_classes=10)
+    if wanted("swin"):
+        save(out, "swin", swin, (torch.randn(1, 3, 32, 32),), ["x"])
+    if wanted("adaptive_pools"):
+        save(out, "adaptive_pools", AdaptivePools(), (torch.randn(2, 3, 23, 30),), ["x"])
 
 
 if __name__ == "__main__":

@@ -687,6 +687,36 @@ def rpn():
     return m, inputs
 
 
+def pools_roll():
+    """AdaptiveAvgPool-8 and AdaptiveMaxPool-8 as PyTorch's converter writes them, on 1, 2
+    and 3 spatial dims, sizes that divide and that do not (overlapping windows), upsampling
+    sizes; Roll-7 as torch.roll and Swin's shifted windows write it, with
+    negative shifts and axes and an axis rolled twice."""
+    r = np.random.default_rng(37)
+    x2 = param("x2", np.float32, [2, 3, 10, 13])
+    x1 = param("x1", np.float32, [2, 4, 9])
+    x3 = param("x3", np.float32, [1, 2, 5, 6, 7])
+    avg2 = o8.adaptive_avg_pool(x2, const([4, 5]))
+    max2 = o8.adaptive_max_pool(x2, const([3, 6], np.int32), "i32")
+    avg1 = o8.adaptive_avg_pool(x1, const([12]))
+    # OpenVINO CPU refuses AdaptiveMaxPool with i64 indices (its default: "CPU plugin does
+    # not support i64 for use with oneDNN"), so both cases here ask for i32.
+    max3 = o8.adaptive_max_pool(x3, const([2, 4, 3]), "i32")
+    roll_a = o7.roll(x2, const([3, -5]), const([2, 3]))
+    # A scalar shift over several axes is valid (the specification and reference apply it
+    # to each) but OpenVINO CPU refuses it ("'shift' and 'axes' dimensions mismatch"): the
+    # unit tests cover it, the golden gives the shift per axis.
+    roll_b = o7.roll(x3, const([-2, -2, -2]), const([-1, 2, 0]))
+    roll_c = o7.roll(x1, const([4, 1, -2], np.int32), const([2, 2, 1], np.int32))
+    m = model([("avg2", avg2), ("max2", max2.output(0)), ("max2_index", max2.output(1)),
+               ("avg1", avg1), ("max3", max3.output(0)), ("max3_index", max3.output(1)),
+               ("roll_a", roll_a), ("roll_b", roll_b), ("roll_c", roll_c)], [x2, x1, x3], "pools_roll")
+    inputs = {"x2": r.standard_normal((2, 3, 10, 13)).astype(np.float32),
+              "x1": r.standard_normal((2, 4, 9)).astype(np.float32),
+              "x3": r.standard_normal((1, 2, 5, 6, 7)).astype(np.float32)}
+    return m, inputs
+
+
 def converted():
     """The committed PyTorch conversions that irun can run: inputs for each."""
     n, f, e = 10, 16, 40
@@ -717,7 +747,7 @@ def converted():
 def main():
     only = set(sys.argv[1:])
     for build in (shape_ops, int_arith, activations, gather_split_tile, reduce_norm, small_cnn, index_ops, attention, fft, einsum,
-                  pillar_max, recurrent, control_flow, yolo, ssd_priors, ssd_head, rpn):
+                  pillar_max, recurrent, control_flow, yolo, ssd_priors, ssd_head, rpn, pools_roll):
         name = build.__name__
         if only and name not in only:
             continue

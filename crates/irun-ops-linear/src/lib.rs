@@ -19,6 +19,7 @@ pub(crate) use irun_opkit::testing;
 #[allow(unused_imports)]
 pub(crate) use irun_opkit::{attrs, broadcast, fact, kernel, op, par, simd, util};
 
+pub mod adaptive_pool;
 pub mod avg_pool;
 pub mod compressed;
 pub mod conv;

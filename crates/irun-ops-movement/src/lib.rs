@@ -30,6 +30,7 @@ pub mod pad;
 pub mod reshape;
 pub mod reverse;
 pub mod reverse_sequence;
+pub mod roll;
 pub mod shuffle_channels;
 pub mod slice;
 pub mod slice_scatter;

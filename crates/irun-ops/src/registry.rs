@@ -183,6 +183,8 @@ pub static REGISTRY: &[Entry] = &[
     op("RDFT", 9, 9, signal::rdft::build),
     op("IRDFT", 9, 9, signal::irdft::build),
     // Linear algebra.
+    op("AdaptiveAvgPool", 8, 8, linear::adaptive_pool::build_avg),
+    op("AdaptiveMaxPool", 8, 8, linear::adaptive_pool::build_max),
     op("AvgPool", 1, 1, linear::avg_pool::build_v1),
     op("AvgPool", 14, 14, linear::avg_pool::build_v14),
     op("AvgPool", 16, 16, linear::avg_pool::build_v16),
@@ -277,6 +279,7 @@ pub static REGISTRY: &[Entry] = &[
     op("Squeeze", 15, 15, mv::squeeze::build_v15),
     op("StridedSlice", 1, 1, mv::strided_slice::build),
     op("Tile", 1, 1, mv::tile::build),
+    op("Roll", 7, 7, mv::roll::build),
     op("Transpose", 1, 1, mv::transpose::build),
     op("Unsqueeze", 1, 1, mv::unsqueeze::build),
     op("VariadicSplit", 1, 1, mv::variadic_split::build),
