@@ -18,7 +18,7 @@ to compare irun with. Full-size models stay out of the repository (tools/out/rea
   confusion       a confusion-matrix histogram with index_put_(accumulate=True)
   voxel           a dynamic voxel encoder: torch.unique(return_inverse) + scatter_reduce(amax, mean)
   swin            torchvision SwinTransformer, 2 stages (embed 24, window 4: torch.roll), 1x3x32x32
-  adaptive_pools  a conv, then adaptive_avg_pool2d (5, 7) and adaptive_max_pool2d 3
+  adaptive_pools  a conv and a head over adaptive_avg_pool2d (5, 7) and adaptive_max_pool2d 3
   gcn, sage_mean  (--full only) tools/convert_torch_models.py's GNNs on 50,000 nodes, 500,000 edges
 
 Each runs at two sizes: the default writes the reduced variants committed under models/real;
@@ -213,20 +213,19 @@ class VoxelEncoder(torch.nn.Module):
 
 
 class AdaptivePools(torch.nn.Module):
-    """Adaptive pools to sizes the input does not divide, after a convolution, as VGG's and
-    AlexNet's `AdaptiveAvgPool2d` and feature-pyramid code write them. (A Linear head after
-    them, [2, 352] x [352, 10] with its bias, gave other bits prepared than unprepared: a
-    MatMul matter, left for its own fix.)"""
+    """A classifier head over adaptive pools to sizes the input does not divide, as VGG's
+    and AlexNet's `AdaptiveAvgPool2d` and feature-pyramid code write them."""
 
     def __init__(self):
         super().__init__()
         self.conv = torch.nn.Conv2d(3, 8, 3, padding=1)
+        self.fc = torch.nn.Linear(8 * (5 * 7 + 3 * 3), 10)
 
     def forward(self, x):
         f = F.relu(self.conv(x))
         a = F.adaptive_avg_pool2d(f, (5, 7))
         m = F.adaptive_max_pool2d(f, 3)
-        return torch.cat([a.flatten(1), m.flatten(1)], 1), a
+        return self.fc(torch.cat([a.flatten(1), m.flatten(1)], 1)), a
 
 
 def save(out, name, model, example, input_names):

@@ -72,6 +72,12 @@ impl Mul for f32 {
 /// than such a product.
 const SMALL_PRODUCT: usize = 8192;
 
+/// rten-gemm's depth block for f32 (`1024 / size_of::<f32>()`): past it, an output is the
+/// sum of one multiply-add chain per block, each from zero, added in turn, and so is
+/// [`small_f32`]'s (one chain over all of k differed from the prepared product in 15 of a
+/// [2, 352] x [352, 10] Linear's 20 outputs).
+const RTEN_DEPTH_BLOCK: usize = 256;
+
 /// Output columns below which [`small_f32`] sums each output in a register rather than
 /// rows of outputs in memory.
 const NARROW: usize = 8;
@@ -112,14 +118,20 @@ fn small_f32(
                 for i0 in (0..m).step_by(ROWS) {
                     let rows = ROWS.min(m - i0);
                     for j in 0..n {
-                        let mut acc = [0f32; ROWS];
-                        for p in 0..k {
-                            let y = b[p * row + j];
-                            for (r, acc) in acc.iter_mut().enumerate().take(rows) {
-                                *acc = a[(i0 + r) * sa0 + p * sa1].mul_add(y, *acc);
+                        let mut total = [0f32; ROWS];
+                        for d0 in (0..k).step_by(RTEN_DEPTH_BLOCK) {
+                            let mut acc = [0f32; ROWS];
+                            for p in d0..k.min(d0 + RTEN_DEPTH_BLOCK) {
+                                let y = b[p * row + j];
+                                for (r, acc) in acc.iter_mut().enumerate().take(rows) {
+                                    *acc = a[(i0 + r) * sa0 + p * sa1].mul_add(y, *acc);
+                                }
+                            }
+                            for (t, a) in total.iter_mut().zip(acc) {
+                                *t = if d0 == 0 { a } else { *t + a };
                             }
                         }
-                        for (r, &v) in acc.iter().enumerate().take(rows) {
+                        for (r, &v) in total.iter().enumerate().take(rows) {
                             c[(i0 + r) * n + j] = v;
                         }
                     }
@@ -131,12 +143,26 @@ fn small_f32(
     simd::widest(
         #[inline(always)]
         || {
+            // Depth blocks after the first are summed apart and added, as rten-gemm adds them.
+            let mut block = if k > RTEN_DEPTH_BLOCK {
+                vec![0f32; n]
+            } else {
+                Vec::new()
+            };
             for (i, ci) in c.chunks_exact_mut(n).take(m).enumerate() {
-                ci.fill(0.0);
-                for p in 0..k {
-                    let x = a[i * sa.0 as usize + p * sa.1 as usize];
-                    for (o, &y) in ci.iter_mut().zip(&b[p * row..][..n]) {
-                        *o = x.mul_add(y, *o);
+                for d0 in (0..k).step_by(RTEN_DEPTH_BLOCK) {
+                    let sums: &mut [f32] = if d0 == 0 { &mut *ci } else { &mut block };
+                    sums.fill(0.0);
+                    for p in d0..k.min(d0 + RTEN_DEPTH_BLOCK) {
+                        let x = a[i * sa.0 as usize + p * sa.1 as usize];
+                        for (o, &y) in sums.iter_mut().zip(&b[p * row..][..n]) {
+                            *o = x.mul_add(y, *o);
+                        }
+                    }
+                    if d0 > 0 {
+                        for (o, &s) in ci.iter_mut().zip(&block) {
+                            *o += s;
+                        }
                     }
                 }
             }
@@ -455,6 +481,9 @@ mod tests {
             (16, 27, 16),
             (40, 144, 1),
             (11, 60, 5),
+            // Past rten-gemm's depth block of 256: chains per block, added.
+            (2, 352, 10),
+            (3, 600, 4),
         ];
         for &(m, k, n) in &shapes {
             let a: Vec<f32> = (0..m * k).map(|i| (i as f32 * 0.37).sin()).collect();

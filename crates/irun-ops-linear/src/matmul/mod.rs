@@ -228,7 +228,13 @@ impl Gemm {
         } else {
             1
         };
-        let rows_per = self.m.div_ceil(row_blocks.max(1)).max(1);
+        let mut rows_per = self.m.div_ceil(row_blocks.max(1)).max(1);
+        // No block of a single row unless the product has one: a row alone is a vector
+        // product, summed in another order than the rows multiplied with it (a [2, 352] x
+        // [10, 352]ᵀ Linear gave other bits on 2 threads than on 1).
+        while self.m > 1 && (rows_per == 1 || self.m % rows_per == 1) {
+            rows_per += 1;
+        }
         let mut chunks: Vec<&mut [T]> = out.chunks_mut((rows_per * self.n).max(1)).collect();
         let per_batch = cm.div_ceil((rows_per * self.n).max(1)).max(1);
         par::for_each_mut(&mut chunks, &|i, c| {
@@ -350,13 +356,18 @@ mod tests {
             (2, 300, 128),
             (11, 300, 128),
         ] {
-            packed_matches_run_time(m, k, n);
+            packed_matches_run_time(3, m, k, n);
         }
+        // One matrix of a few rows past rten-gemm's depth block of 256, small enough for
+        // the op's direct loops: a classifier's Linear over 352 pooled features; and 3 rows,
+        // which 2 or 3 threads would cut into blocks of 1.
+        packed_matches_run_time(1, 2, 352, 10);
+        packed_matches_run_time(1, 3, 300, 40);
     }
 
-    fn packed_matches_run_time(m: usize, k: usize, n: usize) {
+    fn packed_matches_run_time(batch: usize, m: usize, k: usize, n: usize) {
         {
-            let a: Vec<f32> = (0..3 * m * k)
+            let a: Vec<f32> = (0..batch * m * k)
                 .map(|i| ((i * 7) % 19) as f32 * 0.13 - 1.0)
                 .collect();
             let b: Vec<f32> = (0..k * n)
@@ -364,7 +375,11 @@ mod tests {
                 .collect();
             for (tb, bshape) in [(false, vec![k, n]), (true, vec![n, k])] {
                 for ta in [false, true] {
-                    let ashape = if ta { vec![3, k, m] } else { vec![3, m, k] };
+                    let ashape = if ta {
+                        vec![batch, k, m]
+                    } else {
+                        vec![batch, m, k]
+                    };
                     let inputs = || {
                         vec![
                             Tensor::from_f32(ashape.clone(), a.clone()).unwrap(),
