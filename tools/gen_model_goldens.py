@@ -661,7 +661,8 @@ def rpn():
     """Proposal-4 and -1 as Faster R-CNN region proposal networks use them, on a batch of two
     6 x 8 maps: Caffe anchors (base 16, three ratios, two scales) with a min_size filter, and
     TensorFlow's (base 64, no rounding, swapped axes) with a four-value image_shape, box
-    scales, clipping after suppression and normalized output. Scores are distinct and every
+    scales, clipping after suppression and normalized output; ROIPooling-2 of a feature map
+    by the proposals (max) and by normalized boxes (bilinear). Scores are distinct and every
     image keeps post_nms_topn boxes, so the ranking has no ties (OpenVINO CPU's sort is not
     stable) and no unwritten score."""
     r = np.random.default_rng(36)
@@ -671,7 +672,13 @@ def rpn():
         "bbox_deltas": (r.standard_normal((n, 4 * a, h, w)) * 0.2).astype(np.float32),
         "image_shape": np.array([96.0, 128.0, 1.0], np.float32),
         "image_shape_4": np.array([100.0, 90.0, 1.5, 0.8], np.float32),
+        "features": r.standard_normal((n, 4, h, w)).astype(np.float32),
     }
+    # Normalized boxes for bilinear ROIPooling, one per image and three more.
+    corners = np.sort(r.uniform(-0.1, 1.0, (5, 2, 2)), axis=1)
+    inputs["norm_rois"] = np.concatenate(
+        [np.array([[0], [1], [1], [0], [1]], np.float32),
+         corners[:, :, 0], corners[:, :, 1]], 1)[:, [0, 1, 3, 2, 4]].astype(np.float32)
     ps = {k: param(k, np.float32, list(v.shape)) for k, v in inputs.items()}
     u = np.uint32
     caffe = {"base_size": u(16), "pre_nms_topn": u(100), "post_nms_topn": u(30),
@@ -682,8 +689,13 @@ def rpn():
         caffe, framework="tensorflow", base_size=u(64), ratio=[0.5, 1.0, 2.0], scale=[0.25, 0.5],
         clip_after_nms=True, normalize=True, box_size_scale=5.0, box_coordinate_scale=2.0,
         post_nms_topn=u(20), min_size=u(2)))
-    m = model([("rois", v4.output(0)), ("roi_scores", v4.output(1)), ("rois_tf", tf)],
-              list(ps.values()), "rpn")
+    ps["norm_rois"] = param("norm_rois", np.float32, [5, 5])
+    # Faster R-CNN's head: ROIPooling-2 of the feature map by the proposals (image
+    # coordinates at the map's stride of 16), and bilinear on normalized boxes.
+    pooled = o2.roi_pooling(ps["features"], v4.output(0), [3, 3], 1.0 / 16, "max")
+    pooled_b = o2.roi_pooling(ps["features"], ps["norm_rois"], [4, 3], 1.0, "bilinear")
+    m = model([("rois", v4.output(0)), ("roi_scores", v4.output(1)), ("rois_tf", tf),
+               ("pooled", pooled), ("pooled_bilinear", pooled_b)], list(ps.values()), "rpn")
     return m, inputs
 
 

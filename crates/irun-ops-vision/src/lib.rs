@@ -1,6 +1,6 @@
 //! The image and detection family: Interpolate-1/4/11, GridSample-9, NonMaxSuppression-5/9,
-//! ROIAlign-3/9, DetectionOutput-0/8, PriorBox-0/8, PriorBoxClustered-0, Proposal-0/4,
-//! RegionYolo-0, ReorgYolo-0. One file per op; `resample.rs` is Interpolate's arithmetic
+//! ROIAlign-3/9, ROIPooling-0, DetectionOutput-0/8, PriorBox-0/8, PriorBoxClustered-0,
+//! Proposal-0/4, RegionYolo-0, ReorgYolo-0. One file per op; `resample.rs` is Interpolate's arithmetic
 //! (coordinates, nearest rounding, each filter's taps, the separable pass).
 //!
 //! Architecture invariant: filtering modes compute in f64 and round to the element type
@@ -25,3 +25,4 @@ pub mod region_yolo;
 pub mod reorg_yolo;
 pub mod resample;
 pub mod roi_align;
+pub mod roi_pooling;

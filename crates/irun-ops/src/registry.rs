@@ -306,6 +306,7 @@ pub static REGISTRY: &[Entry] = &[
     op("ReorgYolo", 2, 0, vision::reorg_yolo::build),
     op("ROIAlign", 3, 3, vision::roi_align::build_v3),
     op("ROIAlign", 9, 9, vision::roi_align::build_v9),
+    op("ROIPooling", 2, 0, vision::roi_pooling::build),
 ];
 
 /// How a layer's `(type, version)` resolved.
@@ -331,9 +332,18 @@ pub fn parse_opset(version: &str) -> Option<u32> {
 
 /// The opset a layer's `version` names: `opsetN`, or opset6 for the types OpenVINO's reader
 /// also accepts as `experimental` or `extension` (as older Model Optimizer IRs write
-/// Proposal, the recurrent cells and the ExperimentalDetectron ops).
+/// Proposal, the recurrent cells and the ExperimentalDetectron ops); `opset1` reads MVN,
+/// ROIPooling and ReorgYolo from opset2, as OpenVINO's reader does (older IRs name them so).
 pub fn layer_opset(type_name: &str, version: &str) -> Option<u32> {
     const READ_FROM_OPSET6: &[&str] = &["Proposal", "GRUCell", "RNNCell"];
+    const OPSET1_READ_FROM_OPSET2: &[&str] = &["MVN", "ROIPooling", "ReorgYolo"];
+    if version == "opset1"
+        && OPSET1_READ_FROM_OPSET2
+            .iter()
+            .any(|t| t.eq_ignore_ascii_case(type_name))
+    {
+        return Some(2);
+    }
     parse_opset(version).or_else(|| {
         let legacy = matches!(version, "experimental" | "extension");
         let listed = READ_FROM_OPSET6
@@ -460,6 +470,9 @@ mod tests {
         assert_eq!(layer_opset("Proposal", "experimental"), Some(6));
         assert_eq!(layer_opset("GRUCell", "extension"), Some(6));
         assert_eq!(layer_opset("Add", "experimental"), None);
+        assert_eq!(layer_opset("ReorgYolo", "opset1"), Some(2));
+        assert_eq!(layer_opset("mvn", "opset1"), Some(2));
+        assert_eq!(layer_opset("Add", "opset1"), Some(1));
         assert_eq!(lookup("Proposal", 6).map(|e| e.version), Some(4));
     }
 }
