@@ -35,11 +35,11 @@
 use std::sync::Arc;
 
 use irun_opkit::number::Number;
-use irun_tensor::{with_float, Dim, ElementType, PartialShape, Scalar, Tensor};
+use irun_tensor::{with_float, Dim, PartialShape, Scalar, Tensor};
 
 use crate::attrs::AttrReader;
 use crate::fact::Fact;
-use crate::op::{codes, expect_inputs_between, same_element_type, Op, OpError, Value};
+use crate::op::{codes, expect_inputs_between, Op, OpError, Value};
 
 #[derive(Debug, Clone)]
 pub struct DetectionOutput {
@@ -463,15 +463,8 @@ impl Op for DetectionOutput {
                 format!("{} takes 3 or 5 inputs, got 4", self.name()),
             ));
         }
-        let slots: Vec<usize> = (0..inputs.len()).collect();
-        let ty = same_element_type(inputs, &slots, self.name())?;
-        if ty != ElementType::Dynamic && !ty.is_real() {
-            return Err(OpError::input(
-                0,
-                codes::ELEMENT_TYPE,
-                format!("{}: inputs must be floats, got {ty}", self.name()),
-            ));
-        }
+        // Ranks are checked with the dims, in `counts`.
+        let ty = crate::layout::float_inputs(inputs, &[], self.name())?;
         let dims: Dims = inputs
             .iter()
             .map(|f| {
@@ -810,12 +803,8 @@ mod tests {
     #[test]
     fn output_rows_follow_keep_top_k_then_top_k_then_every_box() {
         let infer = |op: &DetectionOutput| {
-            op.infer(&[
-                fact(ElementType::F32, "2,48"),
-                fact(ElementType::F32, "2,36"),
-                fact(ElementType::F32, "1,2,48"),
-            ])
-            .map(|f| f[0].shape.to_string())
+            op.infer(&[fact(F32, "2,48"), fact(F32, "2,36"), fact(F32, "1,2,48")])
+                .map(|f| f[0].shape.to_string())
         };
         let keep = DetectionOutput {
             keep_top_k: 5,
@@ -830,8 +819,7 @@ mod tests {
     #[test]
     fn mismatched_inputs_are_refused_with_the_input_named() {
         let try_infer = |op: &DetectionOutput, shapes: [&str; 3]| {
-            op.infer(&shapes.map(|s| fact(ElementType::F32, s)))
-                .unwrap_err()
+            op.infer(&shapes.map(|s| fact(F32, s))).unwrap_err()
         };
         let e = try_infer(&ssd(), ["1,48", "1,36", "1,2,50"]);
         assert_eq!((e.code, e.port.map(|p| p.1)), (codes::SHAPE, Some(2)));

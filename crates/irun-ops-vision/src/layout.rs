@@ -1,6 +1,7 @@
 //! What several detection ops check the same way: a 4-D `[N, C, H, W]` input whose output dims
-//! follow from its dims (RegionYolo, ReorgYolo), and the two `[2]` integer size inputs of the
-//! prior-box ops (`[H, W]` of the feature map, `[IH, IW]` of the image).
+//! follow from its dims (RegionYolo, ReorgYolo), the two `[2]` integer size inputs of the
+//! prior-box ops (`[H, W]` of the feature map, `[IH, IW]` of the image), and float inputs of
+//! one type and given ranks (DetectionOutput, Proposal, ROIPooling).
 
 use irun_tensor::{Dim, ElementType, PartialShape, Tensor};
 
@@ -47,6 +48,37 @@ pub fn nchw_run(
         .map(|d| d.get_static().unwrap_or(0) as usize)
         .collect();
     Ok(([n, c, h, w], shape))
+}
+
+/// The one float type of all `inputs` (an error naming the first that differs or is not a
+/// float), each input of the `ranks` listed `(slot, rank)` checked where its rank is known.
+pub fn float_inputs(
+    inputs: &[Fact],
+    ranks: &[(usize, usize)],
+    name: &str,
+) -> Result<ElementType, OpError> {
+    let slots: Vec<usize> = (0..inputs.len()).collect();
+    let ty = crate::op::same_element_type(inputs, &slots, name)?;
+    if ty != ElementType::Dynamic && !ty.is_real() {
+        return Err(OpError::input(
+            0,
+            codes::ELEMENT_TYPE,
+            format!("{name}: inputs must be floats, got {ty}"),
+        ));
+    }
+    for &(slot, rank) in ranks {
+        if inputs[slot].rank().is_some_and(|r| r != rank) {
+            return Err(OpError::input(
+                slot,
+                codes::RANK,
+                format!(
+                    "{name}: input {slot} {} must be {rank}-D",
+                    inputs[slot].shape
+                ),
+            ));
+        }
+    }
+    Ok(ty)
 }
 
 /// The output of a prior-box op with `priors` boxes per position: f32 `[2, 4·H·W·priors]`

@@ -30,11 +30,11 @@
 use std::sync::Arc;
 
 use irun_opkit::number::Number;
-use irun_tensor::{with_float, Dim, ElementType, PartialShape, Scalar, Tensor};
+use irun_tensor::{with_float, Dim, PartialShape, Scalar, Tensor};
 
 use crate::attrs::AttrReader;
 use crate::fact::Fact;
-use crate::op::{codes, expect_inputs, same_element_type, Op, OpError, Value};
+use crate::op::{codes, expect_inputs, Op, OpError, Value};
 
 #[derive(Debug, Clone)]
 pub struct Proposal {
@@ -260,26 +260,7 @@ impl Op for Proposal {
     fn infer(&self, inputs: &[Fact]) -> Result<Vec<Fact>, OpError> {
         let name = self.name();
         expect_inputs(inputs, 3, name)?;
-        let ty = same_element_type(inputs, &[0, 1, 2], name)?;
-        if ty != ElementType::Dynamic && !ty.is_real() {
-            return Err(OpError::input(
-                0,
-                codes::ELEMENT_TYPE,
-                format!("{name}: inputs must be floats, got {ty}"),
-            ));
-        }
-        for (slot, rank) in [(0, 4), (1, 4), (2, 1)] {
-            if inputs[slot].rank().is_some_and(|r| r != rank) {
-                return Err(OpError::input(
-                    slot,
-                    codes::RANK,
-                    format!(
-                        "{name}: input {slot} {} must be {rank}-D",
-                        inputs[slot].shape
-                    ),
-                ));
-            }
-        }
+        let ty = crate::layout::float_inputs(inputs, &[(0, 4), (1, 4), (2, 1)], name)?;
         let len = inputs[2].shape.dims().and_then(|d| d[0].get_static());
         if len.is_some_and(|l| l != 3 && l != 4) {
             return Err(OpError::input(

@@ -16,11 +16,11 @@
 use std::sync::Arc;
 
 use irun_opkit::number::Number;
-use irun_tensor::{with_float, Dim, ElementType, PartialShape, Scalar, Tensor};
+use irun_tensor::{with_float, Dim, PartialShape, Scalar, Tensor};
 
 use crate::attrs::AttrReader;
 use crate::fact::Fact;
-use crate::op::{codes, expect_inputs, same_element_type, take_inputs, Op, OpError, Value};
+use crate::op::{codes, expect_inputs, take_inputs, Op, OpError, Value};
 
 #[derive(Debug)]
 pub struct RoiPooling {
@@ -130,26 +130,7 @@ impl Op for RoiPooling {
     fn infer(&self, inputs: &[Fact]) -> Result<Vec<Fact>, OpError> {
         let name = self.name();
         expect_inputs(inputs, 2, name)?;
-        let ty = same_element_type(inputs, &[0, 1], name)?;
-        if ty != ElementType::Dynamic && !ty.is_real() {
-            return Err(OpError::input(
-                0,
-                codes::ELEMENT_TYPE,
-                format!("{name}: inputs must be floats, got {ty}"),
-            ));
-        }
-        for (slot, rank) in [(0, 4), (1, 2)] {
-            if inputs[slot].rank().is_some_and(|r| r != rank) {
-                return Err(OpError::input(
-                    slot,
-                    codes::RANK,
-                    format!(
-                        "{name}: input {slot} {} must be {rank}-D",
-                        inputs[slot].shape
-                    ),
-                ));
-            }
-        }
+        let ty = crate::layout::float_inputs(inputs, &[(0, 4), (1, 2)], name)?;
         let rois = inputs[1].shape.dims();
         if rois.is_some_and(|d| d[1].get_static().is_some_and(|v| v != 5)) {
             return Err(OpError::input(
