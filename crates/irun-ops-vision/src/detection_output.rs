@@ -32,10 +32,7 @@
 //! Computed in f32, as OpenVINO CPU runs it for every float type; boxes with inverted corners
 //! keep their negative-area products as CPU's sizes do (its reference counts them as 0).
 
-use std::sync::Arc;
-
-use irun_opkit::number::Number;
-use irun_tensor::{with_float, Dim, PartialShape, Scalar, Tensor};
+use irun_tensor::{Dim, PartialShape};
 
 use crate::attrs::AttrReader;
 use crate::fact::Fact;
@@ -499,12 +496,7 @@ impl Op for DetectionOutput {
         let (n, priors, classes, rows) =
             (n as usize, priors as usize, classes as usize, rows as usize);
         let ty = inputs[0].element_type();
-        let floats = |slot: usize| -> Result<Vec<f32>, OpError> {
-            irun_opkit::number::f64_values(&inputs[slot])
-                .filter(|_| ty.is_real())
-                .map(|v| v.into_iter().map(|x| x as f32).collect())
-                .ok_or_else(|| OpError::new(codes::UNSUPPORTED_TYPE, format!("{name} on {ty}")))
-        };
+        let floats = |slot: usize| crate::layout::f32_values(&inputs[slot], name);
         let (loc, mut conf, prior_data) = (floats(0)?, floats(1)?, floats(2)?);
         let arm = if inputs.len() == 5 {
             Some((floats(3)?, floats(4)?))
@@ -617,11 +609,12 @@ impl Op for DetectionOutput {
         if count < rows {
             out[count * 7] = -1.0;
         }
-        let shape = vec![1, 1, rows, 7];
-        let t = with_float!(ty, T => Tensor::new(ty, shape, T::wrap(out.iter().map(|&v| T::from_f64(v as f64)).collect())),
-            else return Err(OpError::new(codes::UNSUPPORTED_TYPE, format!("{name} on {ty}"))))
-        .map_err(|e| OpError::new(codes::RUN_SHAPE, e.to_string()))?;
-        Ok(vec![Arc::new(t)])
+        Ok(vec![crate::layout::float_tensor(
+            ty,
+            vec![1, 1, rows, 7],
+            out,
+            name,
+        )?])
     }
 }
 

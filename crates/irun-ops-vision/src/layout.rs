@@ -1,12 +1,16 @@
 //! What several detection ops check the same way: a 4-D `[N, C, H, W]` input whose output dims
 //! follow from its dims (RegionYolo, ReorgYolo), the two `[2]` integer size inputs of the
 //! prior-box ops (`[H, W]` of the feature map, `[IH, IW]` of the image), and float inputs of
-//! one type and given ranks (DetectionOutput, Proposal, ROIPooling).
+//! one type and given ranks computed in f32 and given back in that type (DetectionOutput,
+//! Proposal, ROIPooling).
 
-use irun_tensor::{Dim, ElementType, PartialShape, Tensor};
+use std::sync::Arc;
+
+use irun_opkit::number::Number;
+use irun_tensor::{with_float, Dim, ElementType, PartialShape, Scalar, Tensor};
 
 use crate::fact::Fact;
-use crate::op::{codes, OpError};
+use crate::op::{codes, OpError, Value};
 
 /// The output shape of an op on `[N, C, H, W]` whose dims `out` computes (or says why not);
 /// `unknown` when the input's rank is.
@@ -79,6 +83,28 @@ pub fn float_inputs(
         }
     }
     Ok(ty)
+}
+
+/// The values of float tensor `t` as f32, as OpenVINO CPU computes these ops for every float
+/// type; an error naming `name` for other types.
+pub fn f32_values(t: &Tensor, name: &str) -> Result<Vec<f32>, OpError> {
+    let ty = t.element_type();
+    let unsupported = || OpError::new(codes::UNSUPPORTED_TYPE, format!("{name} on {ty}"));
+    with_float!(ty, T => Ok(t.values::<T>().ok_or_else(unsupported)?.iter().map(|v| v.to_f64() as f32).collect()),
+        else Err(unsupported()))
+}
+
+/// `values` computed in f32 as a tensor of float type `ty` and `shape`, each rounded once.
+pub fn float_tensor(
+    ty: ElementType,
+    shape: Vec<usize>,
+    values: Vec<f32>,
+    name: &str,
+) -> Result<Value, OpError> {
+    let t = with_float!(ty, T => Tensor::new(ty, shape, T::wrap(values.into_iter().map(|v| T::from_f64(v as f64)).collect())),
+        else return Err(OpError::new(codes::UNSUPPORTED_TYPE, format!("{name} on {ty}"))));
+    t.map(Arc::new)
+        .map_err(|e| OpError::new(codes::RUN_SHAPE, e.to_string()))
 }
 
 /// The output of a prior-box op with `priors` boxes per position: f32 `[2, 4·H·W·priors]`

@@ -27,10 +27,7 @@
 //! Computed in f32, as OpenVINO CPU runs it; its sort is not stable, so boxes of equal score
 //! (those `min_size` zeroed, say) may come in another order there.
 
-use std::sync::Arc;
-
-use irun_opkit::number::Number;
-use irun_tensor::{with_float, Dim, PartialShape, Scalar, Tensor};
+use irun_tensor::{Dim, PartialShape};
 
 use crate::attrs::AttrReader;
 use crate::fact::Fact;
@@ -332,11 +329,7 @@ impl Op for Proposal {
         self.infer(&facts)
             .map_err(|e| OpError::new(codes::RUN_SHAPE, e.message))?;
         let ty = inputs[0].element_type();
-        let floats = |slot: usize| -> Result<Vec<f32>, OpError> {
-            irun_opkit::number::f64_values(&inputs[slot])
-                .map(|v| v.into_iter().map(|x| x as f32).collect())
-                .ok_or_else(|| OpError::new(codes::UNSUPPORTED_TYPE, format!("{name} on {ty}")))
-        };
+        let floats = |slot: usize| crate::layout::f32_values(&inputs[slot], name);
         let (probs, deltas, info) = (floats(0)?, floats(1)?, floats(2)?);
         let &[n, _, h, w] = inputs[0].shape() else {
             return Err(OpError::new(
@@ -397,12 +390,7 @@ impl Op for Proposal {
                 rows[kept.len() * 5] = -1.0;
             }
         }
-        let tensor = |shape: Vec<usize>, v: Vec<f32>| -> Result<Value, OpError> {
-            let t = with_float!(ty, T => Tensor::new(ty, shape, T::wrap(v.into_iter().map(|x| T::from_f64(x as f64)).collect())),
-                else return Err(OpError::new(codes::UNSUPPORTED_TYPE, format!("{name} on {ty}"))))
-            .map_err(|e| OpError::new(codes::RUN_SHAPE, e.to_string()))?;
-            Ok(Arc::new(t))
-        };
+        let tensor = |shape, v| crate::layout::float_tensor(ty, shape, v, name);
         let mut out = vec![tensor(vec![n * post, 5], rois)?];
         if self.v4 {
             out.push(tensor(vec![n * post], scores)?);

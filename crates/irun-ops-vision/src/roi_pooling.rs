@@ -13,10 +13,7 @@
 //! f32 arithmetic as OpenVINO's reference computes it; an image index outside `[0, N)` is
 //! an error.
 
-use std::sync::Arc;
-
-use irun_opkit::number::Number;
-use irun_tensor::{with_float, Dim, PartialShape, Scalar, Tensor};
+use irun_tensor::{Dim, PartialShape};
 
 use crate::attrs::AttrReader;
 use crate::fact::Fact;
@@ -157,12 +154,10 @@ impl Op for RoiPooling {
         }
         let (n, c, h, w) = (ds[0], ds[1], ds[2], ds[3]);
         let ty = data.element_type();
-        let floats = |t: &Tensor| -> Result<Vec<f32>, OpError> {
-            irun_opkit::number::f64_values(t)
-                .map(|v| v.into_iter().map(|x| x as f32).collect())
-                .ok_or_else(|| OpError::new(codes::UNSUPPORTED_TYPE, format!("{name} on {ty}")))
-        };
-        let (x, boxes) = (floats(&data)?, floats(&rois)?);
+        let (x, boxes) = (
+            crate::layout::f32_values(&data, name)?,
+            crate::layout::f32_values(&rois, name)?,
+        );
         let bins = self.pooled[0] * self.pooled[1];
         for (i, b) in boxes.chunks(5).enumerate() {
             if !(b[0] >= 0.0 && (b[0] as usize) < n) {
@@ -190,10 +185,7 @@ impl Op for RoiPooling {
             });
         }
         let shape = vec![rs[0], c, self.pooled[0], self.pooled[1]];
-        let t = with_float!(ty, T => Tensor::new(ty, shape, T::wrap(y.iter().map(|&v| T::from_f64(v as f64)).collect())),
-            else return Err(OpError::new(codes::UNSUPPORTED_TYPE, format!("{name} on {ty}"))))
-        .map_err(|e| OpError::new(codes::RUN_SHAPE, e.to_string()))?;
-        Ok(vec![Arc::new(t)])
+        Ok(vec![crate::layout::float_tensor(ty, shape, y, name)?])
     }
 }
 
