@@ -72,13 +72,14 @@ impl AdaptivePool {
             .collect()
     }
 
-    /// `(value, flat spatial index)` of each output of one plane `x` of dims `input`.
+    /// `(value, flat spatial index)` of each output of one plane `x` of dims `input`,
+    /// appended to `dst` (the index is 0 for averages).
     fn pool_plane<T: Number>(
         &self,
         x: &[T],
         input: &[usize],
         out: &[usize],
-        dst: &mut Vec<(T, i64)>,
+        dst: &mut crate::par::Filler<'_, (T, i64)>,
     ) {
         // Dims padded to three (leading 1s), so one loop nest serves 1-D to 3-D.
         let pad = |d: &[usize]| -> [usize; 3] {
@@ -229,20 +230,16 @@ impl Op for AdaptivePool {
         let (values, indices) = with_float!(ty, T => {
             let x = data.values::<T>().ok_or_else(|| OpError::new(codes::INTERNAL, "storage"))?;
             let pooled = crate::par::build(planes * out_plane, out_plane.max(1), &|at, fill| {
-                let mut row = Vec::with_capacity(out_plane);
                 for p in at / out_plane.max(1)..(at + fill.remaining()) / out_plane.max(1) {
-                    row.clear();
-                    self.pool_plane(&x[p * in_plane..][..in_plane], input, &out, &mut row);
-                    for &v in &row {
-                        fill.push(v);
-                    }
+                    self.pool_plane(&x[p * in_plane..][..in_plane], input, &out, fill);
                 }
             })?;
             let values = Tensor::new(ty, shape.clone(), T::wrap(pooled.iter().map(|p| p.0).collect())).map_err(err)?;
-            (values, pooled.into_iter().map(|p| p.1).collect::<Vec<i64>>())
+            let indices = self.max.map(|_| pooled.iter().map(|p| p.1).collect::<Vec<i64>>());
+            (values, indices)
         }, else return Err(OpError::new(codes::UNSUPPORTED_TYPE, format!("{name} on {ty}"))));
         let mut outs = vec![Arc::new(values)];
-        if let Some(index) = self.max {
+        if let (Some(index), Some(indices)) = (self.max, indices) {
             let t = match index {
                 ElementType::I32 => {
                     Tensor::from_i32(shape, indices.into_iter().map(|i| i as i32).collect())

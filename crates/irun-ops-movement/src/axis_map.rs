@@ -100,7 +100,12 @@ impl AxisMap {
         // Slice copies pay where runs are long (padding, cropping); a table of short runs
         // (nearest upsampling repeats each input) is read entry by entry.
         let by_runs = runs.len() * 8 <= row;
-        let gathered: Option<Vec<usize>> = last.iter().copied().collect();
+        // A short-run table without fill entries, as plain indices.
+        let gathered: Option<Vec<usize>> = if by_runs {
+            None
+        } else {
+            last.iter().copied().collect()
+        };
         crate::par::build(len, row, &|at, out| {
             // The previous row's input offset: an output row that reads the same input row
             // (nearest upsampling's repeats) is a copy of the one before it.
@@ -125,7 +130,7 @@ impl AxisMap {
                 previous = Some((base, inside));
                 if !inside {
                     out.repeat(fill, row);
-                } else if let (false, Some(indices)) = (by_runs, &gathered) {
+                } else if let Some(indices) = &gathered {
                     out.extend_gathered(&src[base..], indices);
                 } else if by_runs {
                     for r in &runs {
