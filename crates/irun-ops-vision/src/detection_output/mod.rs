@@ -323,18 +323,15 @@ impl DetectionOutput {
         b
     }
 
-    /// The indices, in selection order, that survive suppression among `order` (best first).
-    fn suppress(&self, order: impl Iterator<Item = usize>, boxes: &[Corners]) -> Vec<usize> {
-        let mut kept: Vec<usize> = Vec::new();
-        for i in order {
-            if kept
-                .iter()
-                .all(|&k| overlap(&boxes[i], &boxes[k]) <= self.nms_threshold)
-            {
-                kept.push(i);
-            }
+    /// Greedy suppression's one step: box `i` joins `kept` (boxes taken so far, best first)
+    /// unless it overlaps one of them by more than `nms_threshold`.
+    fn keep(&self, kept: &mut Vec<usize>, boxes: &[Corners], i: usize) {
+        if kept
+            .iter()
+            .all(|&k| overlap(&boxes[i], &boxes[k]) <= self.nms_threshold)
+        {
+            kept.push(i);
         }
-        kept
     }
 
     /// The first `top_k` of `candidates` (all when it is negative).
@@ -366,7 +363,9 @@ impl DetectionOutput {
                     .collect();
                 cand.sort_by(|&a, &b| score(c, b).total_cmp(&score(c, a)).then(a.cmp(&b)));
                 self.top(&mut cand);
-                *kept = self.suppress(cand.into_iter(), class_boxes(c));
+                for i in cand {
+                    self.keep(kept, class_boxes(c), i);
+                }
             });
         } else {
             let mut cand: Vec<(usize, usize)> = (0..live)
@@ -391,13 +390,7 @@ impl DetectionOutput {
             });
             self.top(&mut cand);
             for (c, p) in cand {
-                let bx = class_boxes(c);
-                if kept[c]
-                    .iter()
-                    .all(|&k| overlap(&bx[p], &bx[k]) <= self.nms_threshold)
-                {
-                    kept[c].push(p);
-                }
+                self.keep(&mut kept[c], class_boxes(c), p);
             }
         }
         let total: usize = kept.iter().map(Vec::len).sum();
