@@ -110,6 +110,26 @@ pub fn build_v4(a: &AttrReader) -> Result<Box<dyn Op>, OpError> {
 /// A box `[x1, y1, x2, y2]`.
 type Corners = [f32; 4];
 
+/// `b` moved inside `[0, right] x [0, bottom]` as OpenVINO CPU clips, `max(0, min(v, edge))`:
+/// an edge below 0 (an image under one pixel, less Caffe's end pixel) gives 0, where
+/// `f32::clamp` would panic, and NaN gives 0.
+fn clip(b: Corners, right: f32, bottom: f32) -> Corners {
+    let to = |v: f32, edge: f32| {
+        let low = if edge < v { edge } else { v };
+        if 0.0 < low {
+            low
+        } else {
+            0.0
+        }
+    };
+    [
+        to(b[0], right),
+        to(b[1], bottom),
+        to(b[2], right),
+        to(b[3], bottom),
+    ]
+}
+
 impl Proposal {
     fn anchors_per_cell(&self) -> usize {
         self.ratios.len() * self.scales.len()
@@ -175,12 +195,7 @@ impl Proposal {
                     let d = |j: usize| deltas[(k * 4 + j) * area + cell];
                     let mut b = [a[0] + sx, a[1] + sy, a[2] + sx, a[3] + sy];
                     if self.tensorflow {
-                        b = [
-                            b[0].clamp(0.0, img_w),
-                            b[1].clamp(0.0, img_h),
-                            b[2].clamp(0.0, img_w),
-                            b[3].clamp(0.0, img_h),
-                        ];
+                        b = clip(b, img_w, img_h);
                     }
                     let (bw, bh) = (b[2] - b[0] + off, b[3] - b[1] + off);
                     let (cx, cy) = (b[0] + 0.5 * bw, b[1] + 0.5 * bh);
@@ -190,12 +205,7 @@ impl Proposal {
                     let ph = (d(3) / self.box_size_scale).exp() * bh;
                     let mut b = [cx - 0.5 * pw, cy - 0.5 * ph, cx + 0.5 * pw, cy + 0.5 * ph];
                     if self.clip_before_nms {
-                        b = [
-                            b[0].clamp(0.0, img_w - off),
-                            b[1].clamp(0.0, img_h - off),
-                            b[2].clamp(0.0, img_w - off),
-                            b[3].clamp(0.0, img_h - off),
-                        ];
+                        b = clip(b, img_w - off, img_h - off);
                     }
                     let big = min_w <= b[2] - b[0] + off && min_h <= b[3] - b[1] + off;
                     let score = if big { scores[k * area + cell] } else { 0.0 };
@@ -373,12 +383,7 @@ impl Op for Proposal {
             for (i, (b, s)) in kept.iter().enumerate() {
                 let mut b = *b;
                 if self.clip_after_nms {
-                    b = [
-                        b[0].clamp(0.0, img_w),
-                        b[1].clamp(0.0, img_h),
-                        b[2].clamp(0.0, img_w),
-                        b[3].clamp(0.0, img_h),
-                    ];
+                    b = clip(b, img_w, img_h);
                 }
                 if self.normalize {
                     b = [b[0] / img_w, b[1] / img_h, b[2] / img_w, b[3] / img_h];
@@ -522,6 +527,35 @@ mod tests {
             .infer(&[fact(F32, "1,6,5,7"), fact(F32, "1,12,5,7"), fact(F32, "5")])
             .unwrap_err();
         assert!(e.message.contains("3 or 4 values"), "{}", e.message);
+    }
+
+    /// An image under one pixel: Caffe's clip edge, the size less its end pixel, is
+    /// negative, so every corner clips to 0 (it panicked in `f32::clamp`).
+    #[test]
+    fn an_image_under_one_pixel_clips_every_corner_to_zero() {
+        let op = Proposal {
+            ratios: vec![1.0],
+            scales: vec![1.0],
+            post_nms_topn: 2,
+            ..caffe()
+        };
+        let out = eval_all(
+            &op,
+            vec![
+                f32s(&[1, 2, 1, 1], &[0.0, 0.8]),
+                f32s(&[1, 4, 1, 1], &[0.0; 4]),
+                f32s(&[3], &[0.5, 0.5, 1.0]),
+            ],
+        )
+        .unwrap();
+        assert_eq!(
+            out[0].values::<f32>().unwrap(),
+            &[0.0, 0.0, 0.0, 0.0, 0.0, -1.0, 0.0, 0.0, 0.0, 0.0]
+        );
+        assert_eq!(
+            clip([f32::NAN, -3.0, 9.0, 2.0], 4.0, 5.0),
+            [0.0, 0.0, 4.0, 2.0]
+        );
     }
 
     #[test]
