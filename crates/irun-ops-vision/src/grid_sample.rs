@@ -89,15 +89,21 @@ impl GridSample {
         }
     }
 
-    /// One axis's taps of coordinate `u`: `(index, weight)`.
-    fn axis_taps(&self, u: f64, len: usize) -> Vec<(Option<usize>, f64)> {
+    /// One axis's taps of coordinate `u`: `(index, weight)`, the first `n` of the array.
+    fn axis_taps(&self, u: f64, len: usize) -> ([(Option<usize>, f64); 4], usize) {
+        let mut taps = [(None, 0.0); 4];
         match self.mode {
-            Mode::Nearest => vec![(self.tap(u.round_ties_even() as i64, len), 1.0)],
+            Mode::Nearest => {
+                taps[0] = (self.tap(u.round_ties_even() as i64, len), 1.0);
+                (taps, 1)
+            }
             Mode::Bilinear => {
                 let f = u.floor();
                 let t = u - f;
                 let k = f as i64;
-                vec![(self.tap(k, len), 1.0 - t), (self.tap(k + 1, len), t)]
+                taps[0] = (self.tap(k, len), 1.0 - t);
+                taps[1] = (self.tap(k + 1, len), t);
+                (taps, 2)
             }
             Mode::Bicubic => {
                 let f = u.floor();
@@ -109,29 +115,41 @@ impl GridSample {
                     keys(1.0 - t, -0.75),
                     keys(2.0 - t, -0.75),
                 ];
-                (0..4)
-                    .map(|j| (self.tap(k - 1 + j, len), w[j as usize]))
-                    .collect()
+                for (j, (tap, w)) in taps.iter_mut().zip(w).enumerate() {
+                    *tap = (self.tap(k - 1 + j as i64, len), w);
+                }
+                (taps, 4)
             }
         }
     }
 
-    /// The plane offsets and weights a grid point `(x, y)` reads on an `h x w` image.
-    fn taps(&self, x: f64, y: f64, h: usize, w: usize) -> Vec<(usize, f64)> {
+    /// Appends the plane offsets and weights a grid point `(x, y)` reads on an `h x w`
+    /// image to `taps`.
+    fn taps(&self, x: f64, y: f64, h: usize, w: usize, taps: &mut Vec<(usize, f64)>) {
         if !(x.is_finite() && y.is_finite()) {
-            return Vec::new();
+            return;
         }
-        let tx = self.axis_taps(self.unnormalise(x, w), w);
-        let ty = self.axis_taps(self.unnormalise(y, h), h);
-        let mut taps = Vec::with_capacity(tx.len() * ty.len());
-        for &(iy, wy) in &ty {
-            for &(ix, wx) in &tx {
+        let (tx, nx) = self.axis_taps(self.unnormalise(x, w), w);
+        let (ty, ny) = self.axis_taps(self.unnormalise(y, h), h);
+        for &(iy, wy) in &ty[..ny] {
+            for &(ix, wx) in &tx[..nx] {
                 if let (Some(iy), Some(ix)) = (iy, ix) {
                     taps.push((iy * w + ix, wy * wx));
                 }
             }
         }
-        taps
+    }
+}
+
+/// `Σ weight * src[offset]` over `taps`, in order from -0.0 in f64 (`Iterator::sum`'s
+/// rule); the four taps of a bilinear point inside the image, the common case, unrolled
+/// (`-0.0 + p` is `p`, so the same bits).
+#[inline(always)]
+fn weighted_sum<T: Number>(src: &[T], taps: &[(usize, f64)]) -> f64 {
+    let term = |&(k, wt): &(usize, f64)| wt * src[k].to_f64();
+    match taps {
+        [a, b, c, d] => term(a) + term(b) + term(c) + term(d),
+        _ => taps.iter().map(term).sum(),
     }
 }
 
@@ -213,7 +231,7 @@ impl Op for GridSample {
             let mut ends = Vec::with_capacity(block);
             let mut taps: Vec<(usize, f64)> = Vec::with_capacity(4 * block);
             for p in b * block..((b + 1) * block).min(all) {
-                taps.extend(self.taps(g[2 * p], g[2 * p + 1], h, w));
+                self.taps(g[2 * p], g[2 * p + 1], h, w, &mut taps);
                 ends.push(taps.len());
             }
             Ok((ends, taps))
@@ -239,8 +257,7 @@ impl Op for GridSample {
                     let first = (nc / c.max(1)) * points;
                     let bounds = starts[first..=first + points].windows(2);
                     for (o, b) in out_plane.iter_mut().zip(bounds) {
-                        let t = &taps[b[0]..b[1]];
-                        let v: f64 = t.iter().map(|&(k, wt)| wt * src[k].to_f64()).sum();
+                        let v = weighted_sum(src, &taps[b[0]..b[1]]);
                         *o = T::from_f64(if T::IS_INTEGER { v.round() } else { v });
                     }
                 }
