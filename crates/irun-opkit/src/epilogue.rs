@@ -139,7 +139,7 @@ impl Epilogue {
         simd::widest(
             #[inline(always)]
             || match (&self.bias, layout) {
-                (None, _) => chunk.iter_mut().for_each(|x| *x = act(*x)),
+                (None, _) => simd::map_each(chunk, act),
                 (Some(bias), Channels::Inner(n)) => {
                     // Rows of `n`, the first possibly partial.
                     let mut j = start % n.max(1);

@@ -254,9 +254,7 @@ pub fn map_in_place<T: Scalar>(x: Value, f: impl Fn(T) -> T + Sync) -> Result<Te
                     irun_opkit::simd::widest(
                         #[inline(always)]
                         || {
-                            for d in chunk.iter_mut() {
-                                *d = f(*d);
-                            }
+                            irun_opkit::simd::map_each(chunk, &f);
                         },
                     )
                 });

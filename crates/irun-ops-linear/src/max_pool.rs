@@ -324,17 +324,29 @@ impl MaxPool {
                                 row.gather(xr, kx, T::START, taps);
                                 let k = tap_at.len() as u32;
                                 tap_at.push((r, kx));
-                                // The merged maximum goes into `taps` and the buffers swap: a
-                                // select that stored back into `max` would be turned into a
-                                // conditional store, which does not vectorise (measured 20x
-                                // slower on random data).
-                                for ((&m, i), t) in
-                                    max.iter().zip(which.iter_mut()).zip(taps.iter_mut())
-                                {
-                                    let greater = t.gt(m);
-                                    let mask = (greater as u32).wrapping_neg();
-                                    *i = (*i & !mask) | (k & mask);
-                                    *t = if greater { *t } else { m };
+                                // The merged maximum goes into `taps` and the buffers swap; the
+                                // old values of each block are read from copies. A select that
+                                // stored back where it read (into `max`, or `taps` and `which`
+                                // in place) became a conditional store, scalar (20x slower on
+                                // random data) or masked (`vmaskmovps`, microcoded on AMD).
+                                const BLOCK: usize = 64;
+                                let blocks = max
+                                    .chunks(BLOCK)
+                                    .zip(which.chunks_mut(BLOCK))
+                                    .zip(taps.chunks_mut(BLOCK));
+                                for ((max, which), taps) in blocks {
+                                    let n = max.len();
+                                    let mut seen = [T::START; BLOCK];
+                                    let mut best = [0u32; BLOCK];
+                                    seen[..n].copy_from_slice(taps);
+                                    best[..n].copy_from_slice(which);
+                                    let old = seen.iter().zip(&best);
+                                    let new = taps.iter_mut().zip(which.iter_mut());
+                                    for (((&t, &b), &m), (t_out, i_out)) in old.zip(max).zip(new) {
+                                        let greater = t.gt(m);
+                                        *i_out = if greater { k } else { b };
+                                        *t_out = if greater { t } else { m };
+                                    }
                                 }
                                 std::mem::swap(max, taps);
                             }

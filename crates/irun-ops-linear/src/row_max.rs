@@ -80,9 +80,7 @@ pub(crate) fn fold_groups(
                     #[inline(always)]
                     || {
                         for row in rows.chunks_exact(n) {
-                            for (a, &x) in acc.iter_mut().zip(row) {
-                                *a = pick(*a, x);
-                            }
+                            simd::update_each(acc, row, pick);
                         }
                     },
                 );

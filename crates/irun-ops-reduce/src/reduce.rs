@@ -288,9 +288,7 @@ fn fold_extremes(
                     #[inline(always)]
                     || {
                         for row in block.chunks_exact(inner).skip(1) {
-                            for (a, &x) in acc.iter_mut().zip(row) {
-                                *a = pick(*a, x);
-                            }
+                            simd::update_each(acc, row, pick);
                         }
                     },
                 );

@@ -95,9 +95,7 @@ fn fold_copies<T: Elem, C: Combine<T>>(out: &mut [T], copies: &[Vec<T>]) {
             irun_opkit::simd::widest(
                 #[inline(always)]
                 || {
-                    for (o, &v) in stretch.iter_mut().zip(copy) {
-                        *o = C::apply(*o, v);
-                    }
+                    irun_opkit::simd::update_each(stretch, copy, C::apply);
                 },
             );
         }
