@@ -126,7 +126,7 @@ impl<T> Default for RowBuffers<T> {
     }
 }
 
-/// Whether [`run_values_by_phases`] runs `w`: AVX-512, at most two spatial dims, no empty
+/// Whether [`run_values_by_phases`] runs `w`: AVX-512 or AVX2, at most two spatial dims, no empty
 /// dim.
 fn by_phases(w: &Windows) -> bool {
     crate::depthwise::phases::supported()
@@ -518,7 +518,7 @@ mod tests {
     }
 
     /// The row kernel (gathered taps, branch-free merge) and the values-only walks (by phases
-    /// on AVX-512, MaxPool-1 and an unread MaxPool-8 take it) against a direct walk of each
+    /// on AVX-512 or AVX2, MaxPool-1 and an unread MaxPool-8 take it) against a direct walk of each
     /// window as the spec states it, on data with many ties, both zeros, -inf, NaN and
     /// all-NaN windows, over strides, dilations, asymmetric padding and ceil rounding.
     #[test]

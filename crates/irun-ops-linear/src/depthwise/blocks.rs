@@ -214,8 +214,9 @@ fn row_tile(
         "depthwise row tile out of bounds"
     );
     #[cfg(target_arch = "x86_64")]
-    // SAFETY: the walk runs only where `phases::supported()` (AVX-512F) holds, and the
-    // assert above bounds every pointer the kernel reads and writes.
+    // SAFETY: the walk runs only where `crate::avx512f()` holds (`Depthwise::run` and the
+    // tests check it first), and the assert above bounds every pointer the kernel reads and
+    // writes.
     unsafe {
         let (s, w, o) = (src.as_ptr(), w.as_ptr(), out.as_mut_ptr());
         // The step as a constant where it is one (strides 1 and 2: every load's address is
@@ -235,7 +236,7 @@ fn row_tile(
         tiles!(1 2 3 4 5 6 7 8 9 10 11 12 13 14)
     }
     #[cfg(not(target_arch = "x86_64"))]
-    unreachable!("phases::supported() is false off x86_64");
+    unreachable!("avx512f() is false off x86_64");
 }
 
 #[cfg(target_arch = "x86_64")]

@@ -1,16 +1,18 @@
 //! The depthwise convolution (one input and one output channel per group, f32): each output
 //! plane is a weighted sum of shifted copies of its input plane.
 //!
-//! On AVX-512, every 2-D layer with finite weights takes one of two walks that give the same
-//! bits (each output adds every tap, padding included, by fused multiply-adds in order):
-//! - the channel-block walk (`blocks.rs`) where there are two blocks of 16 channels per
-//!   thread: sixteen channels in the lanes, the input moved to a padded channel-last block
-//!   by register transposes, row tiles of up to 14 outputs in registers;
-//! - else the phase walk (`phases.rs`): the input plane padded and split into its stride's
-//!   phases, tiles of up to eight vectors of flat outputs in registers.
+//! With AVX-512 or AVX2, every 2-D layer with finite weights takes one of two walks that give
+//! the same bits (each output adds every tap, padding included, by fused multiply-adds in
+//! order):
+//! - on AVX-512, the channel-block walk (`blocks.rs`) where there are two blocks of 16
+//!   channels per thread: sixteen channels in the lanes, the input moved to a padded
+//!   channel-last block by register transposes, row tiles of up to 14 outputs in registers;
+//! - else the phase walk (`phases.rs`, AVX-512 or AVX2): the input plane padded and split
+//!   into its stride's phases, tiles of up to eight vectors of flat outputs in registers.
 //!
 //! MobileNetV3's eleven depthwise layers, 2 threads: 0.87 ms by the walks below, 0.50 ms by
-//! phases, 0.45 ms with the channel blocks where they apply. Elsewhere, three walks:
+//! phases, 0.45 ms with the channel blocks where they apply (AVX-512 host); on an AVX2 host
+//! (Zen 3), 1.8-2.0 ms by the walks below, 1.3 ms by phases. Elsewhere, three walks:
 //! - wide planes at stride 1 go a plane at a time: the input copied into a zero-padded plane
 //!   so that each tap is one long run over it (finite weights, 2-D);
 //! - other wide planes go a row at a time: each tap adds a scaled run of an input row to an
@@ -78,7 +80,7 @@ impl Depthwise {
             return try_zeroed::<f32>(self.n * self.channels * plane_out);
         }
         if self.suits_phases(w) {
-            return if self.has_blocks_for_every_thread() {
+            return if crate::avx512f() && self.has_blocks_for_every_thread() {
                 self.by_blocks(x, w)
             } else {
                 self.by_phases(x, w)
@@ -102,7 +104,7 @@ impl Depthwise {
         self.is_2d() && self.stride == [1, 1, 1] && all_finite(w)
     }
 
-    /// Whether [`Self::by_phases`] applies: AVX-512, two spatial dims at most, finite
+    /// Whether [`Self::by_phases`] applies: AVX-512 or AVX2, two spatial dims at most, finite
     /// weights (a padding tap adds `w * 0`, `±0` only for a finite `w`).
     fn suits_phases(&self, w: &[f32]) -> bool {
         phases::supported() && self.is_2d() && all_finite(w)

@@ -1,7 +1,8 @@
-//! The phase walk of the depthwise convolution (AVX-512): each input plane padded and split
-//! into the phases of its stride, so that every tap of a tile of outputs is one contiguous
-//! run; tiles of up to eight vectors of outputs add their taps by fused multiply-adds in
-//! registers.
+//! The phase walk of the depthwise convolution (AVX-512 or AVX2 with FMA): each input plane
+//! padded and split into the phases of its stride, so that every tap of a tile of outputs is
+//! one contiguous run; tiles of up to eight vectors of outputs add their taps by fused
+//! multiply-adds in registers. Each output is one FMA chain over its taps in order from 0
+//! whatever the vector width, so both units give the same bits.
 
 use super::Depthwise;
 use crate::op::OpError;
@@ -151,9 +152,9 @@ impl Depthwise {
 /// latency).
 const MAX_VECTORS: usize = 8;
 
-/// Whether this CPU runs [`tiles`].
+/// Whether this CPU runs [`tiles`]: AVX-512F, or AVX2 with FMA.
 pub(crate) fn supported() -> bool {
-    crate::avx512f()
+    crate::avx512f() || crate::simd::unit() != crate::simd::Unit::Baseline
 }
 
 /// The tile width in flat positions for `flat` of them: all in one tile when they fit
@@ -203,19 +204,38 @@ pub(super) fn tiles(
         "depthwise tile out of bounds"
     );
     #[cfg(target_arch = "x86_64")]
-    // SAFETY: `by_phases` runs only where `supported()` (AVX-512F) holds, and the assert
-    // above bounds every pointer the kernel reads and writes.
-    unsafe {
-        let (buf, w) = (buf.as_ptr(), w.as_ptr());
-        match width / 16 {
-            1 => avx512::tiles::<1>(buf, w, taps, out),
-            2 => avx512::tiles::<2>(buf, w, taps, out),
-            3 => avx512::tiles::<3>(buf, w, taps, out),
-            4 => avx512::tiles::<4>(buf, w, taps, out),
-            5 => avx512::tiles::<5>(buf, w, taps, out),
-            6 => avx512::tiles::<6>(buf, w, taps, out),
-            7 => avx512::tiles::<7>(buf, w, taps, out),
-            _ => avx512::tiles::<8>(buf, w, taps, out),
+    if crate::avx512f() {
+        // SAFETY: AVX-512F is available, and the assert above bounds every pointer the
+        // kernel reads and writes.
+        unsafe {
+            let (buf, w) = (buf.as_ptr(), w.as_ptr());
+            match width / 16 {
+                1 => avx512::tiles::<1>(buf, w, taps, out),
+                2 => avx512::tiles::<2>(buf, w, taps, out),
+                3 => avx512::tiles::<3>(buf, w, taps, out),
+                4 => avx512::tiles::<4>(buf, w, taps, out),
+                5 => avx512::tiles::<5>(buf, w, taps, out),
+                6 => avx512::tiles::<6>(buf, w, taps, out),
+                7 => avx512::tiles::<7>(buf, w, taps, out),
+                _ => avx512::tiles::<8>(buf, w, taps, out),
+            }
+        }
+    } else {
+        // SAFETY: `by_phases` runs only where `supported()` holds, so without AVX-512F the
+        // CPU has AVX2 and FMA; the assert above bounds every pointer (the AVX2 tiles are
+        // `8 * A` positions, which divide the `width` the bound was checked for).
+        unsafe {
+            let (buf, w) = (buf.as_ptr(), w.as_ptr());
+            match width / 16 {
+                1 => avx2::tiles::<2>(buf, w, taps, out),
+                2 => avx2::tiles::<4>(buf, w, taps, out),
+                3 => avx2::tiles::<6>(buf, w, taps, out),
+                4 => avx2::tiles::<8>(buf, w, taps, out),
+                5 => avx2::tiles::<5>(buf, w, taps, out),
+                6 => avx2::tiles::<6>(buf, w, taps, out),
+                7 => avx2::tiles::<7>(buf, w, taps, out),
+                _ => avx2::tiles::<8>(buf, w, taps, out),
+            }
         }
     }
     #[cfg(not(target_arch = "x86_64"))]
@@ -237,19 +257,38 @@ pub(crate) fn max_tiles(
         "max tile out of bounds"
     );
     #[cfg(target_arch = "x86_64")]
-    // SAFETY: MaxPool takes this path only where `supported()` (AVX-512F) holds, and the
-    // assert above bounds every pointer the kernel reads and writes.
-    unsafe {
-        let buf = buf.as_ptr();
-        match width / 16 {
-            1 => avx512::max_tiles::<1>(buf, taps, out),
-            2 => avx512::max_tiles::<2>(buf, taps, out),
-            3 => avx512::max_tiles::<3>(buf, taps, out),
-            4 => avx512::max_tiles::<4>(buf, taps, out),
-            5 => avx512::max_tiles::<5>(buf, taps, out),
-            6 => avx512::max_tiles::<6>(buf, taps, out),
-            7 => avx512::max_tiles::<7>(buf, taps, out),
-            _ => avx512::max_tiles::<8>(buf, taps, out),
+    if crate::avx512f() {
+        // SAFETY: AVX-512F is available, and the assert above bounds every pointer the
+        // kernel reads and writes.
+        unsafe {
+            let buf = buf.as_ptr();
+            match width / 16 {
+                1 => avx512::max_tiles::<1>(buf, taps, out),
+                2 => avx512::max_tiles::<2>(buf, taps, out),
+                3 => avx512::max_tiles::<3>(buf, taps, out),
+                4 => avx512::max_tiles::<4>(buf, taps, out),
+                5 => avx512::max_tiles::<5>(buf, taps, out),
+                6 => avx512::max_tiles::<6>(buf, taps, out),
+                7 => avx512::max_tiles::<7>(buf, taps, out),
+                _ => avx512::max_tiles::<8>(buf, taps, out),
+            }
+        }
+    } else {
+        // SAFETY: MaxPool takes this path only where `supported()` holds, so without
+        // AVX-512F the CPU has AVX2; the assert above bounds every pointer (the AVX2 tiles
+        // are `8 * A` positions, which divide `width`).
+        unsafe {
+            let buf = buf.as_ptr();
+            match width / 16 {
+                1 => avx2::max_tiles::<2>(buf, taps, out),
+                2 => avx2::max_tiles::<4>(buf, taps, out),
+                3 => avx2::max_tiles::<6>(buf, taps, out),
+                4 => avx2::max_tiles::<8>(buf, taps, out),
+                5 => avx2::max_tiles::<5>(buf, taps, out),
+                6 => avx2::max_tiles::<6>(buf, taps, out),
+                7 => avx2::max_tiles::<7>(buf, taps, out),
+                _ => avx2::max_tiles::<8>(buf, taps, out),
+            }
         }
     }
     #[cfg(not(target_arch = "x86_64"))]
@@ -302,6 +341,59 @@ mod avx512 {
             }
             for (v, a) in acc.iter().enumerate() {
                 _mm512_storeu_ps(o.as_mut_ptr().add(16 * v), *a);
+            }
+        }
+    }
+}
+
+/// The AVX2 forms: tiles of `A` vectors of 8 positions. A tile of `V` 16-lane vectors is one
+/// tile of `2 V` up to `V = 4` and two of `V` above, so that the accumulators, a broadcast
+/// weight and a load fit in the sixteen registers.
+#[cfg(target_arch = "x86_64")]
+mod avx2 {
+    use std::arch::x86_64::*;
+
+    /// # Safety
+    /// AVX2 must be available; `buf` readable at `off + q + i` for `off` in `taps`,
+    /// `q + i < out.len()`; `out.len()` a multiple of `8 * A`.
+    #[target_feature(enable = "avx2")]
+    pub unsafe fn max_tiles<const A: usize>(buf: *const f32, taps: &[usize], out: &mut [f32]) {
+        for (t, o) in out.chunks_exact_mut(8 * A).enumerate() {
+            let at = buf.add(t * 8 * A);
+            let mut best = [_mm256_set1_ps(f32::NEG_INFINITY); A];
+            for &off in taps {
+                for (v, b) in best.iter_mut().enumerate() {
+                    // As on AVX-512: the tap wins only when strictly greater.
+                    *b = _mm256_max_ps(_mm256_loadu_ps(at.add(off + 8 * v)), *b);
+                }
+            }
+            for (v, b) in best.iter().enumerate() {
+                _mm256_storeu_ps(o.as_mut_ptr().add(8 * v), *b);
+            }
+        }
+    }
+
+    /// # Safety
+    /// AVX2 and FMA must be available; `buf` readable at `off + q + i` for `off` in `taps`,
+    /// `q + i < out.len()`; `w` at `..taps.len()`; `out.len()` a multiple of `8 * A`.
+    #[target_feature(enable = "avx2,fma")]
+    pub unsafe fn tiles<const A: usize>(
+        buf: *const f32,
+        w: *const f32,
+        taps: &[usize],
+        out: &mut [f32],
+    ) {
+        for (t, o) in out.chunks_exact_mut(8 * A).enumerate() {
+            let at = buf.add(t * 8 * A);
+            let mut acc = [_mm256_setzero_ps(); A];
+            for (k, &off) in taps.iter().enumerate() {
+                let f = _mm256_set1_ps(*w.add(k));
+                for (v, a) in acc.iter_mut().enumerate() {
+                    *a = _mm256_fmadd_ps(f, _mm256_loadu_ps(at.add(off + 8 * v)), *a);
+                }
+            }
+            for (v, a) in acc.iter().enumerate() {
+                _mm256_storeu_ps(o.as_mut_ptr().add(8 * v), *a);
             }
         }
     }

@@ -95,7 +95,7 @@ fn assert_phases_match(g: &Depthwise, case: &str) {
         for (i, (a, b)) in got.iter().zip(&want).enumerate() {
             assert!(
                 (a - b).abs() <= 1e-5 * (1.0 + b.abs()),
-                "{case} (without AVX-512), output {i}: {a} vs {b}"
+                "{case} (without AVX-512 or AVX2), output {i}: {a} vs {b}"
             );
         }
         return;
@@ -112,30 +112,32 @@ fn assert_phases_match(g: &Depthwise, case: &str) {
         .map(|v| v.to_bits())
         .collect();
     assert_eq!(got, want, "{case}");
-    let blocks: Vec<u32> = g
-        .by_blocks(&x, &w)
-        .unwrap()
-        .iter()
-        .map(|v| v.to_bits())
-        .collect();
-    assert_eq!(blocks, want, "channel blocks, {case}");
+    if crate::avx512f() {
+        let blocks: Vec<u32> = g
+            .by_blocks(&x, &w)
+            .unwrap()
+            .iter()
+            .map(|v| v.to_bits())
+            .collect();
+        assert_eq!(blocks, want, "channel blocks, {case}");
+    }
     assert_eq!(g.run(&x, &w).unwrap().len(), want.len(), "{case}");
 }
 
-/// The phase and channel-block walks (AVX-512 only), bit for bit against the fused direct
-/// definition:
+/// The phase walk (AVX-512 or AVX2) and the channel-block walk (AVX-512), bit for bit
+/// against the fused direct definition:
 /// MobileNet's shapes (7x7 under 5x5 in one tile, 14x14, stride 2 at either parity of the
 /// left padding and odd widths), 1-D, strides 3 and mixed, dilation, padding wider than
 /// the kernel, and 150 random geometries. Not with a non-finite weight.
 #[test]
 fn the_phase_walk_equals_the_fused_definition_bit_for_bit() {
-    // Without AVX-512 the same geometries check the walks this machine takes instead.
+    // Without either unit the same geometries check the walks this machine takes instead.
     eprintln!(
         "depthwise path: {}",
-        if phases::supported() {
-            "phases and channel blocks (AVX-512)"
-        } else {
-            "rows, plane runs or channel blocks (no AVX-512)"
+        match (phases::supported(), crate::avx512f()) {
+            (true, true) => "phases and channel blocks (AVX-512)",
+            (true, false) => "phases (AVX2)",
+            _ => "rows, plane runs or channel blocks (no AVX-512 or AVX2)",
         }
     );
     let fixed = [
@@ -181,7 +183,10 @@ fn the_phase_walk_equals_the_fused_definition_bit_for_bit() {
     let mut w = values(27, 1);
     w[4] = f32::NAN;
     assert!(!g.suits_phases(&w), "a NaN weight takes the other walks");
-    assert_eq!(phases::supported(), crate::avx512f());
+    assert_eq!(
+        phases::supported(),
+        crate::avx512f() || crate::simd::unit() != crate::simd::Unit::Baseline
+    );
 }
 
 fn values(n: usize, seed: u32) -> Vec<f32> {
