@@ -189,11 +189,11 @@ impl RoiAlign {
                 let (samples, per_bin) = self.samples(roi, h, w);
                 let img = &pixels[batch[r] as usize * plane * c..][..plane * c];
                 let per_bin = per_bin.max(1);
+                let groups = c / GROUP * GROUP;
                 irun_opkit::simd::widest(
                     #[inline(always)]
                     || {
                         for (b, taps) in samples.chunks(per_bin).enumerate().take(bins) {
-                            let groups = c / GROUP * GROUP;
                             for first in (0..groups).step_by(GROUP) {
                                 let sums = bin_sums::<GROUP>(img, c, first, taps);
                                 for (j, v) in sums.into_iter().enumerate() {

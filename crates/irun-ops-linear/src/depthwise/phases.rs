@@ -184,6 +184,40 @@ fn tiles_fit(width: usize, buf: &[f32], (taps, reach): (&[usize], usize), out_le
         && reach + out_len <= buf.len()
 }
 
+/// Calls `avx512::$kernel` with tiles of `width / 16` 16-lane vectors where the CPU has
+/// AVX-512F, else `avx2::$kernel` with tiles of 8-lane vectors: one tile of twice as many up to
+/// four 16-lane vectors, two of as many above, so that at most eight accumulators, a broadcast
+/// and a load fill the sixteen registers. Expands to calls of `unsafe fn`s: use it inside an
+/// `unsafe` block that states why the unit and the bounds hold.
+#[cfg(target_arch = "x86_64")]
+macro_rules! by_unit {
+    ($width:expr, $kernel:ident($($arg:expr),*)) => {
+        if crate::avx512f() {
+            match $width / 16 {
+                1 => avx512::$kernel::<1>($($arg),*),
+                2 => avx512::$kernel::<2>($($arg),*),
+                3 => avx512::$kernel::<3>($($arg),*),
+                4 => avx512::$kernel::<4>($($arg),*),
+                5 => avx512::$kernel::<5>($($arg),*),
+                6 => avx512::$kernel::<6>($($arg),*),
+                7 => avx512::$kernel::<7>($($arg),*),
+                _ => avx512::$kernel::<8>($($arg),*),
+            }
+        } else {
+            match $width / 16 {
+                1 => avx2::$kernel::<2>($($arg),*),
+                2 => avx2::$kernel::<4>($($arg),*),
+                3 => avx2::$kernel::<6>($($arg),*),
+                4 => avx2::$kernel::<8>($($arg),*),
+                5 => avx2::$kernel::<5>($($arg),*),
+                6 => avx2::$kernel::<6>($($arg),*),
+                7 => avx2::$kernel::<7>($($arg),*),
+                _ => avx2::$kernel::<8>($($arg),*),
+            }
+        }
+    };
+}
+
 /// `out[q] = sum over taps k, in order, of w[k] * buf[taps[k] + q]` by fused
 /// multiply-adds from 0, for every `q < out.len()`, in tiles of `width` positions
 /// ([`width_for`]; `out.len()` a whole number of them).
@@ -204,39 +238,12 @@ pub(super) fn tiles(
         "depthwise tile out of bounds"
     );
     #[cfg(target_arch = "x86_64")]
-    if crate::avx512f() {
-        // SAFETY: AVX-512F is available, and the assert above bounds every pointer the
-        // kernel reads and writes.
-        unsafe {
-            let (buf, w) = (buf.as_ptr(), w.as_ptr());
-            match width / 16 {
-                1 => avx512::tiles::<1>(buf, w, taps, out),
-                2 => avx512::tiles::<2>(buf, w, taps, out),
-                3 => avx512::tiles::<3>(buf, w, taps, out),
-                4 => avx512::tiles::<4>(buf, w, taps, out),
-                5 => avx512::tiles::<5>(buf, w, taps, out),
-                6 => avx512::tiles::<6>(buf, w, taps, out),
-                7 => avx512::tiles::<7>(buf, w, taps, out),
-                _ => avx512::tiles::<8>(buf, w, taps, out),
-            }
-        }
-    } else {
-        // SAFETY: `by_phases` runs only where `supported()` holds, so without AVX-512F the
-        // CPU has AVX2 and FMA; the assert above bounds every pointer (the AVX2 tiles are
-        // `8 * A` positions, which divide the `width` the bound was checked for).
-        unsafe {
-            let (buf, w) = (buf.as_ptr(), w.as_ptr());
-            match width / 16 {
-                1 => avx2::tiles::<2>(buf, w, taps, out),
-                2 => avx2::tiles::<4>(buf, w, taps, out),
-                3 => avx2::tiles::<6>(buf, w, taps, out),
-                4 => avx2::tiles::<8>(buf, w, taps, out),
-                5 => avx2::tiles::<5>(buf, w, taps, out),
-                6 => avx2::tiles::<6>(buf, w, taps, out),
-                7 => avx2::tiles::<7>(buf, w, taps, out),
-                _ => avx2::tiles::<8>(buf, w, taps, out),
-            }
-        }
+    // SAFETY: `by_phases` runs only where `supported()` holds: AVX-512F, or else AVX2 and FMA,
+    // which `by_unit!` picks between. The assert above bounds every pointer the kernels read
+    // and write (the AVX2 tiles are `8 * A` positions, which divide the checked `width`).
+    unsafe {
+        let (buf, w) = (buf.as_ptr(), w.as_ptr());
+        by_unit!(width, tiles(buf, w, taps, out));
     }
     #[cfg(not(target_arch = "x86_64"))]
     unreachable!("supported() is false off x86_64");
@@ -257,39 +264,12 @@ pub(crate) fn max_tiles(
         "max tile out of bounds"
     );
     #[cfg(target_arch = "x86_64")]
-    if crate::avx512f() {
-        // SAFETY: AVX-512F is available, and the assert above bounds every pointer the
-        // kernel reads and writes.
-        unsafe {
-            let buf = buf.as_ptr();
-            match width / 16 {
-                1 => avx512::max_tiles::<1>(buf, taps, out),
-                2 => avx512::max_tiles::<2>(buf, taps, out),
-                3 => avx512::max_tiles::<3>(buf, taps, out),
-                4 => avx512::max_tiles::<4>(buf, taps, out),
-                5 => avx512::max_tiles::<5>(buf, taps, out),
-                6 => avx512::max_tiles::<6>(buf, taps, out),
-                7 => avx512::max_tiles::<7>(buf, taps, out),
-                _ => avx512::max_tiles::<8>(buf, taps, out),
-            }
-        }
-    } else {
-        // SAFETY: MaxPool takes this path only where `supported()` holds, so without
-        // AVX-512F the CPU has AVX2; the assert above bounds every pointer (the AVX2 tiles
-        // are `8 * A` positions, which divide `width`).
-        unsafe {
-            let buf = buf.as_ptr();
-            match width / 16 {
-                1 => avx2::max_tiles::<2>(buf, taps, out),
-                2 => avx2::max_tiles::<4>(buf, taps, out),
-                3 => avx2::max_tiles::<6>(buf, taps, out),
-                4 => avx2::max_tiles::<8>(buf, taps, out),
-                5 => avx2::max_tiles::<5>(buf, taps, out),
-                6 => avx2::max_tiles::<6>(buf, taps, out),
-                7 => avx2::max_tiles::<7>(buf, taps, out),
-                _ => avx2::max_tiles::<8>(buf, taps, out),
-            }
-        }
+    // SAFETY: MaxPool takes this path only where `supported()` holds: AVX-512F, or else AVX2,
+    // which `by_unit!` picks between. The assert above bounds every pointer the kernels read
+    // and write (the AVX2 tiles are `8 * A` positions, which divide the checked `width`).
+    unsafe {
+        let buf = buf.as_ptr();
+        by_unit!(width, max_tiles(buf, taps, out));
     }
     #[cfg(not(target_arch = "x86_64"))]
     unreachable!("supported() is false off x86_64");
@@ -346,9 +326,7 @@ mod avx512 {
     }
 }
 
-/// The AVX2 forms: tiles of `A` vectors of 8 positions. A tile of `V` 16-lane vectors is one
-/// tile of `2 V` up to `V = 4` and two of `V` above, so that the accumulators, a broadcast
-/// weight and a load fit in the sixteen registers.
+/// The AVX2 forms: tiles of `A` vectors of 8 positions (`by_unit!` says which `A`).
 #[cfg(target_arch = "x86_64")]
 mod avx2 {
     use std::arch::x86_64::*;
