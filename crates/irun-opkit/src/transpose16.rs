@@ -1,9 +1,11 @@
 //! 16 x 16 transposes of 4-byte values in AVX-512 registers where the CPU has them: sixteen
 //! f32 planes to vectors of sixteen lanes (one per plane) and back, the moves between the
 //! planar layout of the model's tensors and a kernel that keeps sixteen channels in the
-//! lanes of a vector (the depthwise channel blocks), and the blocks of a Transpose of 4-byte
-//! values (`strided.rs`). A gather per position costs several times as much, and a scalar
-//! loop a store per value.
+//! lanes of a vector (the depthwise channel blocks), the blocks of a Transpose of 4-byte
+//! values (`strided.rs`), and images moved channel-last ([`channels_last`]: ROIAlign, the
+//! convolution's patch rows). Without AVX-512, [`block`] moves 8 x 8 tiles through eight
+//! vector registers. A gather per position costs several times as much, and a scalar loop a
+//! store per value.
 
 const LANES: usize = 16;
 
@@ -110,11 +112,81 @@ pub fn block(
         };
         return;
     }
+    crate::simd::widest(
+        #[inline(always)]
+        || block_by_eights((src, src_step), rows, cols, (dst, dst_step)),
+    );
+}
+
+/// [`block`] without AVX-512: whole 8 x 8 tiles through fixed-size arrays, which LLVM keeps
+/// in eight vector registers and shuffles (a value at a time, the stores are scattered 4-byte
+/// writes), the edges a value at a time. The caller checked the bounds.
+#[inline(always)]
+fn block_by_eights(
+    (src, src_step): (&[u32], usize),
+    rows: usize,
+    cols: usize,
+    (dst, dst_step): (&mut [u32], usize),
+) {
+    const T: usize = 8;
+    let (whole_rows, whole_cols) = (rows / T * T, cols / T * T);
+    for i0 in (0..whole_rows).step_by(T) {
+        for j0 in (0..whole_cols).step_by(T) {
+            let tile: [[u32; T]; T] = std::array::from_fn(|i| {
+                src[(i0 + i) * src_step + j0..][..T]
+                    .try_into()
+                    .expect("T values")
+            });
+            for j in 0..T {
+                let row = &mut dst[(j0 + j) * dst_step + i0..][..T];
+                for (i, v) in row.iter_mut().enumerate() {
+                    *v = tile[i][j];
+                }
+            }
+        }
+    }
     for i in 0..rows {
-        for j in 0..cols {
+        let from = if i < whole_rows { whole_cols } else { 0 };
+        for j in from..cols {
             dst[j * dst_step + i] = src[i * src_step + j];
         }
     }
+}
+
+/// `x`, `items` images `[channels, *spatial]` (the spatial dims flattened), moved to
+/// `[*spatial, channels]` in parallel runs of 16 pixels by [`block`]s of 16 channels: a
+/// kernel that reads every channel of a pixel at a time (ROIAlign's bins, a convolution's
+/// patch rows) reads them as one run. Each block reads 16 channels' runs of one cache line
+/// and writes 16 pixels' runs; reading a pixel of every channel at a time read `channels`
+/// runs whose planes lie a multiple of 4 KiB apart on power-of-two images (one L1 set), and a
+/// scalar store per value took twice as long as the tiles.
+pub fn channels_last(
+    x: &[f32],
+    items: usize,
+    channels: usize,
+) -> Result<Vec<f32>, crate::error::OpError> {
+    let c = channels.max(1);
+    let plane = x.len() / (items * c).max(1);
+    crate::par::build(x.len(), LANES * c, &|start, fill| {
+        let mut pixel = start / c;
+        while fill.remaining() > 0 {
+            let (item, p0) = (pixel / plane, pixel % plane);
+            let len = LANES.min(plane - p0).min(fill.remaining() / c);
+            let dst = fill.repeat_mut(0.0, len * c);
+            for c0 in (0..channels).step_by(LANES) {
+                block(
+                    (
+                        bytemuck::cast_slice(&x[(item * c + c0) * plane + p0..]),
+                        plane,
+                    ),
+                    LANES.min(channels - c0),
+                    len,
+                    (bytemuck::cast_slice_mut(&mut dst[c0..]), c),
+                );
+            }
+            pixel += len;
+        }
+    })
 }
 
 fn avx512f() -> bool {
@@ -296,15 +368,18 @@ mod tests {
     }
 
     /// Blocks of every size up to 16 x 16 between steps wider than the block, as the
-    /// definition puts them; nothing else of the destination is written.
+    /// definition puts them; nothing else of the destination is written. Both the entry
+    /// point (AVX-512 where the CPU has it) and the 8 x 8 tiles of other CPUs.
     #[test]
     fn transposes_blocks_of_any_size() {
         let (ss, ds) = (19, 23);
         let src: Vec<u32> = (0..16 * ss as u32).collect();
-        for rows in 0..=16 {
-            for cols in 0..=16 {
+        let ways: [fn((&[u32], usize), usize, usize, (&mut [u32], usize)); 2] =
+            [block, block_by_eights];
+        for (rows, cols) in (0..=16).flat_map(|r| (0..=16).map(move |c| (r, c))) {
+            for way in ways {
                 let mut dst = vec![u32::MAX; 16 * ds];
-                block((&src, ss), rows, cols, (&mut dst, ds));
+                way((&src, ss), rows, cols, (&mut dst, ds));
                 for (k, &v) in dst.iter().enumerate() {
                     let (j, i) = (k / ds, k % ds);
                     let want = if i < rows && j < cols {

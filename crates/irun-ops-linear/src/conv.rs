@@ -39,7 +39,12 @@ type GroupGemm<'a, T> = &'a (dyn Fn(usize, usize, usize, &[T], &mut [T]) + Sync)
 /// per-call packing of the constant operand was a fifth of a convolution's time), or kept
 /// for the direct kernel ([`PackedFilters::direct`]) instead.
 pub struct PackedFilters {
+    /// 1x1 kernels and few input channels: per group, the filters `[co, ci * taps]` as the
+    /// GEMM's left operand.
     pub(crate) groups: Vec<rten_gemm::PackedAMatrix<f32>>,
+    /// The others ([`crate::conv_rows::suits`]): per group, the filters transposed
+    /// `[taps * ci, co]` as the right operand of the GEMMs by output positions.
+    pub(crate) by_rows: Vec<rten_gemm::PackedBMatrix<f32>>,
     direct: Option<DirectFilters>,
     pointwise: Option<PointwiseFilters>,
     bytes: usize,
@@ -58,6 +63,16 @@ impl PackedFilters {
         if g == 0 || co == 0 || k == 0 {
             return None;
         }
+        if crate::conv_rows::suits(fs[2], fs.get(3..)?.iter().product()) {
+            return Some(PackedFilters {
+                groups: Vec::new(),
+                by_rows: crate::conv_rows::pack(w, g, co, fs[2], k / fs[2]),
+                direct: None,
+                pointwise: None,
+                bytes: w.len() * 4,
+                gemm: OnceLock::new(),
+            });
+        }
         let groups: Vec<_> = (0..g)
             .map(|grp| {
                 F32_GEMM.with(|e| {
@@ -67,6 +82,7 @@ impl PackedFilters {
             .collect();
         Some(PackedFilters {
             groups,
+            by_rows: Vec::new(),
             direct: None,
             pointwise: None,
             bytes: w.len() * 4,
@@ -89,6 +105,7 @@ impl PackedFilters {
             let p = PointwiseFilters::new(filters.values::<f32>()?, fs[1], fs[2])?;
             return Some(PackedFilters {
                 groups: Vec::new(),
+                by_rows: Vec::new(),
                 direct: None,
                 bytes: p.byte_size(),
                 pointwise: Some(p),
@@ -101,6 +118,7 @@ impl PackedFilters {
         let direct = DirectFilters::new(filters, fs[1], fs[2], kernel)?;
         Some(PackedFilters {
             groups: Vec::new(),
+            by_rows: Vec::new(),
             bytes: direct.byte_size(),
             direct: Some(direct),
             pointwise: None,
@@ -118,7 +136,7 @@ impl PackedFilters {
     /// `filters` (the ones these were made from) packed for the GEMM, made on the first
     /// call and kept; `None` if they cannot be.
     fn for_gemm(&self, filters: &Tensor) -> Option<&PackedFilters> {
-        if !self.groups.is_empty() {
+        if !self.groups.is_empty() || !self.by_rows.is_empty() {
             return Some(self);
         }
         self.gemm
@@ -262,6 +280,13 @@ pub fn grouped_with(
                 (None, Some(p)) => {
                     applied = true;
                     g.run_pointwise_direct(data, &p, shape, epilogue)
+                }
+                (None, None) if crate::conv_rows::suits(g.ci, g.kernel.iter().product()) => {
+                    applied = true;
+                    let w = f32_values(filters)?;
+                    let taps = g.kernel.iter().product();
+                    let packed = crate::conv_rows::pack(w, groups, co, ci, taps);
+                    g.run_by_rows(data, &packed, shape, epilogue)
                 }
                 (None, None) => g.run::<f32>(data, filters, shape),
             },
@@ -424,6 +449,10 @@ impl Geometry {
         epilogue: Option<&Epilogue>,
         applied: &mut bool,
     ) -> Result<Tensor, OpError> {
+        if !p.by_rows.is_empty() {
+            *applied = true;
+            return self.run_by_rows(data, &p.by_rows, shape, epilogue);
+        }
         if self.fits_virtual_im2col(data.len()) {
             *applied = true;
             return self.run_virtual_im2col(data, p, shape, epilogue);
@@ -574,7 +603,7 @@ impl Geometry {
     /// Row `row` of the patches: channel `row / taps`, tap `row % taps` as `(kd, kh, kw)`;
     /// columns are output positions `p0..p0 + dst.len()`. Walks the row run by run along the
     /// output's innermost dim, each run one [`gather_run`]; no division per element.
-    fn im2col_row<T: Copy + Default>(
+    pub(crate) fn im2col_row<T: Copy + Default>(
         &self,
         x: &[T],
         row: usize,

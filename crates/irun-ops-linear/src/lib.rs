@@ -25,6 +25,7 @@ pub mod compressed;
 pub mod conv;
 pub mod conv_backprop;
 mod conv_gemm;
+mod conv_rows;
 pub mod convolution;
 pub mod depthwise;
 pub mod direct_conv;

@@ -1,0 +1,395 @@
+//! The convolution as GEMMs whose rows are output positions: for each block of positions,
+//! its patches `[positions, taps * ci]` times the filters `[taps * ci, co]` (packed once by
+//! rten-gemm as its right operand), and the block's `[positions, co]` transposed into the
+//! output planes. A patch row is one copy of `ci` values per tap from a channel-last copy of
+//! the input, so the depth runs over (tap, channel).
+//!
+//! Why this orientation rather than filters times patches: rten-gemm's AVX2 tile is 6 rows
+//! by 16 columns, and a plane of 7x7 positions as the columns fills 49 of 64, as the rows 49
+//! of 54; and rten-gemm shares the columns between the threads in whole blocks, packing its
+//! left operand per block, where the other way it packs the patches on one thread and forks
+//! the filters' row blocks once per depth block (18 times for 512 channels of 3x3). On
+//! ResNet-18's 3x3 layers the product alone ran 1.1-1.45x faster this way at one and two
+//! threads (docs/benchmarks.md, 2026-11-28).
+//!
+//! Each output is one chain of multiply-adds over (tap, channel) in rten-gemm's depth blocks
+//! whatever the blocks of positions and the thread count; unprepared filters are packed per
+//! run and take the same path, so `irun run` gives the same bits as a compiled model.
+
+use irun_opkit::epilogue::{Channels, Epilogue};
+use irun_opkit::transpose16;
+use irun_tensor::Tensor;
+use rten_gemm::{GemmInputA, GemmInputB, GemmOptions, PackedBMatrix};
+
+use crate::conv::{f32_values, Geometry};
+use crate::gemm::{view, F32_GEMM};
+use crate::op::{codes, OpError};
+use crate::par::{self, Filler};
+
+/// Patch blocks hold at least this many values (512 KiB of f32), and more where the filters
+/// are large: see [`block_rows`].
+const PATCH_BLOCK_VALUES: usize = 1 << 17;
+
+/// Positions per block at least this many times the output channels: each block's product
+/// reads all the packed filters (`k x co`) once while it reads `rows x k` patch values, so
+/// the filters add at most a quarter to the block's traffic. Blocks of 64 positions made
+/// ResNet-18's 14x14 layers read their 2.4 MB of filters four times and run 20% slower than
+/// one block.
+const ROWS_PER_CHANNEL: usize = 4;
+
+/// Values moved per transpose step, each way (the 16 x 16 blocks of [`transpose16::block`]).
+const TILE: usize = 16;
+
+/// Whether filters of `ci` input channels and `taps` taps run by position rows: more than one
+/// tap (a 1x1 kernel's patches are the input itself, or a strided view of it), and at least
+/// [`MIN_CHANNELS`] channels.
+pub(crate) fn suits(ci: usize, taps: usize) -> bool {
+    taps > 1 && ci >= MIN_CHANNELS
+}
+
+/// Fewer input channels make a patch row many short copies: a 3-channel 3x3 stride-2 stem
+/// (roi_head's backbone) took 4.2 ms by position rows against 2.5 by the virtual im2col.
+const MIN_CHANNELS: usize = 16;
+
+/// Filters `[G, co, ci, *k]` packed as the right operand of [`Geometry::run_by_rows`]: per
+/// group, `[taps * ci, co]` with the depth in (tap, channel) order.
+pub(crate) fn pack(
+    w: &[f32],
+    groups: usize,
+    co: usize,
+    ci: usize,
+    taps: usize,
+) -> Vec<PackedBMatrix<f32>> {
+    let k = ci * taps;
+    (0..groups)
+        .map(|grp| {
+            let wg = &w[grp * co * k..][..co * k];
+            let mut by_tap = vec![0f32; co * k];
+            for (dst, src) in by_tap.chunks_mut(k).zip(wg.chunks(k)) {
+                for (c, taps_of_c) in src.chunks(taps).enumerate() {
+                    for (t, &v) in taps_of_c.iter().enumerate() {
+                        dst[t * ci + c] = v;
+                    }
+                }
+            }
+            F32_GEMM.with(|e| e.prepack_b(view(k, co, &by_tap, (1, k as isize))))
+        })
+        .collect()
+}
+
+impl Geometry {
+    /// The convolution by blocks of output positions on filters packed by [`pack`], any
+    /// batch, group count and rank; `epilogue` applied to each output plane as it is
+    /// written.
+    pub(crate) fn run_by_rows(
+        &self,
+        data: &Tensor,
+        packed: &[PackedBMatrix<f32>],
+        shape: Vec<usize>,
+        epilogue: Option<&Epilogue>,
+    ) -> Result<Tensor, OpError> {
+        self.run_in_blocks(data, packed, shape, epilogue, None)
+    }
+
+    /// [`Self::run_by_rows`] in blocks of `rows` positions (`None`: [`block_rows`]).
+    fn run_in_blocks(
+        &self,
+        data: &Tensor,
+        packed: &[PackedBMatrix<f32>],
+        shape: Vec<usize>,
+        epilogue: Option<&Epilogue>,
+        rows: Option<usize>,
+    ) -> Result<Tensor, OpError> {
+        let x = f32_values(data)?;
+        let positions: usize = self.out.iter().product();
+        let taps: usize = self.kernel.iter().product();
+        let k = self.ci * taps;
+        let item_len = self.ci * self.input.iter().product::<usize>();
+        let items = self.n * self.groups;
+        if packed.len() != self.groups || x.len() != items * item_len {
+            return Err(OpError::new(
+                codes::INTERNAL,
+                "internal error: filters packed for another convolution",
+            ));
+        }
+        let (rows, blocks) = rows.map_or_else(
+            || block_rows(positions, k, self.co),
+            |r| (r, positions.div_ceil(r).max(1)),
+        );
+        let last = transpose16::channels_last(x, items, self.ci)?;
+        // Each (item, block): its patches, then their product with the group's filters.
+        let products = par::try_map_tasks(items * blocks, &|t| {
+            let (ng, b) = (t / blocks, t % blocks);
+            let p0 = b * rows;
+            let len = rows.min(positions - p0);
+            let xg = &last[ng * item_len..][..item_len];
+            let patches = par::build(len * k, TILE * k, &|start, fill| {
+                self.patch_rows(xg, p0 + start / k.max(1), fill);
+            })
+            .map_err(|e| (t, e))?;
+            let mut product =
+                crate::kernel::try_zeroed::<f32>(len * self.co).map_err(|e| (t, e))?;
+            F32_GEMM.with(|e| {
+                e.gemm(
+                    &mut product,
+                    GemmInputA::Unpacked(view(len, k, &patches, (k as isize, 1))),
+                    GemmInputB::Packed(&packed[ng % self.groups]),
+                    GemmOptions::default(),
+                )
+                .expect("packed for this geometry")
+            });
+            Ok(product)
+        })?;
+        // The output planes, up to 16 channels of one item per step: each block's columns
+        // transposed into their rows, then the epilogue while they are in cache.
+        let layout = Channels::Planes {
+            channels: self.groups * self.co,
+            plane: positions,
+        };
+        let out = par::build(
+            items * self.co * positions,
+            positions.max(1),
+            &|start, fill| {
+                let mut plane = start / positions.max(1);
+                while fill.remaining() > 0 {
+                    let (ng, c0) = (plane / self.co, plane % self.co);
+                    let m = TILE.min(self.co - c0).min(fill.remaining() / positions);
+                    let dst = fill.repeat_mut(0.0, m * positions);
+                    for (b, product) in products[ng * blocks..][..blocks].iter().enumerate() {
+                        let p0 = b * rows;
+                        let len = product.len() / self.co;
+                        for q0 in (0..len).step_by(TILE) {
+                            transpose16::block(
+                                (bytemuck::cast_slice(&product[q0 * self.co + c0..]), self.co),
+                                TILE.min(len - q0),
+                                m,
+                                (bytemuck::cast_slice_mut(&mut dst[p0 + q0..]), positions),
+                            );
+                        }
+                    }
+                    if let Some(e) = epilogue {
+                        e.apply_at(dst, plane * positions, layout);
+                    }
+                    plane += m;
+                }
+            },
+        )?;
+        Tensor::new(data.element_type(), shape, irun_tensor::Scalar::wrap(out))
+            .map_err(|e| OpError::new(codes::RUN_SHAPE, e.to_string()))
+    }
+
+    /// Rows `first..` of the patch matrix `[positions, taps * ci]` of one item's channel-last
+    /// input `x` (`[*input, ci]`, one group's channels), as many as `fill` takes: row `p` is,
+    /// tap by tap, the `ci` values the tap meets at output position `p`, 0 in padding.
+    fn patch_rows(&self, x: &[f32], first: usize, fill: &mut Filler<'_, f32>) {
+        let ci = self.ci;
+        let [id, ih, iw] = self.input;
+        let [kd, kh, kw] = self.kernel;
+        let [_, oh, ow] = self.out;
+        let at = |o: usize, k: usize, d: usize, len: usize| {
+            let i = (o * self.stride[d] + k * self.dil[d]).checked_sub(self.pad[d])?;
+            (i < len).then_some(i)
+        };
+        let k = ci * kd * kh * kw;
+        if k == 0 {
+            return;
+        }
+        let mut p = first;
+        while fill.remaining() >= k {
+            let (z, y, xo) = (p / (oh * ow), (p / ow) % oh, p % ow);
+            for a in 0..kd {
+                for b in 0..kh {
+                    for e in 0..kw {
+                        match (at(z, a, 0, id), at(y, b, 1, ih), at(xo, e, 2, iw)) {
+                            (Some(iz), Some(iy), Some(ix)) => {
+                                fill.extend_from_slice(&x[((iz * ih + iy) * iw + ix) * ci..][..ci])
+                            }
+                            _ => fill.repeat(0.0, ci),
+                        }
+                    }
+                }
+            }
+            p += 1;
+        }
+    }
+}
+
+/// Positions per block and the block count for a plane of `positions`, patches of `k`
+/// values and `co` output channels: blocks of [`PATCH_BLOCK_VALUES`] or of
+/// [`ROWS_PER_CHANNEL`] rows per channel, whichever is larger, of equal size but the last,
+/// a multiple of 8 positions.
+fn block_rows(positions: usize, k: usize, co: usize) -> (usize, usize) {
+    let target = (PATCH_BLOCK_VALUES / k.max(1))
+        .max(ROWS_PER_CHANNEL * co)
+        .max(8);
+    let blocks = positions.div_ceil(target).max(1);
+    let rows = positions.div_ceil(blocks).next_multiple_of(8).max(1);
+    (rows, positions.div_ceil(rows).max(1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The convolution of `x [n, groups * ci, *input]` by `w [groups, co, ci, *kernel]` in
+    /// f64, from the definition (padding reads 0).
+    fn reference(g: &Geometry, x: &[f32], w: &[f32]) -> Vec<f64> {
+        let (input, kernel, out) = (g.input, g.kernel, g.out);
+        let plane: usize = input.iter().product();
+        let taps: usize = kernel.iter().product();
+        let positions: usize = out.iter().product();
+        let mut y = vec![0.0; g.n * g.groups * g.co * positions];
+        for (i, v) in y.iter_mut().enumerate() {
+            let (p, oc, ng) = (i % positions, (i / positions) % g.co, i / positions / g.co);
+            let o = [p / (out[1] * out[2]), (p / out[2]) % out[1], p % out[2]];
+            for c in 0..g.ci {
+                for t in 0..taps {
+                    let k = [
+                        t / (kernel[1] * kernel[2]),
+                        (t / kernel[2]) % kernel[1],
+                        t % kernel[2],
+                    ];
+                    let at: Option<Vec<usize>> = (0..3)
+                        .map(|d| {
+                            let i = (o[d] * g.stride[d] + k[d] * g.dil[d]).checked_sub(g.pad[d])?;
+                            (i < input[d]).then_some(i)
+                        })
+                        .collect();
+                    if let Some(at) = at {
+                        let xi =
+                            (ng * g.ci + c) * plane + (at[0] * input[1] + at[1]) * input[2] + at[2];
+                        let wi = (((ng % g.groups) * g.co + oc) * g.ci + c) * taps + t;
+                        *v += f64::from(x[xi]) * f64::from(w[wi]);
+                    }
+                }
+            }
+        }
+        y
+    }
+
+    fn values(len: usize, seed: u32) -> Vec<f32> {
+        (0..len as u32)
+            .map(|i| ((i.wrapping_mul(2_654_435_761) ^ seed) % 2001) as f32 / 1000.0 - 1.0)
+            .collect()
+    }
+
+    /// Batches, groups, 1-, 2- and 3-D planes, strides, dilations and padding past the
+    /// kernel's reach, channel counts off the 16 x 16 transposes: within f32 rounding of the
+    /// definition, and the same bits in blocks of 8 or 24 positions or the chosen ones, at 1,
+    /// 2 and 3 threads (each output is one chain over the depth whatever the blocks).
+    #[test]
+    fn matches_the_definition_in_any_blocks_at_any_thread_count() {
+        let cases = [
+            // n, groups, ci, co, input, kernel, out, stride, dil, pad
+            (
+                1,
+                1,
+                19,
+                33,
+                [1, 9, 11],
+                [1, 3, 3],
+                [1, 9, 11],
+                [1, 1, 1],
+                [1, 1, 1],
+                [0, 1, 1],
+            ),
+            (
+                2,
+                3,
+                5,
+                7,
+                [1, 8, 8],
+                [1, 3, 2],
+                [1, 4, 5],
+                [1, 2, 2],
+                [1, 1, 2],
+                [0, 1, 2],
+            ),
+            (
+                1,
+                1,
+                17,
+                18,
+                [1, 1, 30],
+                [1, 1, 5],
+                [1, 1, 14],
+                [1, 1, 2],
+                [1, 1, 1],
+                [0, 0, 3],
+            ),
+            (
+                2,
+                2,
+                3,
+                4,
+                [4, 5, 6],
+                [2, 3, 3],
+                [3, 5, 6],
+                [1, 1, 1],
+                [2, 1, 1],
+                [1, 1, 1],
+            ),
+            (
+                1,
+                1,
+                40,
+                20,
+                [1, 4, 4],
+                [1, 3, 3],
+                [1, 4, 4],
+                [1, 1, 1],
+                [1, 3, 3],
+                [0, 3, 3],
+            ),
+        ];
+        for (i, &(n, groups, ci, co, input, kernel, out, stride, dil, pad)) in
+            cases.iter().enumerate()
+        {
+            let g = Geometry {
+                n,
+                groups,
+                ci,
+                co,
+                input,
+                kernel,
+                out,
+                stride,
+                dil,
+                pad,
+            };
+            let taps: usize = kernel.iter().product();
+            let x = values(
+                n * groups * ci * input.iter().product::<usize>(),
+                7 + i as u32,
+            );
+            let w = values(groups * co * ci * taps, 91 + i as u32);
+            let want = reference(&g, &x, &w);
+            let data = Tensor::from_f32(vec![x.len()], x.clone()).unwrap();
+            let positions: usize = out.iter().product();
+            let mut runs = Vec::new();
+            for rows in [Some(8), Some(24), None] {
+                for threads in 1..=3 {
+                    let got = irun_opkit::testing::on_threads(threads, || {
+                        let packed = pack(&w, groups, co, ci, taps);
+                        g.run_in_blocks(&data, &packed, vec![want.len()], None, rows)
+                    })
+                    .unwrap();
+                    runs.push((rows, threads, got.values::<f32>().unwrap().to_vec()));
+                }
+            }
+            for (rows, threads, got) in &runs {
+                assert_eq!(got.len(), n * groups * co * positions, "case {i}");
+                for (j, (&a, &b)) in got.iter().zip(&want).enumerate() {
+                    assert!(
+                        (f64::from(a) - b).abs() <= 1e-5 * (1.0 + b.abs()),
+                        "case {i}, {rows:?} rows, {threads} threads, output {j}: {a} vs {b}"
+                    );
+                }
+                assert_eq!(
+                    got, &runs[0].2,
+                    "case {i}: {rows:?} rows, {threads} threads"
+                );
+            }
+        }
+    }
+}
