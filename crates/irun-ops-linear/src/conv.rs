@@ -49,21 +49,23 @@ pub struct PackedFilters {
     pointwise: Option<PointwiseFilters>,
     bytes: usize,
     /// Beside `direct`, the filters packed for the GEMM, on the first run of a plane the
-    /// direct kernels run slower than it ([`DirectFilters::runs`]).
+    /// direct kernels run slower than it ([`DirectFilters::runs`]); beside `by_rows`, packed
+    /// as the left operand, on the first run of a plane too large for them.
     gemm: OnceLock<Option<Box<PackedFilters>>>,
 }
 
 impl PackedFilters {
-    /// Packs `filters [G, co, ci, *k]`; `None` unless they are f32.
+    /// Packs `filters [G, co, ci, *k]`, transposed where [`crate::conv_rows::suits`] them;
+    /// `None` unless they are f32.
     pub fn new(filters: &Tensor) -> Option<PackedFilters> {
-        let w = filters.values::<f32>()?;
         let fs = filters.shape();
-        let (g, co) = (*fs.first()?, *fs.get(1)?);
-        let k: usize = fs.get(2..)?.iter().product();
-        if g == 0 || co == 0 || k == 0 {
-            return None;
-        }
-        if crate::conv_rows::suits(fs[2], fs.get(3..)?.iter().product()) {
+        if crate::conv_rows::suits(*fs.get(2)?, fs.get(3..)?.iter().product()) {
+            let w = filters.values::<f32>()?;
+            let (g, co) = (fs[0], fs[1]);
+            let k: usize = fs[2..].iter().product();
+            if g == 0 || co == 0 || k == 0 {
+                return None;
+            }
             return Some(PackedFilters {
                 groups: Vec::new(),
                 by_rows: crate::conv_rows::pack(w, g, co, fs[2], k / fs[2]),
@@ -72,6 +74,19 @@ impl PackedFilters {
                 bytes: w.len() * 4,
                 gemm: OnceLock::new(),
             });
+        }
+        Self::left(filters)
+    }
+
+    /// Packs `filters [G, co, ci, *k]` as the GEMM's left operand, whatever their sizes;
+    /// `None` unless they are f32.
+    fn left(filters: &Tensor) -> Option<PackedFilters> {
+        let w = filters.values::<f32>()?;
+        let fs = filters.shape();
+        let (g, co) = (*fs.first()?, *fs.get(1)?);
+        let k: usize = fs.get(2..)?.iter().product();
+        if g == 0 || co == 0 || k == 0 {
+            return None;
         }
         let groups: Vec<_> = (0..g)
             .map(|grp| {
@@ -281,7 +296,10 @@ pub fn grouped_with(
                     applied = true;
                     g.run_pointwise_direct(data, &p, shape, epilogue)
                 }
-                (None, None) if crate::conv_rows::suits(g.ci, g.kernel.iter().product()) => {
+                (None, None)
+                    if crate::conv_rows::suits(g.ci, g.kernel.iter().product())
+                        && crate::conv_rows::suits_plane(g.out.iter().product()) =>
+                {
                     applied = true;
                     let w = f32_values(filters)?;
                     let taps = g.kernel.iter().product();
@@ -450,8 +468,14 @@ impl Geometry {
         applied: &mut bool,
     ) -> Result<Tensor, OpError> {
         if !p.by_rows.is_empty() {
-            *applied = true;
-            return self.run_by_rows(data, &p.by_rows, shape, epilogue);
+            if crate::conv_rows::suits_plane(self.out.iter().product()) {
+                *applied = true;
+                return self.run_by_rows(data, &p.by_rows, shape, epilogue);
+            }
+            return match p.gemm.get_or_init(|| Self::left_of(filters)).as_deref() {
+                Some(left) => self.run_packed(data, filters, left, shape, epilogue, applied),
+                None => self.run::<f32>(data, filters, shape),
+            };
         }
         if self.fits_virtual_im2col(data.len()) {
             *applied = true;
@@ -472,6 +496,11 @@ impl Geometry {
                 .expect("packed for this geometry")
             })
         })
+    }
+
+    /// `filters [G, co, ci, *k]` packed as the GEMM's left operand.
+    fn left_of(filters: &Tensor) -> Option<Box<PackedFilters>> {
+        PackedFilters::left(filters).map(Box::new)
     }
 
     /// A 1x1(x1) kernel at stride 1 without padding, whose patches are the input itself.

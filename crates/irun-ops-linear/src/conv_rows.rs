@@ -51,6 +51,18 @@ pub(crate) fn suits(ci: usize, taps: usize) -> bool {
 /// (roi_head's backbone) took 4.2 ms by position rows against 2.5 by the virtual im2col.
 const MIN_CHANNELS: usize = 16;
 
+/// Whether a plane of `positions` output positions runs by position rows. Larger planes
+/// pay for writing their patches and a channel-last copy of the input, which the virtual
+/// im2col never writes: the segmenter's 3x3 stride-2 layers onto 160x160 (32 -> 64 and 64 ->
+/// 20 channels) took 20.7 and 29.4 ms by position rows against 18.4 and 25.4. The largest
+/// planes measured faster by rows are ResNet-18's 28x28.
+pub(crate) fn suits_plane(positions: usize) -> bool {
+    positions <= MAX_POSITIONS
+}
+
+/// See [`suits_plane`]: 32x32.
+const MAX_POSITIONS: usize = 1024;
+
 /// Filters `[G, co, ci, *k]` packed as the right operand of [`Geometry::run_by_rows`]: per
 /// group, `[taps * ci, co]` with the depth in (tap, channel) order.
 pub(crate) fn pack(

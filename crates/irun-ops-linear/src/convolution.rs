@@ -353,6 +353,43 @@ mod tests {
                 );
             }
         }
+        // Filters packed transposed for the GEMM by position rows, on a plane too large for
+        // it (33x33 at stride 2): the left-operand packing made on first use, the same bits
+        // as unprepared filters, run after run.
+        let (c3, o3, side) = (16, 8, 66);
+        let large = || {
+            vec![
+                Tensor::from_f32(
+                    vec![1, c3, side, side],
+                    (0..c3 * side * side)
+                        .map(|i| ((i * 11) % 23) as f32 * 0.1 - 1.2)
+                        .collect(),
+                )
+                .unwrap(),
+                Tensor::from_f32(
+                    vec![o3, c3, 3, 3],
+                    (0..o3 * c3 * 9)
+                        .map(|i| ((i * 3) % 7) as f32 * 0.3 - 0.9)
+                        .collect(),
+                )
+                .unwrap(),
+            ]
+        };
+        let op = conv(2, 1, 1, AutoPad::Explicit);
+        let plain = eval1(&op, large()).unwrap();
+        assert_eq!(plain.shape(), &[1, o3, 33, 33]);
+        for threads in [1, 2] {
+            for _ in 0..2 {
+                let packed = crate::testing::eval_prepared(&op, large(), &[false, true], threads)
+                    .expect("prepared")
+                    .unwrap();
+                assert_eq!(
+                    format!("{packed:?}"),
+                    format!("{plain:?}"),
+                    "16 channels onto 33x33, {threads} threads"
+                );
+            }
+        }
         let op = conv(2, 1, 1, AutoPad::Explicit);
         let f64s = vec![
             Tensor::from_f64(vec![1, 1, 3, 3], vec![0.0; 9]).unwrap(),
