@@ -316,80 +316,51 @@ mod tests {
                 "1x1, {threads} threads"
             );
         }
+        // 3x3 filters of `c` channels into `o` on a `side` x `side` input, prepared (twice,
+        // at 1 and 2 threads) and not: the same bits.
+        let same_bits_prepared = |c: usize, o: usize, side: usize, stride: usize, what: &str| {
+            let inputs = || {
+                vec![
+                    Tensor::from_f32(
+                        vec![1, c, side, side],
+                        (0..c * side * side)
+                            .map(|i| ((i * 7) % 19) as f32 * 0.3 - 2.0)
+                            .collect(),
+                    )
+                    .unwrap(),
+                    Tensor::from_f32(
+                        vec![o, c, 3, 3],
+                        (0..o * c * 9)
+                            .map(|i| ((i * 5) % 13) as f32 * 0.2 - 1.1)
+                            .collect(),
+                    )
+                    .unwrap(),
+                ]
+            };
+            let op = conv(stride, 1, 1, AutoPad::Explicit);
+            let plain = eval1(&op, inputs()).unwrap();
+            for threads in [1, 2] {
+                for _ in 0..2 {
+                    let packed =
+                        crate::testing::eval_prepared(&op, inputs(), &[false, true], threads)
+                            .expect("prepared")
+                            .unwrap();
+                    assert_eq!(
+                        format!("{packed:?}"),
+                        format!("{plain:?}"),
+                        "{what}, {threads} threads"
+                    );
+                }
+            }
+        };
         // A small plane of many channels (32 x 9 multiply-adds per output on 8x8): the
-        // channel tiles on AVX-512, on AVX2 the GEMM on filters packed on first use rather
-        // than the position tiles ([`DirectFilters::runs`]); unprepared filters take the same
-        // kernel.
-        let (c2, o2, hw) = (32, 8, 8);
-        let deep = || {
-            vec![
-                Tensor::from_f32(
-                    vec![1, c2, hw, hw],
-                    (0..c2 * hw * hw)
-                        .map(|i| ((i * 7) % 19) as f32 * 0.3 - 2.0)
-                        .collect(),
-                )
-                .unwrap(),
-                Tensor::from_f32(
-                    vec![o2, c2, 3, 3],
-                    (0..o2 * c2 * 9)
-                        .map(|i| ((i * 5) % 13) as f32 * 0.2 - 1.1)
-                        .collect(),
-                )
-                .unwrap(),
-            ]
-        };
-        let op = conv(1, 1, 1, AutoPad::Explicit);
-        let plain = eval1(&op, deep()).unwrap();
-        for threads in [1, 2] {
-            for _ in 0..2 {
-                let packed = crate::testing::eval_prepared(&op, deep(), &[false, true], threads)
-                    .expect("prepared")
-                    .unwrap();
-                assert_eq!(
-                    format!("{packed:?}"),
-                    format!("{plain:?}"),
-                    "32 channels on 8x8, {threads} threads"
-                );
-            }
-        }
+        // channel tiles on AVX-512, on AVX2 the GEMM by position rows on filters packed on
+        // first use rather than the position tiles ([`DirectFilters::runs`]); unprepared
+        // filters take the same kernel.
+        same_bits_prepared(32, 8, 8, 1, "32 channels on 8x8");
         // Filters packed transposed for the GEMM by position rows, on a plane too large for
-        // it (33x33 at stride 2): the left-operand packing made on first use, the same bits
-        // as unprepared filters, run after run.
-        let (c3, o3, side) = (16, 8, 66);
-        let large = || {
-            vec![
-                Tensor::from_f32(
-                    vec![1, c3, side, side],
-                    (0..c3 * side * side)
-                        .map(|i| ((i * 11) % 23) as f32 * 0.1 - 1.2)
-                        .collect(),
-                )
-                .unwrap(),
-                Tensor::from_f32(
-                    vec![o3, c3, 3, 3],
-                    (0..o3 * c3 * 9)
-                        .map(|i| ((i * 3) % 7) as f32 * 0.3 - 0.9)
-                        .collect(),
-                )
-                .unwrap(),
-            ]
-        };
-        let op = conv(2, 1, 1, AutoPad::Explicit);
-        let plain = eval1(&op, large()).unwrap();
-        assert_eq!(plain.shape(), &[1, o3, 33, 33]);
-        for threads in [1, 2] {
-            for _ in 0..2 {
-                let packed = crate::testing::eval_prepared(&op, large(), &[false, true], threads)
-                    .expect("prepared")
-                    .unwrap();
-                assert_eq!(
-                    format!("{packed:?}"),
-                    format!("{plain:?}"),
-                    "16 channels onto 33x33, {threads} threads"
-                );
-            }
-        }
+        // it (33x33 at stride 2): the left-operand packing made on first use.
+        same_bits_prepared(16, 8, 66, 2, "16 channels onto 33x33");
         let op = conv(2, 1, 1, AutoPad::Explicit);
         let f64s = vec![
             Tensor::from_f64(vec![1, 1, 3, 3], vec![0.0; 9]).unwrap(),
