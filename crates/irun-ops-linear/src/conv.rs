@@ -55,8 +55,8 @@ pub struct PackedFilters {
 }
 
 impl PackedFilters {
-    /// Packs `filters [G, co, ci, *k]`, transposed where [`crate::conv_rows::suits`] them;
-    /// `None` unless they are f32.
+    /// Packs `filters [G, co, ci, *k]`, transposed for the GEMM by position rows where their
+    /// sizes suit it (`conv_rows::suits`); `None` unless they are f32.
     pub fn new(filters: &Tensor) -> Option<PackedFilters> {
         let fs = filters.shape();
         if crate::conv_rows::suits(*fs.get(2)?, fs.get(3..)?.iter().product()) {
