@@ -374,8 +374,8 @@ mod tests {
     fn transposes_blocks_of_any_size() {
         let (ss, ds) = (19, 23);
         let src: Vec<u32> = (0..16 * ss as u32).collect();
-        let ways: [fn((&[u32], usize), usize, usize, (&mut [u32], usize)); 2] =
-            [block, block_by_eights];
+        type Transpose = fn((&[u32], usize), usize, usize, (&mut [u32], usize));
+        let ways: [Transpose; 2] = [block, block_by_eights];
         for (rows, cols) in (0..=16).flat_map(|r| (0..=16).map(move |c| (r, c))) {
             for way in ways {
                 let mut dst = vec![u32::MAX; 16 * ds];
