@@ -59,28 +59,19 @@ impl PackedFilters {
     /// sizes suit it (`conv_rows::suits`); `None` unless they are f32.
     pub fn new(filters: &Tensor) -> Option<PackedFilters> {
         let fs = filters.shape();
-        if crate::conv_rows::suits(*fs.get(2)?, fs.get(3..)?.iter().product()) {
-            let w = filters.values::<f32>()?;
-            let (g, co) = (fs[0], fs[1]);
-            let k: usize = fs[2..].iter().product();
-            if g == 0 || co == 0 || k == 0 {
-                return None;
-            }
-            return Some(PackedFilters {
-                groups: Vec::new(),
-                by_rows: crate::conv_rows::pack(w, g, co, fs[2], k / fs[2]),
-                direct: None,
-                pointwise: None,
-                bytes: w.len() * 4,
-                gemm: OnceLock::new(),
-            });
-        }
-        Self::left(filters)
+        let by_rows = crate::conv_rows::suits(*fs.get(2)?, fs.get(3..)?.iter().product());
+        Self::packed(filters, by_rows)
     }
 
     /// Packs `filters [G, co, ci, *k]` as the GEMM's left operand, whatever their sizes;
     /// `None` unless they are f32.
-    fn left(filters: &Tensor) -> Option<PackedFilters> {
+    fn left(filters: &Tensor) -> Option<Box<PackedFilters>> {
+        Self::packed(filters, false).map(Box::new)
+    }
+
+    /// Packs `filters [G, co, ci, *k]` transposed for the GEMM by position rows when
+    /// `by_rows`, else as the GEMM's left operand; `None` unless they are f32.
+    fn packed(filters: &Tensor, by_rows: bool) -> Option<PackedFilters> {
         let w = filters.values::<f32>()?;
         let fs = filters.shape();
         let (g, co) = (*fs.first()?, *fs.get(1)?);
@@ -88,16 +79,22 @@ impl PackedFilters {
         if g == 0 || co == 0 || k == 0 {
             return None;
         }
-        let groups: Vec<_> = (0..g)
-            .map(|grp| {
-                F32_GEMM.with(|e| {
-                    e.prepack_a(view(co, k, &w[grp * co * k..][..co * k], (k as isize, 1)))
+        let (groups, by_rows) = if by_rows {
+            let taps = k / fs[2];
+            (Vec::new(), crate::conv_rows::pack(w, g, co, fs[2], taps))
+        } else {
+            let left = (0..g)
+                .map(|grp| {
+                    F32_GEMM.with(|e| {
+                        e.prepack_a(view(co, k, &w[grp * co * k..][..co * k], (k as isize, 1)))
+                    })
                 })
-            })
-            .collect();
+                .collect();
+            (left, Vec::new())
+        };
         Some(PackedFilters {
             groups,
-            by_rows: Vec::new(),
+            by_rows,
             direct: None,
             pointwise: None,
             bytes: w.len() * 4,
@@ -296,10 +293,7 @@ pub fn grouped_with(
                     applied = true;
                     g.run_pointwise_direct(data, &p, shape, epilogue)
                 }
-                (None, None)
-                    if crate::conv_rows::suits(g.ci, g.kernel.iter().product())
-                        && crate::conv_rows::suits_plane(g.out.iter().product()) =>
-                {
+                (None, None) if g.runs_by_rows() => {
                     applied = true;
                     let w = f32_values(filters)?;
                     let taps = g.kernel.iter().product();
@@ -472,7 +466,11 @@ impl Geometry {
                 *applied = true;
                 return self.run_by_rows(data, &p.by_rows, shape, epilogue);
             }
-            return match p.gemm.get_or_init(|| Self::left_of(filters)).as_deref() {
+            return match p
+                .gemm
+                .get_or_init(|| PackedFilters::left(filters))
+                .as_deref()
+            {
                 Some(left) => self.run_packed(data, filters, left, shape, epilogue, applied),
                 None => self.run::<f32>(data, filters, shape),
             };
@@ -496,11 +494,6 @@ impl Geometry {
                 .expect("packed for this geometry")
             })
         })
-    }
-
-    /// `filters [G, co, ci, *k]` packed as the GEMM's left operand.
-    fn left_of(filters: &Tensor) -> Option<Box<PackedFilters>> {
-        PackedFilters::left(filters).map(Box::new)
     }
 
     /// A 1x1(x1) kernel at stride 1 without padding, whose patches are the input itself.
@@ -632,7 +625,7 @@ impl Geometry {
     /// Row `row` of the patches: channel `row / taps`, tap `row % taps` as `(kd, kh, kw)`;
     /// columns are output positions `p0..p0 + dst.len()`. Walks the row run by run along the
     /// output's innermost dim, each run one [`gather_run`]; no division per element.
-    pub(crate) fn im2col_row<T: Copy + Default>(
+    fn im2col_row<T: Copy + Default>(
         &self,
         x: &[T],
         row: usize,

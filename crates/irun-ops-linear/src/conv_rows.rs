@@ -92,6 +92,12 @@ pub(crate) fn pack(
 }
 
 impl Geometry {
+    /// Whether unprepared filters run by position rows: the choice prepared ones make, by
+    /// [`suits`] when they are packed and [`suits_plane`] when they run.
+    pub(crate) fn runs_by_rows(&self) -> bool {
+        suits(self.ci, self.kernel.iter().product()) && suits_plane(self.out.iter().product())
+    }
+
     /// The convolution by blocks of output positions on filters packed by [`pack`], any
     /// batch, group count and rank; `epilogue` applied to each output plane as it is
     /// written.
