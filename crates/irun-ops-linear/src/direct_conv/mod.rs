@@ -350,7 +350,16 @@ impl DirectFilters {
                     // of a stem convolution's time.
                     let done = fill.repeat_mut(0.0, rows * positions);
                     for q0 in (0..l.flat()).step_by(l.nr()) {
-                        tile(l.vectors, w, xi, l.plane, &l.taps, q0, &mut acc);
+                        tile(
+                            first + rows,
+                            l.vectors,
+                            w,
+                            xi,
+                            l.plane,
+                            &l.taps,
+                            q0,
+                            &mut acc,
+                        );
                         l.keep(&acc[first..first + rows], q0, done);
                     }
                     each(g * positions, done);
@@ -402,7 +411,7 @@ impl DirectFilters {
                     let tile_rows = (rows - r0).min(MR);
                     let dst = &mut dst[r0 * positions..][..tile_rows * positions];
                     for q0 in (b0..b1).step_by(l.nr()) {
-                        tile(l.vectors, w, xi, l.plane, &l.taps, q0, &mut acc);
+                        tile(tile_rows, l.vectors, w, xi, l.plane, &l.taps, q0, &mut acc);
                         l.keep(&acc[..tile_rows], q0, dst);
                     }
                     for (r, plane) in dst.chunks_mut(positions.max(1)).enumerate() {
@@ -449,7 +458,7 @@ impl DirectFilters {
                     let rows = MR.min(self.co - tile_of * MR);
                     let dst = &mut buf[tile_of * MR * width..][..rows * width];
                     for q0 in (s0..(s0 + part).min(b1)).step_by(nr) {
-                        tile(l.vectors, w, xi, l.plane, &l.taps, q0, &mut acc);
+                        tile(rows, l.vectors, w, xi, l.plane, &l.taps, q0, &mut acc);
                         l.keep_from(&acc[..rows], q0, dst, p0, width);
                     }
                 }

@@ -320,22 +320,31 @@ fn each_sees_every_output_once_where_it_lies() {
 /// The tile kernel of this CPU (AVX-512 or AVX2) computes each output as one fused
 /// multiply-add chain over (input channel, tap) in order, from zero: bit for bit the scalar
 /// chain, at every tile width and over enough steps that AVX2 carries its sums across
-/// chunks. This is what makes the two units give the same results.
+/// chunks, for every count of needed rows. This is what makes the two units give the same
+/// results.
 #[test]
 fn the_tile_is_one_fused_chain_per_output_in_step_order() {
     if !DirectFilters::supported() {
         return;
     }
     let taps = [0usize, 1, 2, 9, 10, 11, 18, 19, 20];
-    for (ci, vectors) in [(1, 1), (3, 2), (40, 3), (17, 1), (70, 2)] {
+    let cases = [
+        (1, 1, MR),
+        (3, 2, 5),
+        (40, 3, MR),
+        (17, 1, 3),
+        (70, 2, 1),
+        (40, 2, 6),
+    ];
+    for (ci, vectors, rows) in cases {
         let plane = 20 + 48 + 40;
         let q0 = 20;
         let x = values(ci * plane, 7 + ci as u32);
         let w = values(MR * ci * taps.len(), 11 + vectors as u32);
         let mut acc = [[f32::NAN; NR]; MR];
-        tile(vectors, &w, &x, plane, &taps, q0, &mut acc);
+        tile(rows, vectors, &w, &x, plane, &taps, q0, &mut acc);
         let k = ci * taps.len();
-        for (r, row) in acc.iter().enumerate() {
+        for (r, row) in acc.iter().enumerate().take(rows) {
             for (i, &got) in row[..16 * vectors].iter().enumerate() {
                 let mut want = 0f32;
                 for c in 0..ci {
@@ -347,7 +356,7 @@ fn the_tile_is_one_fused_chain_per_output_in_step_order() {
                 assert_eq!(
                     got.to_bits(),
                     want.to_bits(),
-                    "ci {ci}, vectors {vectors}, row {r}, position {i}"
+                    "ci {ci}, vectors {vectors}, rows {rows}, row {r}, position {i}"
                 );
             }
         }

@@ -8,8 +8,12 @@ use crate::simd::{unit, Unit};
 
 /// `acc[r][i]` = the output of channel `r` of the tile at flat position `q0 + i`: for each
 /// input channel `c`, for each tap, `w[r][(c, tap)] * x[c * plane + q0 + tap offset + i]`,
-/// summed in that order by fused multiply-adds from 0; `w` holds the tile's `MR` rows.
+/// summed in that order by fused multiply-adds from 0; `w` holds the tile's `MR` rows, of
+/// which the first `rows` are needed (the AVX2 kernel leaves the others as they were: a
+/// detection head's 5 channels would otherwise cost 8).
+#[allow(clippy::too_many_arguments)]
 pub(super) fn tile(
+    rows: usize,
     vectors: usize,
     w: &[f32],
     x: &[f32],
@@ -39,9 +43,9 @@ pub(super) fn tile(
             (Unit::Avx512, 1) => avx512::tile::<1>(w, x, plane, ci, taps, q0, acc),
             (Unit::Avx512, 2) => avx512::tile::<2>(w, x, plane, ci, taps, q0, acc),
             (Unit::Avx512, _) => avx512::tile::<3>(w, x, plane, ci, taps, q0, acc),
-            (_, 1) => avx2::tile::<1>(w, x, plane, ci, taps, q0, acc),
-            (_, 2) => avx2::tile::<2>(w, x, plane, ci, taps, q0, acc),
-            (_, _) => avx2::tile::<3>(w, x, plane, ci, taps, q0, acc),
+            (_, 1) => avx2::tile::<1>(rows, w, x, plane, ci, taps, q0, acc),
+            (_, 2) => avx2::tile::<2>(rows, w, x, plane, ci, taps, q0, acc),
+            (_, _) => avx2::tile::<3>(rows, w, x, plane, ci, taps, q0, acc),
         }
     }
     #[cfg(not(target_arch = "x86_64"))]
@@ -116,12 +120,14 @@ mod avx2 {
     /// (input channel, tap) steps per chunk: 4 rows of them are 2 KB of filters.
     const CHUNK: usize = 128;
 
-    /// [`super::avx512::tile`] on AVX2.
+    /// [`super::avx512::tile`] on AVX2, for the first `rows` (at most `MR`) rows.
     ///
     /// # Safety
     /// AVX2 and FMA must be available; the bounds are those of [`super::avx512::tile`].
     #[target_feature(enable = "avx2,fma")]
+    #[allow(clippy::too_many_arguments)]
     pub unsafe fn tile<const V: usize>(
+        rows: usize,
         w: *const f32,
         x: *const f32,
         plane: usize,
@@ -131,6 +137,7 @@ mod avx2 {
         out: &mut [[f32; NR]; MR],
     ) {
         let k = ci * taps.len();
+        let rows = rows.min(MR);
         if k == 0 {
             for o in out.iter_mut() {
                 o[..16 * V].fill(0.0);
@@ -154,19 +161,26 @@ mod avx2 {
                 }
             }
             let offsets = &offsets[..steps];
-            for first in (0..MR).step_by(ROWS) {
+            for first in (0..rows).step_by(ROWS) {
                 let w = w.add(first * k + s0);
-                let out = &mut out[first..first + ROWS];
+                let here = ROWS.min(rows - first);
+                let out = &mut out[first..first + here];
                 // 16 V positions: 2 V vectors of 8, two at a time (three at a time, 12
                 // accumulators, spilled to the stack and ran 20-70% slower).
                 for col in (0..16 * V).step_by(16) {
-                    block::<2>(w, k, x.add(col), offsets, s0 == 0, col, out);
+                    let x = x.add(col);
+                    match here {
+                        4 => block::<4, 2>(w, k, x, offsets, s0 == 0, col, out),
+                        3 => block::<3, 2>(w, k, x, offsets, s0 == 0, col, out),
+                        2 => block::<2, 2>(w, k, x, offsets, s0 == 0, col, out),
+                        _ => block::<1, 2>(w, k, x, offsets, s0 == 0, col, out),
+                    }
                 }
             }
         }
     }
 
-    /// `out[r][col .. col + 8 C]` for `ROWS` filter rows (row `r` at `w + r k`, from the
+    /// `out[r][col .. col + 8 C]` for `R` filter rows (row `r` at `w + r k`, from the
     /// chunk's first step), carried through the chunk's steps (`x` plus each offset); the
     /// first chunk starts from zero, the others from `out`.
     ///
@@ -174,7 +188,7 @@ mod avx2 {
     /// As [`tile`], with `col + 8 C <= 16 V` of the calling tile.
     #[target_feature(enable = "avx2,fma")]
     #[inline]
-    unsafe fn block<const C: usize>(
+    unsafe fn block<const R: usize, const C: usize>(
         w: *const f32,
         k: usize,
         x: *const f32,
@@ -183,7 +197,7 @@ mod avx2 {
         col: usize,
         out: &mut [[f32; NR]],
     ) {
-        let mut acc = [[_mm256_setzero_ps(); C]; ROWS];
+        let mut acc = [[_mm256_setzero_ps(); C]; R];
         if !from_zero {
             for (a, o) in acc.iter_mut().zip(out.iter()) {
                 for (v, a) in a.iter_mut().enumerate() {
@@ -191,7 +205,7 @@ mod avx2 {
                 }
             }
         }
-        let rows: [*const f32; ROWS] = std::array::from_fn(|r| w.add(r * k));
+        let rows: [*const f32; R] = std::array::from_fn(|r| w.add(r * k));
         for (kk, &o) in offsets.iter().enumerate() {
             let b: [__m256; C] = std::array::from_fn(|v| _mm256_loadu_ps(x.add(o + 8 * v)));
             for (a, row) in acc.iter_mut().zip(&rows) {

@@ -296,7 +296,7 @@ impl WinogradFilters {
                         for (p, mb) in mb.iter_mut().enumerate() {
                             let u = &self.u[(p * self.co_pad + ct * MR) * ci..][..MR * ci];
                             let v = &v[p * ci * g.tp..][..ci * g.tp];
-                            tile(g.vectors, u, v, g.tp, &[0], t0, mb);
+                            tile(here, g.vectors, u, v, g.tp, &[0], t0, mb);
                         }
                         for r in 0..here {
                             let part = &mut parts[item * channels + first + r][local.clone()];
