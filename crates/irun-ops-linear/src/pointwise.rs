@@ -1,4 +1,5 @@
-//! Pointwise convolutions (a 1x1 kernel at stride 1 without padding, one group) on AVX-512:
+//! Pointwise convolutions (a 1x1 kernel at stride 1 without padding, one group) on AVX-512
+//! and AVX2:
 //! each output plane is a weighted sum of the input planes, `out[o][p] = sum over c of
 //! w[o][c] * x[c][p]`. The input already is the right-hand matrix of that product, rows of
 //! positions, so nothing is packed at run time: a tile of `MR` output channels by up to
@@ -42,9 +43,9 @@ pub struct PointwiseFilters {
 
 impl PointwiseFilters {
     /// The filters `w` (`[co, ci]` in row-major order) packed, where this CPU runs the kernel
-    /// (AVX-512F) and neither dim is 0.
+    /// (AVX-512F, or AVX2 and FMA) and neither dim is 0.
     pub fn new(w: &[f32], co: usize, ci: usize) -> Option<PointwiseFilters> {
-        if !crate::avx512f() || co == 0 || ci == 0 || w.len() != co.checked_mul(ci)? {
+        if !Self::supported() || co == 0 || ci == 0 || w.len() != co.checked_mul(ci)? {
             return None;
         }
         let tiles = co.div_ceil(MR);
@@ -56,6 +57,11 @@ impl PointwiseFilters {
             }
         }
         Some(PointwiseFilters { co, ci, packed })
+    }
+
+    /// Whether this CPU runs the kernel: AVX-512F, or AVX2 and FMA.
+    pub fn supported() -> bool {
+        crate::avx512f() || crate::simd::unit() == crate::simd::Unit::Avx2
     }
 
     pub fn output_channels(&self) -> usize {
@@ -122,12 +128,24 @@ impl PointwiseFilters {
         let written = AtomicUsize::new(0);
         par::for_each_range(units, grain, &|range| {
             let mut count = 0;
+            // The unit's input block `[ci, p1 - p0]`, copied once for the channel tiles that
+            // share it: read in place, the rows of a 160x160 plane (100 KiB apart, a
+            // multiple of 4 KiB) all fell in one L1 set and missed on every load.
+            let mut block_x: Vec<f32> = Vec::new();
+            let mut held = None;
             for u in range {
                 let (item, rest) = (u / (tiles * blocks.count), u % (tiles * blocks.count));
-                let (tile, block) = (rest / blocks.count, rest % blocks.count);
+                let (block, tile) = (rest / tiles, rest % tiles);
                 let (p0, p1) = blocks.range(block);
                 let rows = MR.min(co - tile * MR);
-                let xi = &x[item * ci * positions..][..ci * positions];
+                if held != Some((item, block)) {
+                    let xi = &x[item * ci * positions..][..ci * positions];
+                    block_x.clear();
+                    for row in xi.chunks_exact(positions) {
+                        block_x.extend_from_slice(&row[p0..p1]);
+                    }
+                    held = Some((item, block));
+                }
                 let w = &self.packed[tile * ci * MR..][..ci * MR];
                 let first = (item * co + tile * MR) * positions;
                 let mut biases = [0f32; MR];
@@ -149,7 +167,7 @@ impl PointwiseFilters {
                 // `p1 <= positions`), and no two units share a cell: each (item, tile, block)
                 // is one unit, and the blocks of a row are disjoint ranges. So no slot is
                 // written twice or by two tasks at once.
-                unsafe { tile_into(w, ci, xi, positions, (p0, p1), &store) };
+                unsafe { tile_into(w, ci, &block_x, p1 - p0, (0, p1 - p0), &store) };
                 count += rows * (p1 - p0);
             }
             written.fetch_add(count, Ordering::Relaxed);
@@ -254,7 +272,8 @@ unsafe fn tile_into(
             last: d0 + depth == ci,
         };
         #[cfg(target_arch = "x86_64")]
-        // SAFETY: `PointwiseFilters::new` exists only where AVX-512F holds. The kernel reads
+        // SAFETY: `PointwiseFilters::new` exists only where AVX-512F, or AVX2 and FMA,
+        // hold, and each kernel runs only where its own features do. The kernel reads
         // `w[(d0 + c) * MR + r]` for c < depth, r < MR (within `w`: d0 + depth <= ci), and
         // `x[(d0 + c) * positions + p0 + j]` for j < cols by masked loads (lanes past
         // `cols` are not read: p0 + cols = p1 <= positions); it writes (and after the first
@@ -262,6 +281,7 @@ unsafe fn tile_into(
         unsafe {
             let (wp, xp) = (w.as_ptr().add(d0 * MR), x.as_ptr().add(d0 * positions + p0));
             match cols.div_ceil(16) {
+                _ if !crate::avx512f() => avx2::tile(wp, xp, positions, depth, cols, store, pass),
                 1 => avx512::tile::<1>(wp, xp, positions, depth, cols, store, pass),
                 2 => avx512::tile::<2>(wp, xp, positions, depth, cols, store, pass),
                 _ => avx512::tile::<3>(wp, xp, positions, depth, cols, store, pass),
@@ -343,6 +363,164 @@ mod avx512 {
     }
 }
 
+#[cfg(target_arch = "x86_64")]
+mod avx2 {
+    use std::arch::x86_64::*;
+
+    use irun_opkit::epilogue::Activation;
+
+    /// Channels of a register block: 4 channels by 16 positions are 8 accumulators (12, as
+    /// in the direct convolution's tiles, spill to the stack).
+    const ROWS: usize = 4;
+
+    /// [`super::avx512::tile`] on AVX2: the same sums in the same order, by blocks of
+    /// [`ROWS`] channels and 16 positions.
+    ///
+    /// # Safety
+    /// AVX2 and FMA must be available; the bounds are those of [`super::avx512::tile`], with
+    /// `cols` in `1..=48`.
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) unsafe fn tile(
+        w: *const f32,
+        x: *const f32,
+        stride: usize,
+        depth: usize,
+        cols: usize,
+        store: &super::Store,
+        pass: super::Pass,
+    ) {
+        for r0 in (0..store.rows).step_by(ROWS) {
+            for j0 in (0..cols).step_by(16) {
+                let part = Part {
+                    r0,
+                    j0,
+                    n: 16.min(cols - j0),
+                };
+                let (w, x) = (w.add(r0), x.add(j0));
+                match (ROWS.min(store.rows - r0), part.n == 16) {
+                    (4, true) => block::<4, true>(w, x, stride, depth, part, store, pass),
+                    (4, false) => block::<4, false>(w, x, stride, depth, part, store, pass),
+                    (3, true) => block::<3, true>(w, x, stride, depth, part, store, pass),
+                    (3, false) => block::<3, false>(w, x, stride, depth, part, store, pass),
+                    (2, true) => block::<2, true>(w, x, stride, depth, part, store, pass),
+                    (2, false) => block::<2, false>(w, x, stride, depth, part, store, pass),
+                    (_, true) => block::<1, true>(w, x, stride, depth, part, store, pass),
+                    (_, false) => block::<1, false>(w, x, stride, depth, part, store, pass),
+                }
+            }
+        }
+    }
+
+    /// Where a block lies in its tile: channels from `r0`, `n` positions from `j0`.
+    #[derive(Clone, Copy)]
+    struct Part {
+        r0: usize,
+        j0: usize,
+        n: usize,
+    }
+
+    /// Lane `i` of the mask is set where `i < n` (`n` may be past 8 or below 0).
+    #[inline(always)]
+    unsafe fn lanes_below(n: isize) -> __m256i {
+        let lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+        _mm256_cmpgt_epi32(_mm256_set1_epi32(n.clamp(0, 8) as i32), lanes)
+    }
+
+    /// Vector `v` of 8 values from `p`: whole when `FULL`, else the lanes `masks[v]` sets.
+    #[inline(always)]
+    unsafe fn load<const FULL: bool>(p: *const f32, masks: &[__m256i; 2], v: usize) -> __m256 {
+        if FULL {
+            _mm256_loadu_ps(p.add(8 * v))
+        } else {
+            _mm256_maskload_ps(p.add(8 * v), masks[v])
+        }
+    }
+
+    /// Channels `part.r0 ..+ R` (filters from `w`, `MR` apart per input channel) by positions
+    /// `part.j0 ..+ part.n` (inputs from `x`, rows `stride` apart): one fused multiply-add
+    /// chain per output over the depth, stored, added or finished as `pass` says. `FULL`:
+    /// `part.n == 16`; otherwise the loads are masked, and the stores go through a buffer
+    /// (AVX2's masked stores are microcoded on AMD).
+    ///
+    /// # Safety
+    /// As [`tile`], for this block.
+    #[target_feature(enable = "avx2,fma")]
+    #[inline]
+    unsafe fn block<const R: usize, const FULL: bool>(
+        w: *const f32,
+        x: *const f32,
+        stride: usize,
+        depth: usize,
+        part: Part,
+        store: &super::Store,
+        pass: super::Pass,
+    ) {
+        let masks = [
+            lanes_below(part.n as isize),
+            lanes_below(part.n as isize - 8),
+        ];
+        let mut sums = [[_mm256_setzero_ps(); 2]; R];
+        for c in 0..depth {
+            let row = x.add(c * stride);
+            let xs = [load::<FULL>(row, &masks, 0), load::<FULL>(row, &masks, 1)];
+            let wc = w.add(c * super::MR);
+            for (r, s) in sums.iter_mut().enumerate() {
+                let f = _mm256_broadcast_ss(&*wc.add(r));
+                s[0] = _mm256_fmadd_ps(f, xs[0], s[0]);
+                s[1] = _mm256_fmadd_ps(f, xs[1], s[1]);
+            }
+        }
+        for (r, s) in sums.iter().enumerate() {
+            let row = part.r0 + r;
+            let o = store.out.add(store.at + row * store.stride + part.j0);
+            for (v, &s) in s.iter().enumerate() {
+                let lanes = part.n.saturating_sub(8 * v).min(8);
+                if lanes == 0 {
+                    break;
+                }
+                let at = o.add(8 * v);
+                let mut s = if pass.first {
+                    s
+                } else {
+                    _mm256_add_ps(load::<FULL>(o, &masks, v), s)
+                };
+                if pass.last {
+                    if let Some(b) = &store.bias {
+                        s = _mm256_add_ps(s, _mm256_set1_ps(b[row]));
+                    }
+                    s = activate(store.activation, s);
+                }
+                if lanes == 8 {
+                    _mm256_storeu_ps(at, s);
+                } else {
+                    let mut buf = [0f32; 8];
+                    _mm256_storeu_ps(buf.as_mut_ptr(), s);
+                    std::ptr::copy_nonoverlapping(buf.as_ptr(), at, lanes);
+                }
+            }
+        }
+    }
+
+    /// [`crate::lanes_epilogue::activate`] on 8 lanes: the same comparisons, the same
+    /// roundings.
+    #[inline]
+    #[target_feature(enable = "avx2,fma")]
+    fn activate(activation: Activation, x: __m256) -> __m256 {
+        let zero = _mm256_setzero_ps();
+        match activation {
+            Activation::None => x,
+            Activation::Relu => _mm256_and_ps(_mm256_cmp_ps::<_CMP_NLE_UQ>(x, zero), x),
+            Activation::HSwish => {
+                let six = _mm256_set1_ps(6.0);
+                let t = _mm256_add_ps(x, _mm256_set1_ps(3.0));
+                let t = _mm256_blendv_ps(t, zero, _mm256_cmp_ps::<_CMP_LT_OQ>(t, zero));
+                let t = _mm256_blendv_ps(t, six, _mm256_cmp_ps::<_CMP_GT_OQ>(t, six));
+                _mm256_div_ps(_mm256_mul_ps(x, t), six)
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -378,11 +556,14 @@ mod tests {
             .collect()
     }
 
-    /// The kernel this machine runs for 1x1 convolutions: these filters where AVX-512 is
-    /// found, else the GEMM over the input planes, which the tests check instead of skipping.
+    /// The kernel this machine runs for 1x1 convolutions: these filters where AVX-512 or
+    /// AVX2 is found, else the GEMM over the input planes, which the tests check instead of
+    /// skipping.
     fn machine_path() -> &'static str {
         if crate::avx512f() {
             "pointwise filters (AVX-512)"
+        } else if PointwiseFilters::supported() {
+            "pointwise filters (AVX2)"
         } else {
             "GEMM over the input planes (no AVX-512)"
         }
@@ -437,7 +618,7 @@ mod tests {
             let (w, x) = (values(co * ci, 1), values(n * ci * p, 2));
             let want = reference(&w, &x, n, co, ci, p);
             let f = PointwiseFilters::new(&w, co, ci);
-            assert_eq!(f.is_some(), crate::avx512f());
+            assert_eq!(f.is_some(), PointwiseFilters::supported());
             for threads in [1, 2, 3] {
                 let got = match &f {
                     Some(f) => on_threads(threads, || f.run(&x, n, p, None).unwrap()),
@@ -532,7 +713,7 @@ mod tests {
     /// Input of the wrong length, and sizes that overflow, are errors, not reads past the end.
     #[test]
     fn rejects_an_input_of_the_wrong_size() {
-        if !crate::avx512f() {
+        if !PointwiseFilters::supported() {
             // Never built here, so never run: the op takes the GEMM, whose shapes
             // `grouped_with` checks.
             assert!(PointwiseFilters::new(&values(8, 1), 2, 4).is_none());
