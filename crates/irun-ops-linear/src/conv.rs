@@ -1,11 +1,13 @@
-//! The kernel of Convolution and GroupConvolution. On CPUs with AVX-512, f32 convolutions of
-//! one group with 1 or 2 spatial dims, but a 1x1 kernel at stride 1, run `direct_conv/`,
-//! prepared or not. With packed filters, the others run `conv_gemm.rs`: a 1x1 kernel at
-//! stride 1 as one GEMM of the filters by the input, the rest by a virtual im2col. Without:
-//! for each batch item, group and block of output positions,
-//! the input patches of the block laid out as columns (im2col, zeros for padding) times the
-//! group's filters as one GEMM. Tasks own disjoint column blocks, so the result does not
-//! depend on the thread count. 1-D and 2-D convolutions are 3-D ones with unit dims.
+//! The kernel of Convolution and GroupConvolution. f32 convolutions, prepared or not, run
+//! the first of these that takes them: depthwise ones `depthwise/`; one group with 1 or 2
+//! spatial dims `direct_conv/` (direct tiles or Winograd) where `DirectFilters::runs` says
+//! it beats the GEMM, or `pointwise.rs` for a 1x1 kernel at stride 1; the GEMM by position
+//! rows (`conv_rows.rs`) for 16+ input channels on planes of at most 32x32; the GEMM over
+//! blocks of patches (`conv_blocks.rs`) for the rest. Other element types: for each batch
+//! item, group and block of output positions, the input patches of the block laid out as
+//! columns (im2col, zeros for padding) times the group's filters as one GEMM. Tasks own
+//! disjoint blocks, so no result depends on the thread count. 1-D and 2-D convolutions are
+//! 3-D ones with unit dims.
 
 use std::sync::Arc;
 
@@ -14,14 +16,13 @@ use irun_tensor::{with_int, ElementType, Tensor};
 
 use crate::depthwise::Depthwise;
 use crate::direct_conv::{DirectFilters, Shape2};
-use crate::gemm::{view, Mul, F32_GEMM};
+use crate::gemm::Mul;
 use crate::kernel::try_zeroed;
 use crate::op::{codes, take_inputs, OpError, Prepared, Value};
 use crate::par;
 use crate::pointwise::PointwiseFilters;
 use crate::spatial::{gather_run, Spatial};
 use irun_opkit::epilogue::{Channels, Epilogue};
-use rten_gemm::{GemmInputA, GemmInputB, GemmOptions};
 use std::sync::OnceLock;
 
 /// Patch matrices up to this many elements (64 MiB of f32) are built whole, and the GEMM
@@ -83,14 +84,7 @@ impl PackedFilters {
             let taps = k / fs[2];
             (Vec::new(), crate::conv_rows::pack(w, g, co, fs[2], taps))
         } else {
-            let left = (0..g)
-                .map(|grp| {
-                    F32_GEMM.with(|e| {
-                        e.prepack_a(view(co, k, &w[grp * co * k..][..co * k], (k as isize, 1)))
-                    })
-                })
-                .collect();
-            (left, Vec::new())
+            (crate::conv_blocks::pack(w, g, co, k), Vec::new())
         };
         Some(PackedFilters {
             groups,
@@ -300,6 +294,13 @@ pub fn grouped_with(
                     let packed = crate::conv_rows::pack(w, groups, co, ci, taps);
                     g.run_by_rows(data, &packed, shape, epilogue)
                 }
+                (None, None) if g.runs_in_im2col_blocks() => {
+                    applied = true;
+                    let w = f32_values(filters)?;
+                    let k = ci * g.kernel.iter().product::<usize>();
+                    let packed = crate::conv_blocks::pack(w, groups, co, k);
+                    g.run_in_im2col_blocks(data, &packed, shape, epilogue, None)
+                }
                 (None, None) => g.run::<f32>(data, filters, shape),
             },
         },
@@ -475,25 +476,16 @@ impl Geometry {
                 None => self.run::<f32>(data, filters, shape),
             };
         }
-        if self.fits_virtual_im2col(data.len()) {
+        if self.runs_in_im2col_blocks() {
             *applied = true;
-            return self.run_virtual_im2col(data, p, shape, epilogue);
+            return self.run_in_im2col_blocks(data, &p.groups, shape, epilogue, None);
         }
         if self.is_pointwise() {
             *applied = true;
             return self.run_pointwise(data, p, shape, epilogue);
         }
-        self.run_with::<f32>(data, filters, shape, &|grp, k, cols, patches, dst| {
-            F32_GEMM.with(|e| {
-                e.gemm(
-                    dst,
-                    GemmInputA::Packed(&p.groups[grp]),
-                    GemmInputB::Unpacked(view(k, cols, patches, (cols as isize, 1))),
-                    GemmOptions::default(),
-                )
-                .expect("packed for this geometry")
-            })
-        })
+        // One output position: `grouped_with` passes no packed filters for it.
+        self.run::<f32>(data, filters, shape)
     }
 
     /// A 1x1(x1) kernel at stride 1 without padding, whose patches are the input itself.
@@ -504,7 +496,10 @@ impl Geometry {
             && self.input == self.out
     }
 
-    fn run<T: Mul + Default>(
+    /// The convolution by one GEMM per patch matrix (whole, or in column blocks when large)
+    /// on unpacked filters: the path of other element types, and the bits the f32 kernels
+    /// are checked against.
+    pub(crate) fn run<T: Mul + Default>(
         &self,
         data: &Tensor,
         filters: &Tensor,
@@ -625,7 +620,7 @@ impl Geometry {
     /// Row `row` of the patches: channel `row / taps`, tap `row % taps` as `(kd, kh, kw)`;
     /// columns are output positions `p0..p0 + dst.len()`. Walks the row run by run along the
     /// output's innermost dim, each run one [`gather_run`]; no division per element.
-    fn im2col_row<T: Copy + Default>(
+    pub(crate) fn im2col_row<T: Copy + Default>(
         &self,
         x: &[T],
         row: usize,

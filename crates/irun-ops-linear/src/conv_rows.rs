@@ -50,14 +50,17 @@ pub(crate) fn suits(ci: usize, taps: usize) -> bool {
 }
 
 /// Fewer input channels make a patch row many short copies: a 3-channel 3x3 stride-2 stem
-/// (roi_head's backbone) took 4.2 ms by position rows against 2.5 by the virtual im2col.
+/// (roi_head's backbone) took 4.2 ms by position rows against 2.5 by rten-gemm's virtual
+/// im2col (which `conv_blocks.rs` has since replaced, faster still).
 const MIN_CHANNELS: usize = 16;
 
 /// Whether a plane of `positions` output positions runs by position rows. Larger planes
-/// pay for writing their patches and a channel-last copy of the input, which the virtual
-/// im2col never writes: the segmenter's 3x3 stride-2 layers onto 160x160 (32 -> 64 and 64 ->
-/// 20 channels) took 20.7 and 29.4 ms by position rows against 18.4 and 25.4. The largest
-/// planes measured faster by rows are ResNet-18's 28x28.
+/// pay for a channel-last copy of the input and for patches written whole per tap: the
+/// segmenter's 3x3 stride-2 layers onto 160x160 (32 -> 64 and 64 -> 20 channels) took 20.7
+/// and 29.4 ms by position rows against 18.4 and 25.4 by the virtual im2col, and with
+/// planes up to 8000 positions by rows the detector (its 80x80 layer) ran 1.18x as long as
+/// on `conv_blocks.rs`. The largest planes measured faster by rows are ResNet-18's 28x28:
+/// without this GEMM ResNet-18 took 1.25x as long on `conv_blocks.rs`.
 pub(crate) fn suits_plane(positions: usize) -> bool {
     positions <= MAX_POSITIONS
 }

@@ -24,8 +24,11 @@ pub mod avg_pool;
 pub mod compressed;
 pub mod conv;
 pub mod conv_backprop;
+mod conv_blocks;
 mod conv_gemm;
 mod conv_rows;
+#[cfg(test)]
+mod conv_testing;
 pub mod convolution;
 pub mod depthwise;
 pub mod direct_conv;
