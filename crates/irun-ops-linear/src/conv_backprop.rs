@@ -12,8 +12,9 @@
 //!   the start for `same_upper`), `explicit` keeps `pads_begin`, `valid` uses 0.
 //!
 //! Per image and group: one GEMM `cols [Cout*K, X] = w^T x`, then each output channel adds
-//! its columns into its own plane (col2im), so results do not depend on the thread count.
-//! f16/bf16 run in f32 and round once.
+//! its columns into its own plane (col2im), so results do not depend on the thread count;
+//! 2-D f32 ones the same by blocks of output rows (`backprop_rows.rs`). f16/bf16 run in f32
+//! and round once.
 
 use std::sync::Arc;
 
@@ -81,14 +82,14 @@ pub fn build_grouped(a: &AttrReader) -> Result<Box<dyn Op>, OpError> {
 }
 
 /// The geometry of one run.
-struct Geometry {
-    groups: usize,
-    cin: usize,
-    cout: usize,
-    x: Vec<usize>,
-    k: Vec<usize>,
-    out: Vec<usize>,
-    pads_begin: Vec<usize>,
+pub(crate) struct Geometry {
+    pub(crate) groups: usize,
+    pub(crate) cin: usize,
+    pub(crate) cout: usize,
+    pub(crate) x: Vec<usize>,
+    pub(crate) k: Vec<usize>,
+    pub(crate) out: Vec<usize>,
+    pub(crate) pads_begin: Vec<usize>,
 }
 
 impl ConvBackprop {
@@ -233,7 +234,17 @@ impl ConvBackprop {
         })
     }
 
-    /// One image and group: `cols = w^T x`, added into the output planes.
+    /// The f32 kernel: by blocks of output rows in 2-D (`backprop_rows.rs`), else
+    /// [`Self::run_typed`].
+    fn run_f32(&self, g: &Geometry, x: &Tensor, w: &Tensor) -> Result<Vec<f32>, OpError> {
+        let (x, w) = (vals(x)?, vals(w)?);
+        if self.runs_by_rows(g) {
+            return self.run_by_rows(g, x, w, None);
+        }
+        Ok(self.run_typed(g, x, w))
+    }
+
+    /// Per image and group: `cols = w^T x`, added into the output planes.
     fn run_typed<T: Mul + Copy + Default + std::ops::Add<Output = T>>(
         &self,
         g: &Geometry,
@@ -423,15 +434,13 @@ impl Op for ConvBackprop {
         shape.extend_from_slice(&g.out);
         let ty = x.element_type();
         let out = match ty {
-            ElementType::F32 => {
-                Tensor::new(ty, shape, f32::wrap(self.run_typed(&g, vals(x)?, vals(w)?)))
-            }
+            ElementType::F32 => Tensor::new(ty, shape, f32::wrap(self.run_f32(&g, x, w)?)),
             ElementType::F64 => {
                 Tensor::new(ty, shape, f64::wrap(self.run_typed(&g, vals(x)?, vals(w)?)))
             }
             ElementType::F16 | ElementType::Bf16 => {
                 let (xw, ww) = (widen(x)?, widen(w)?);
-                let y = Tensor::from_f32(shape, self.run_typed(&g, vals(&xw)?, vals(&ww)?))
+                let y = Tensor::from_f32(shape, self.run_f32(&g, &xw, &ww)?)
                     .map_err(|e| OpError::new(codes::RUN_SHAPE, e.to_string()))?;
                 return Ok(vec![Arc::new(narrow(&y, ty)?)]);
             }
@@ -469,6 +478,98 @@ mod tests {
             pads_end: vec![pads, pads],
             output_padding: vec![out_pad, out_pad],
             auto_pad,
+        }
+    }
+
+    /// The 2-D f32 kernel by blocks of output rows (`backprop_rows.rs`) against the
+    /// definition in f64 and, bit for bit, against the whole-image GEMM and col2im
+    /// (`run_typed`), in blocks of 1, 3 or the chosen rows, at 1-3 threads: kernels taller
+    /// than the stride (halo rows), as tall (one row each), shorter (rows left 0), padding,
+    /// dilation, output padding, groups and batches, odd widths, and taps whose pairs
+    /// straddle either edge of a row.
+    #[test]
+    fn output_rows_in_blocks_match_the_whole_image() {
+        #[rustfmt::skip]
+        let cases = [
+            // n, groups, cin, cout, [xh, xw], [kh, kw], stride, dilation, pad, output pad
+            (1, 1, 6, 5, [7, 9], [2, 2], [2, 2], [1, 1], [0, 0], [0, 0]),
+            (2, 1, 5, 3, [6, 5], [4, 4], [2, 2], [1, 1], [1, 1], [0, 0]),
+            (1, 2, 4, 3, [5, 7], [3, 3], [1, 1], [1, 1], [1, 1], [0, 0]),
+            (1, 1, 3, 2, [4, 6], [3, 3], [2, 2], [2, 2], [2, 1], [1, 1]),
+            (1, 1, 2, 4, [5, 5], [1, 1], [3, 3], [1, 1], [0, 0], [2, 2]),
+            (2, 2, 6, 2, [3, 8], [5, 3], [2, 2], [1, 1], [3, 2], [1, 0]),
+            (1, 1, 300, 2, [3, 4], [2, 3], [2, 2], [1, 1], [0, 1], [0, 0]),
+        ];
+        for (i, &(n, groups, cin, cout, x2, k2, st, dil, pad, opad)) in cases.iter().enumerate() {
+            let c = ConvBackprop {
+                grouped: true,
+                strides: st.to_vec(),
+                dilations: dil.to_vec(),
+                pads_begin: pad.to_vec(),
+                pads_end: pad.to_vec(),
+                output_padding: opad.to_vec(),
+                auto_pad: AutoPad::Explicit,
+            };
+            let value =
+                |j: usize, seed: usize| ((j * 7919 + seed * 104_729) % 2003) as f32 / 1001.0 - 1.0;
+            let x: Vec<f32> = (0..n * groups * cin * x2[0] * x2[1])
+                .map(|j| value(j, i))
+                .collect();
+            let w: Vec<f32> = (0..groups * cin * cout * k2[0] * k2[1])
+                .map(|j| value(j, i + 9))
+                .collect();
+            let g = c
+                .geometry(
+                    &[n, groups * cin, x2[0], x2[1]],
+                    &[groups, cin, cout, k2[0], k2[1]],
+                    None,
+                )
+                .unwrap();
+            assert!(c.runs_by_rows(&g));
+            let [oh, ow] = [g.out[0], g.out[1]];
+            // The definition: each input value times each tap, added where it lands.
+            let mut want = vec![0f64; n * groups * cout * oh * ow];
+            for (xi, &xv) in x.iter().enumerate() {
+                let (xx, xy, ch, b) = (
+                    xi % x2[1],
+                    (xi / x2[1]) % x2[0],
+                    (xi / x2[0] / x2[1]) % (groups * cin),
+                    xi / x2[0] / x2[1] / (groups * cin),
+                );
+                let (grp, ci) = (ch / cin, ch % cin);
+                for co in 0..cout {
+                    for ky in 0..k2[0] {
+                        for kx in 0..k2[1] {
+                            let oy = (xy * st[0] + ky * dil[0]) as i64 - pad[0] as i64;
+                            let ox = (xx * st[1] + kx * dil[1]) as i64 - pad[1] as i64;
+                            if (0..oh as i64).contains(&oy) && (0..ow as i64).contains(&ox) {
+                                let wv =
+                                    w[(((grp * cin + ci) * cout + co) * k2[0] + ky) * k2[1] + kx];
+                                let o = (((b * groups + grp) * cout + co) * oh + oy as usize) * ow
+                                    + ox as usize;
+                                want[o] += f64::from(xv) * f64::from(wv);
+                            }
+                        }
+                    }
+                }
+            }
+            let whole = c.run_typed(&g, &x, &w);
+            for block in [Some(1), Some(3), None] {
+                for threads in 1..=3 {
+                    let got =
+                        crate::testing::on_threads(threads, || c.run_by_rows(&g, &x, &w, block))
+                            .unwrap();
+                    let at = format!("case {i}, blocks of {block:?} rows, {threads} threads");
+                    assert_eq!(got.len(), want.len(), "{at}");
+                    for (j, (&a, &b)) in got.iter().zip(&want).enumerate() {
+                        assert!(
+                            (f64::from(a) - b).abs() <= 1e-5 * (1.0 + b.abs()),
+                            "{at}, output {j}: {a} vs {b}"
+                        );
+                    }
+                    crate::testing::assert_same_bits(&got, &whole, at);
+                }
+            }
         }
     }
 
