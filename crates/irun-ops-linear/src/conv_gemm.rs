@@ -1,6 +1,6 @@
 //! The pointwise convolution (a 1x1 kernel at stride 1) as a GEMM on rten-gemm's packed
-//! filters, where the CPU has no `PointwiseFilters` kernel: the patch matrix is the input
-//! itself, and the output is written once, into its capacity.
+//! filters, for grouped ones and where the CPU has no `PointwiseFilters` kernel: the patch
+//! matrix is the input itself, and the output is written once, into its capacity.
 
 use irun_tensor::Tensor;
 use rten_gemm::{GemmInputA, GemmInputB, GemmUninitOptions};
