@@ -33,9 +33,6 @@ const WHOLE_PLANE_ELEMENTS: usize = 16 << 20;
 /// channel counts.
 const BLOCK: usize = 512;
 
-/// Multiplies one group's filters by a patch matrix: `(group, k, cols, patches, out)`.
-type GroupGemm<'a, T> = &'a (dyn Fn(usize, usize, usize, &[T], &mut [T]) + Sync);
-
 /// f32 filters packed once for the GEMM, one matrix `[Cout/G, Cin/G * k]` per group (the
 /// per-call packing of the constant operand was a fifth of a convolution's time), or kept
 /// for the direct kernel ([`PackedFilters::direct`]) instead.
@@ -505,15 +502,18 @@ impl Geometry {
         filters: &Tensor,
         shape: Vec<usize>,
     ) -> Result<Tensor, OpError> {
-        let w = filters
-            .values::<T>()
-            .ok_or_else(|| OpError::new(codes::UNSUPPORTED_TYPE, "unexpected element type"))?;
+        let bad = || OpError::new(codes::UNSUPPORTED_TYPE, "unexpected element type");
+        let (x, w) = (
+            data.values::<T>().ok_or_else(bad)?,
+            filters.values::<T>().ok_or_else(bad)?,
+        );
         let (co, k) = (self.co, self.ci * self.kernel.iter().product::<usize>());
-        self.run_with(data, filters, shape, &|grp, k2, cols, patches, dst| {
+        // One group's filters `[co, k]` times a patch matrix `[k, cols]` into `[co, cols]`.
+        let gemm = |grp: usize, cols: usize, patches: &[T], dst: &mut [T]| {
             let wg = &w[grp * co * k..][..co * k];
             T::gemm(
                 co,
-                k2,
+                k,
                 cols,
                 wg,
                 (k as isize, 1),
@@ -521,23 +521,8 @@ impl Geometry {
                 (cols as isize, 1),
                 dst,
             )
-        })
-    }
-
-    /// The convolution with `gemm(group, k, cols, patches [k, cols], out [co, cols])`
-    /// multiplying one group's filters by a patch matrix.
-    fn run_with<T: Mul + Default>(
-        &self,
-        data: &Tensor,
-        filters: &Tensor,
-        shape: Vec<usize>,
-        gemm: GroupGemm<T>,
-    ) -> Result<Tensor, OpError> {
-        let bad = || OpError::new(codes::UNSUPPORTED_TYPE, "unexpected element type");
-        let x = data.values::<T>().ok_or_else(bad)?;
-        let _ = filters;
+        };
         let positions: usize = self.out.iter().product();
-        let k = self.ci * self.kernel.iter().product::<usize>();
         let plane: usize = self.input.iter().product();
         let items = self.n * self.groups;
         if k.saturating_mul(positions) <= WHOLE_PLANE_ELEMENTS {
@@ -552,12 +537,12 @@ impl Geometry {
                 if self.is_pointwise() {
                     // A 1x1 kernel at stride 1 without padding: the input already is the
                     // patch matrix [ci, positions].
-                    gemm(grp, k, positions, xg, dst);
+                    gemm(grp, positions, xg, dst);
                     return Ok(());
                 }
                 let mut patches = try_zeroed::<T>(k * positions).map_err(|e| (ng, e))?;
                 self.im2col(xg, 0, positions, &mut patches);
-                gemm(grp, k, positions, &patches, dst);
+                gemm(grp, positions, &patches, dst);
                 Ok(())
             })?;
             return Tensor::new(data.element_type(), shape, T::wrap(out))
@@ -574,7 +559,7 @@ impl Geometry {
             let xg = &x[(n * self.groups + grp) * self.ci * plane..][..self.ci * plane];
             self.im2col(xg, p0, cols, &mut patches);
             let mut block = try_zeroed::<T>(self.co * cols).map_err(|e| (t, e))?;
-            gemm(grp, k, cols, &patches, &mut block);
+            gemm(grp, cols, &patches, &mut block);
             Ok(block)
         })?;
         let mut out = try_zeroed::<T>(self.n * self.groups * self.co * positions)?;
