@@ -13,26 +13,15 @@
 //! depend on the columns), and each output adds its contributions in the same order, tap
 //! by tap in (ky, kx) order from 0.
 
-use std::mem::MaybeUninit;
-use std::sync::atomic::{AtomicUsize, Ordering};
-
-use irun_opkit::par;
 use rten_gemm::{GemmInputA, GemmInputB, GemmUninitOptions, PackedAMatrix};
 
 use crate::conv_backprop::{ConvBackprop, Geometry};
 use crate::gemm::{view, F32_GEMM};
 use crate::op::{codes, OpError};
+use crate::stretches::write_in_stretches;
 
 /// At most about this many product values per block (1 MiB of f32).
 const PRODUCT_BLOCK_VALUES: usize = 1 << 18;
-
-/// A task's share of the output: rows `o0..o1` of each of its `cout` planes.
-struct Rows<'a> {
-    item: usize,
-    o0: usize,
-    o1: usize,
-    planes: Vec<&'a mut [MaybeUninit<f32>]>,
-}
 
 impl ConvBackprop {
     /// Whether [`Self::run_by_rows`] takes it: two spatial dims.
@@ -64,7 +53,6 @@ impl ConvBackprop {
         if len == 0 || rows == 0 || cin == 0 || plane_in == 0 {
             return crate::kernel::try_zeroed::<f32>(len);
         }
-        let mut out: Vec<f32> = crate::kernel::try_with_capacity(len)?;
         // Per group, `w^T`: row (co, ky, kx), column ci, packed once for all blocks.
         let packed: Vec<PackedAMatrix<f32>> = (0..groups)
             .map(|grp| {
@@ -75,33 +63,16 @@ impl ConvBackprop {
         let block = block
             .unwrap_or_else(|| self.block_rows(rows, xw, oh))
             .max(1);
-        let blocks = oh.div_ceil(block);
-        let mut tasks: Vec<Rows> = (0..items * groups * blocks)
-            .map(|t| Rows {
-                item: t / blocks,
-                o0: (t % blocks) * block,
-                o1: ((t % blocks + 1) * block).min(oh),
-                planes: Vec::with_capacity(cout),
-            })
-            .collect();
-        for (plane, dst) in out.spare_capacity_mut()[..len]
-            .chunks_mut(oh * ow)
-            .enumerate()
-        {
-            let item = plane / cout;
-            for (b, stretch) in dst.chunks_mut(block * ow).enumerate() {
-                tasks[item * blocks + b].planes.push(stretch);
-            }
-        }
         let (s, d, pb) = (&self.strides, &self.dilations, &g.pads_begin);
-        let written = AtomicUsize::new(0);
-        par::try_for_each_mut(&mut tasks, &|t, task| {
+        write_in_stretches(items * groups, cout, oh * ow, block * ow, &|t, share| {
+            let o0 = share.first / ow;
+            let o1 = o0 + share.len() / ow;
             // Input rows i reaching output rows o0..o1: o = i s + ky d - pb for some ky.
             let reach = (kh - 1) * d[0];
-            let lo = (task.o0 + pb[0]).saturating_sub(reach).div_ceil(s[0]);
-            let hi = ((task.o1 - 1 + pb[0]) / s[0] + 1).min(xh);
+            let lo = (o0 + pb[0]).saturating_sub(reach).div_ceil(s[0]);
+            let hi = ((o1 - 1 + pb[0]) / s[0] + 1).min(xh);
             let cols = hi.saturating_sub(lo) * xw;
-            let xi = &x[task.item * cin * plane_in..][..cin * plane_in];
+            let xi = &x[share.item * cin * plane_in..][..cin * plane_in];
             let mut product: Vec<f32> =
                 crate::kernel::try_with_capacity(rows * cols).map_err(|e| (t, e))?;
             let product: &[f32] = if cols == 0 {
@@ -110,7 +81,7 @@ impl ConvBackprop {
                 F32_GEMM.with(|e| {
                     e.gemm_uninit(
                         &mut product.spare_capacity_mut()[..rows * cols],
-                        GemmInputA::Packed(&packed[task.item % groups]),
+                        GemmInputA::Packed(&packed[share.item % groups]),
                         GemmInputB::Unpacked(view(
                             cin,
                             cols,
@@ -126,14 +97,9 @@ impl ConvBackprop {
             // (ky, kx) order (one input row per ky, one input column per kx and output
             // column), while the row is in L1. Zeroing the whole output first was a serial
             // 13 MB memset whose rows were evicted before the adds read them.
-            for (co, stretch) in task.planes.iter_mut().enumerate() {
-                for (r, row) in stretch.chunks_exact_mut(ow).enumerate() {
-                    row.fill(MaybeUninit::new(0.0));
-                    written.fetch_add(ow, Ordering::Relaxed);
-                    // SAFETY: every slot of the row was just written, and `MaybeUninit<f32>`
-                    // has the layout of `f32`.
-                    let row = unsafe { &mut *(row as *mut [MaybeUninit<f32>] as *mut [f32]) };
-                    let oy = task.o0 + r;
+            for co in 0..cout {
+                for oy in o0..o1 {
+                    let row = share.zeros(co, ow);
                     for ky in 0..kh {
                         let Some(at) = (oy + pb[0]).checked_sub(ky * d[0]) else {
                             break;
@@ -160,18 +126,7 @@ impl ConvBackprop {
                 }
             }
             Ok(())
-        })?;
-        if written.into_inner() != len {
-            return Err(OpError::new(
-                codes::INTERNAL,
-                "internal error: a transposed convolution left part of its output unwritten",
-            ));
-        }
-        // SAFETY: the first `len` slots of the capacity were cut into stretches of whole
-        // rows, each handed to one task, which zeroed every row before adding into it, and
-        // the count above saw `len` slots written. `f32: Copy`.
-        unsafe { out.set_len(len) };
-        Ok(out)
+        })
     }
 
     /// Output rows per block for `rows` product rows over input rows of `xw`: about

@@ -2,8 +2,8 @@
 //! neither the direct kernels nor the GEMM by position rows take (large planes, few input
 //! channels): each task writes its block's patch matrix `[ci * taps, positions]` row by row
 //! (a contiguous copy at stride 1, every other value at stride 2: `gather_run`), multiplies
-//! it by the group's packed filters and copies the product's rows into the output planes,
-//! with the epilogue. Any batch, group count and rank.
+//! it by the group's packed filters and copies the product's rows into the output planes
+//! (`stretches.rs`), with the epilogue. Any batch, group count and rank.
 //!
 //! Why not rten-gemm's virtual im2col, which ran these before: it gathers every patch value
 //! one at a time with its bounds checks, which took more time than the product itself on
@@ -16,8 +16,6 @@
 //! filters of other element types run.
 
 use std::cell::Cell;
-use std::mem::MaybeUninit;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use irun_opkit::epilogue::{Channels, Epilogue};
 use irun_tensor::Tensor;
@@ -26,7 +24,7 @@ use rten_gemm::{GemmInputA, GemmInputB, GemmUninitOptions, PackedAMatrix};
 use crate::conv::{f32_values, Geometry};
 use crate::gemm::{view, F32_GEMM};
 use crate::op::{codes, OpError};
-use crate::par;
+use crate::stretches::write_in_stretches;
 
 /// At most this many bytes of patches per block.
 const PATCH_BLOCK_BYTES: usize = 1 << 20;
@@ -39,13 +37,6 @@ thread_local! {
     /// that waits in rten-gemm's fork may run another task on this thread, which then finds
     /// an empty buffer and makes its own.
     static BUFFERS: Cell<(Vec<f32>, Vec<f32>)> = const { Cell::new((Vec::new(), Vec::new())) };
-}
-
-/// One task's share of the output: its block's stretch of each of `co` planes.
-struct Block<'a> {
-    item: usize,
-    first: usize,
-    planes: Vec<&'a mut [MaybeUninit<f32>]>,
 }
 
 /// Filters `[G, co, ci, *k]` packed per group as rten-gemm's left operand `[co, ci * taps]`.
@@ -69,7 +60,7 @@ impl Geometry {
     /// Output positions per block for patches of `k` values: [`PATCH_BLOCK_BYTES`] of
     /// patches, a multiple of 16 positions (rten-gemm's column tile), blocks of equal size
     /// but the last.
-    pub(crate) fn block_positions(&self, k: usize) -> usize {
+    fn block_positions(&self, k: usize) -> usize {
         let positions: usize = self.out.iter().product();
         let target = (PATCH_BLOCK_BYTES / 4 / k.max(1)).clamp(16, BLOCK_POSITIONS);
         let blocks = positions.div_ceil(target).max(1);
@@ -101,32 +92,12 @@ impl Geometry {
             ));
         }
         let block = block.unwrap_or_else(|| self.block_positions(k)).max(1);
-        let len = items * self.co * positions;
-        let mut out: Vec<f32> = crate::kernel::try_with_capacity(len)?;
-        let blocks = positions.div_ceil(block);
-        let mut tasks: Vec<Block> = (0..items * blocks)
-            .map(|t| Block {
-                item: t / blocks,
-                first: (t % blocks) * block,
-                planes: Vec::with_capacity(self.co),
-            })
-            .collect();
-        for (plane, dst) in out.spare_capacity_mut()[..len]
-            .chunks_mut(positions.max(1))
-            .enumerate()
-        {
-            let item = plane / self.co;
-            for (b, stretch) in dst.chunks_mut(block).enumerate() {
-                tasks[item * blocks + b].planes.push(stretch);
-            }
-        }
         let layout = Channels::Planes {
             channels: self.groups * self.co,
             plane: positions,
         };
-        let written = AtomicUsize::new(0);
-        par::try_for_each_mut(&mut tasks, &|t, task| {
-            let cols = task.planes.first().map_or(0, |p| p.len());
+        let out = write_in_stretches(items, self.co, positions, block, &|t, share| {
+            let cols = share.len();
             if cols == 0 {
                 return Ok(());
             }
@@ -134,47 +105,29 @@ impl Geometry {
             patches.resize(k * cols, 0.0);
             product.clear();
             product.reserve(self.co * cols);
-            let xg = &x[task.item * item_len..][..item_len];
+            let xg = &x[share.item * item_len..][..item_len];
             for (row, dst) in patches.chunks_exact_mut(cols).enumerate() {
-                self.im2col_row(xg, row, taps, task.first, dst);
+                self.im2col_row(xg, row, taps, share.first, dst);
             }
             let c = F32_GEMM.with(|e| {
                 e.gemm_uninit(
                     &mut product.spare_capacity_mut()[..self.co * cols],
-                    GemmInputA::Packed(&packed[task.item % self.groups]),
+                    GemmInputA::Packed(&packed[share.item % self.groups]),
                     GemmInputB::Unpacked(view(k, cols, &patches, (cols as isize, 1))),
                     GemmUninitOptions::default(),
                 )
                 .map_err(|e| (t, OpError::new(codes::INTERNAL, e.to_string())))
             })?;
-            for (o, (dst, row)) in task
-                .planes
-                .iter_mut()
-                .zip(c.chunks_exact_mut(cols))
-                .enumerate()
-            {
+            for (o, row) in c.chunks_exact_mut(cols).enumerate() {
                 if let Some(e) = epilogue {
-                    let plane = task.item * self.co + o;
-                    e.apply_at(row, plane * positions + task.first, layout);
+                    let plane = share.item * self.co + o;
+                    e.apply_at(row, plane * positions + share.first, layout);
                 }
-                for (d, &v) in dst.iter_mut().zip(row.iter()) {
-                    d.write(v);
-                }
-                written.fetch_add(dst.len().min(row.len()), Ordering::Relaxed);
+                share.push(o, row);
             }
             BUFFERS.set((patches, product));
             Ok(())
         })?;
-        if written.into_inner() != len {
-            return Err(OpError::new(
-                codes::INTERNAL,
-                "internal error: a convolution left part of its output unwritten",
-            ));
-        }
-        // SAFETY: the first `len` slots of the capacity were cut into stretches, each handed
-        // to exactly one task, which wrote every slot of it (`MaybeUninit::write`), and the
-        // count above saw `len` slots written. `f32: Copy`.
-        unsafe { out.set_len(len) };
         Tensor::new(data.element_type(), shape, irun_tensor::Scalar::wrap(out))
             .map_err(|e| OpError::new(codes::RUN_SHAPE, e.to_string()))
     }

@@ -47,6 +47,7 @@ mod rows;
 pub mod scaled_dot_product_attention;
 mod small_k;
 pub mod spatial;
+mod stretches;
 
 /// Whether this CPU has AVX-512F, which the direct convolution, the depthwise and max-pool
 /// phase walks and the row copies run on (`std` caches the answer).
