@@ -1,6 +1,6 @@
-//! The epilogue's activation and ReduceMax's step on AVX-512 vectors, for kernels that
-//! finish their sums in registers (`pointwise.rs`, `small_k.rs`): bit for bit what
-//! `Epilogue::apply` and ReduceMax's f32 fold compute value by value.
+//! The epilogue's activation (on AVX-512 and AVX2 vectors) and ReduceMax's step (on AVX-512
+//! vectors), for kernels that finish their sums in registers (`pointwise.rs`, `small_k.rs`):
+//! bit for bit what `Epilogue::apply` and ReduceMax's f32 fold compute value by value.
 
 #[cfg(target_arch = "x86_64")]
 use std::arch::x86_64::*;
@@ -25,6 +25,25 @@ pub(crate) fn activate(activation: Activation, x: __m512) -> __m512 {
             let t = _mm512_mask_mov_ps(t, _mm512_cmp_ps_mask::<_CMP_LT_OQ>(t, zero), zero);
             let t = _mm512_mask_mov_ps(t, _mm512_cmp_ps_mask::<_CMP_GT_OQ>(t, six), six);
             _mm512_div_ps(_mm512_mul_ps(x, t), six)
+        }
+    }
+}
+
+/// [`activate`] on AVX2's 8 lanes: the same comparisons, the same roundings.
+#[cfg(target_arch = "x86_64")]
+#[inline]
+#[target_feature(enable = "avx2,fma")]
+pub(crate) fn activate8(activation: Activation, x: __m256) -> __m256 {
+    let zero = _mm256_setzero_ps();
+    match activation {
+        Activation::None => x,
+        Activation::Relu => _mm256_and_ps(_mm256_cmp_ps::<_CMP_NLE_UQ>(x, zero), x),
+        Activation::HSwish => {
+            let six = _mm256_set1_ps(6.0);
+            let t = _mm256_add_ps(x, _mm256_set1_ps(3.0));
+            let t = _mm256_blendv_ps(t, zero, _mm256_cmp_ps::<_CMP_LT_OQ>(t, zero));
+            let t = _mm256_blendv_ps(t, six, _mm256_cmp_ps::<_CMP_GT_OQ>(t, six));
+            _mm256_div_ps(_mm256_mul_ps(x, t), six)
         }
     }
 }

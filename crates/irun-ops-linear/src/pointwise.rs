@@ -367,8 +367,6 @@ mod avx512 {
 mod avx2 {
     use std::arch::x86_64::*;
 
-    use irun_opkit::epilogue::Activation;
-
     /// Channels of a register block: 4 channels by 16 positions are 8 accumulators (12, as
     /// in the direct convolution's tiles, spill to the stack).
     const ROWS: usize = 4;
@@ -488,7 +486,7 @@ mod avx2 {
                     if let Some(b) = &store.bias {
                         s = _mm256_add_ps(s, _mm256_set1_ps(b[row]));
                     }
-                    s = activate(store.activation, s);
+                    s = crate::lanes_epilogue::activate8(store.activation, s);
                 }
                 if lanes == 8 {
                     _mm256_storeu_ps(at, s);
@@ -497,25 +495,6 @@ mod avx2 {
                     _mm256_storeu_ps(buf.as_mut_ptr(), s);
                     std::ptr::copy_nonoverlapping(buf.as_ptr(), at, lanes);
                 }
-            }
-        }
-    }
-
-    /// [`crate::lanes_epilogue::activate`] on 8 lanes: the same comparisons, the same
-    /// roundings.
-    #[inline]
-    #[target_feature(enable = "avx2,fma")]
-    fn activate(activation: Activation, x: __m256) -> __m256 {
-        let zero = _mm256_setzero_ps();
-        match activation {
-            Activation::None => x,
-            Activation::Relu => _mm256_and_ps(_mm256_cmp_ps::<_CMP_NLE_UQ>(x, zero), x),
-            Activation::HSwish => {
-                let six = _mm256_set1_ps(6.0);
-                let t = _mm256_add_ps(x, _mm256_set1_ps(3.0));
-                let t = _mm256_blendv_ps(t, zero, _mm256_cmp_ps::<_CMP_LT_OQ>(t, zero));
-                let t = _mm256_blendv_ps(t, six, _mm256_cmp_ps::<_CMP_GT_OQ>(t, six));
-                _mm256_div_ps(_mm256_mul_ps(x, t), six)
             }
         }
     }
