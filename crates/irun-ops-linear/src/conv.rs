@@ -14,6 +14,7 @@ use std::sync::Arc;
 use half::{bf16, f16};
 use irun_tensor::{with_int, ElementType, Tensor};
 
+use crate::conv_blocks::BlockFilters;
 use crate::depthwise::Depthwise;
 use crate::direct_conv::{DirectFilters, Shape2};
 use crate::gemm::Mul;
@@ -38,8 +39,8 @@ const BLOCK: usize = 512;
 /// for the direct kernel ([`PackedFilters::direct`]) instead.
 pub struct PackedFilters {
     /// 1x1 kernels and few input channels: per group, the filters `[co, ci * taps]` as the
-    /// GEMM's left operand.
-    pub(crate) groups: Vec<rten_gemm::PackedAMatrix<f32>>,
+    /// left operand of the products by blocks of patches (or of positions, for 1x1).
+    pub(crate) groups: BlockFilters,
     /// The others ([`crate::conv_rows::suits`]): per group, the filters transposed
     /// `[taps * ci, co]` as the right operand of the GEMMs by output positions.
     pub(crate) by_rows: Vec<rten_gemm::PackedBMatrix<f32>>,
@@ -79,9 +80,13 @@ impl PackedFilters {
         }
         let (groups, by_rows) = if by_rows {
             let taps = k / fs[2];
-            (Vec::new(), crate::conv_rows::pack(w, g, co, fs[2], taps))
+            (
+                BlockFilters::Gemm(Vec::new()),
+                crate::conv_rows::pack(w, g, co, fs[2], taps),
+            )
         } else {
-            (crate::conv_blocks::pack(w, g, co, k), Vec::new())
+            let taps = k / fs[2].max(1);
+            (crate::conv_blocks::pack(w, g, co, k, taps), Vec::new())
         };
         Some(PackedFilters {
             groups,
@@ -107,7 +112,7 @@ impl PackedFilters {
         if kernel == [1, 1] && strides.iter().all(|&s| s == 1) {
             let p = PointwiseFilters::new(filters.values::<f32>()?, fs[1], fs[2])?;
             return Some(PackedFilters {
-                groups: Vec::new(),
+                groups: BlockFilters::Gemm(Vec::new()),
                 by_rows: Vec::new(),
                 direct: None,
                 bytes: p.byte_size(),
@@ -120,7 +125,7 @@ impl PackedFilters {
         }
         let direct = DirectFilters::new(filters, fs[1], fs[2], kernel)?;
         Some(PackedFilters {
-            groups: Vec::new(),
+            groups: BlockFilters::Gemm(Vec::new()),
             by_rows: Vec::new(),
             bytes: direct.byte_size(),
             direct: Some(direct),
@@ -294,8 +299,8 @@ pub fn grouped_with(
                 (None, None) if g.runs_in_im2col_blocks() => {
                     applied = true;
                     let w = f32_values(filters)?;
-                    let k = ci * g.kernel.iter().product::<usize>();
-                    let packed = crate::conv_blocks::pack(w, groups, co, k);
+                    let taps = g.kernel.iter().product::<usize>();
+                    let packed = crate::conv_blocks::pack(w, groups, co, ci * taps, taps);
                     g.run_in_im2col_blocks(data, &packed, shape, epilogue, None)
                 }
                 (None, None) => g.run::<f32>(data, filters, shape),

@@ -10,24 +10,36 @@
 //! the segmenter's 160x160 and 320x320 layers (30% of the model against 23% in the GEMM's
 //! kernel); the two 3x3 stride-2 layers took 25 and 20 ms, 11-15 and 10-14 here.
 //!
-//! rten-gemm cuts the depth, in (channel, tap) order, into the same blocks whatever the
-//! columns, so every output is the same chain of operations at any block size and thread
+//! The product is rten-gemm's, or for shallow patches (a stem's 3 channels by 3x3 or 7x7)
+//! the pointwise kernel's tiles (`pointwise.rs`), which read the patch rows where they lie
+//! instead of packing them again: on 27 rows rten-gemm's packing, edges and stores cost
+//! as much as its multiply-adds. Both cut the depth, in (channel, tap) order, into the
+//! same blocks of 256 whatever the columns, each a chain of fused multiply-adds, so every
+//! output is the same chain of operations in either form, at any block size and thread
 //! count, and the same as the plain GEMM over the whole patch matrix that unprepared
 //! filters of other element types run.
 
 use std::cell::Cell;
 
-use irun_opkit::epilogue::{Channels, Epilogue};
+use irun_opkit::epilogue::{Activation, Channels, Epilogue};
 use irun_tensor::Tensor;
 use rten_gemm::{GemmInputA, GemmInputB, GemmUninitOptions, PackedAMatrix};
 
 use crate::conv::{f32_values, Geometry};
 use crate::gemm::{view, F32_GEMM};
 use crate::op::{codes, OpError};
+use crate::pointwise::PointwiseFilters;
 use crate::stretches::write_in_stretches;
 
 /// At most this many bytes of patches per block.
 const PATCH_BLOCK_BYTES: usize = 1 << 20;
+
+/// The deepest patches the pointwise tiles multiply. Past one depth block of the sums
+/// (256), rten-gemm's 6x16 kernel on patches it packs again beats the tiles' 4x16 on rows
+/// in place: 2.6-3.2 ms against 3.2-4.2 for 288 (32 channels by 3x3, onto 160x160), while the
+/// tiles win on stems (3 channels by 3x3: 0.28-0.33 ms against 0.21-0.30; by 7x7, 64
+/// filters: 3.1-3.3 against 3.5-4.5).
+const TILES_MAX_DEPTH: usize = 256;
 
 /// At most this many output positions per block.
 const BLOCK_POSITIONS: usize = 512;
@@ -39,14 +51,63 @@ thread_local! {
     static BUFFERS: Cell<(Vec<f32>, Vec<f32>)> = const { Cell::new((Vec::new(), Vec::new())) };
 }
 
-/// Filters `[G, co, ci, *k]` packed per group as rten-gemm's left operand `[co, ci * taps]`.
-pub(crate) fn pack(w: &[f32], groups: usize, co: usize, k: usize) -> Vec<PackedAMatrix<f32>> {
-    (0..groups)
-        .map(|grp| {
-            let wg = &w[grp * co * k..][..co * k];
-            F32_GEMM.with(|e| e.prepack_a(view(co, k, wg, (k as isize, 1))))
-        })
-        .collect()
+/// Per group, the filters `[co, ci * taps]` as the left operand of each block's product.
+pub(crate) enum BlockFilters {
+    /// Tiles for the pointwise kernel, which reads the patch rows where they are: kernels
+    /// with more than one tap, where this CPU runs it.
+    Tiles(Vec<PointwiseFilters>),
+    /// rten-gemm's packed operand, which packs the patches again for its own kernel: the
+    /// pointwise GEMM (`conv_gemm.rs`) runs 1x1 kernels on it.
+    Gemm(Vec<PackedAMatrix<f32>>),
+}
+
+impl BlockFilters {
+    /// How many groups it holds.
+    pub(crate) fn len(&self) -> usize {
+        match self {
+            BlockFilters::Tiles(t) => t.len(),
+            BlockFilters::Gemm(g) => g.len(),
+        }
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Filters `[G, co, ci, *k]` (`k = ci * taps` values per output channel) packed per group:
+/// as pointwise tiles when there is more than one tap, the depth is at most
+/// [`TILES_MAX_DEPTH`] and this CPU runs them, else as rten-gemm's left operand `[co, k]`.
+pub(crate) fn pack(w: &[f32], groups: usize, co: usize, k: usize, taps: usize) -> BlockFilters {
+    let tiles = (taps > 1 && k <= TILES_MAX_DEPTH).then(|| pack_tiles(w, groups, co, k));
+    tiles
+        .flatten()
+        .unwrap_or_else(|| pack_gemm(w, groups, co, k))
+}
+
+/// The filters as pointwise tiles, where this CPU runs them.
+fn pack_tiles(w: &[f32], groups: usize, co: usize, k: usize) -> Option<BlockFilters> {
+    let tiles = (0..groups).map(|grp| PointwiseFilters::new(&w[grp * co * k..][..co * k], co, k));
+    Some(BlockFilters::Tiles(tiles.collect::<Option<_>>()?))
+}
+
+/// The filters as rten-gemm's left operand.
+fn pack_gemm(w: &[f32], groups: usize, co: usize, k: usize) -> BlockFilters {
+    let group = |grp: usize| view(co, k, &w[grp * co * k..][..co * k], (k as isize, 1));
+    BlockFilters::Gemm(
+        (0..groups)
+            .map(|grp| F32_GEMM.with(|e| e.prepack_a(group(grp))))
+            .collect(),
+    )
+}
+
+/// The distance between patch rows for blocks of `cols` positions: whole 64-byte lines, an
+/// odd number of them, so that a kernel reading one strip of columns down the rows meets
+/// every L1 set. Rows of 512 values (2 KiB) put every strip in two sets of the 64, so the
+/// pointwise kernel read a 288-row strip from L2 again for each block of channels.
+fn patch_stride(cols: usize) -> usize {
+    let lines = cols.div_ceil(16);
+    16 * (lines | 1)
 }
 
 impl Geometry {
@@ -74,7 +135,7 @@ impl Geometry {
     pub(crate) fn run_in_im2col_blocks(
         &self,
         data: &Tensor,
-        packed: &[PackedAMatrix<f32>],
+        packed: &BlockFilters,
         shape: Vec<usize>,
         epilogue: Option<&Epilogue>,
         block: Option<usize>,
@@ -102,27 +163,46 @@ impl Geometry {
                 return Ok(());
             }
             let (mut patches, mut product) = BUFFERS.take();
-            patches.resize(k * cols, 0.0);
-            product.clear();
-            product.reserve(self.co * cols);
+            let stride = patch_stride(cols);
+            patches.resize(k * stride, 0.0);
             let xg = &x[share.item * item_len..][..item_len];
-            for (row, dst) in patches.chunks_exact_mut(cols).enumerate() {
-                self.im2col_row(xg, row, taps, share.first, dst);
+            for (row, dst) in patches.chunks_exact_mut(stride).enumerate() {
+                self.im2col_row(xg, row, taps, share.first, &mut dst[..cols]);
             }
-            let c = F32_GEMM.with(|e| {
-                e.gemm_uninit(
-                    &mut product.spare_capacity_mut()[..self.co * cols],
-                    GemmInputA::Packed(&packed[share.item % self.groups]),
-                    GemmInputB::Unpacked(view(k, cols, &patches, (cols as isize, 1))),
-                    GemmUninitOptions::default(),
-                )
-                .map_err(|e| (t, OpError::new(codes::INTERNAL, e.to_string())))
-            })?;
-            for (o, row) in c.chunks_exact_mut(cols).enumerate() {
-                if let Some(e) = epilogue {
-                    let plane = share.item * self.co + o;
-                    e.apply_at(row, plane * positions + share.first, layout);
+            let grp = share.item % self.groups;
+            let c = match packed {
+                BlockFilters::Tiles(tiles) => {
+                    product.resize(self.co * cols, 0.0);
+                    let (bias, activation) = match epilogue {
+                        Some(e) => (e.bias.as_deref(), e.activation),
+                        None => (None, Activation::None),
+                    };
+                    let bias = bias.map(|b| &b[grp * self.co..][..self.co]);
+                    tiles[grp].product((&patches, stride), cols, &mut product, bias, activation);
+                    &mut product[..]
                 }
+                BlockFilters::Gemm(gemm) => {
+                    product.clear();
+                    product.reserve(self.co * cols);
+                    let c = F32_GEMM.with(|e| {
+                        e.gemm_uninit(
+                            &mut product.spare_capacity_mut()[..self.co * cols],
+                            GemmInputA::Packed(&gemm[grp]),
+                            GemmInputB::Unpacked(view(k, cols, &patches, (stride as isize, 1))),
+                            GemmUninitOptions::default(),
+                        )
+                        .map_err(|e| (t, OpError::new(codes::INTERNAL, e.to_string())))
+                    })?;
+                    if let Some(e) = epilogue {
+                        for (o, row) in c.chunks_exact_mut(cols).enumerate() {
+                            let plane = share.item * self.co + o;
+                            e.apply_at(row, plane * positions + share.first, layout);
+                        }
+                    }
+                    c
+                }
+            };
+            for (o, row) in c.chunks_exact(cols).enumerate() {
                 share.push(o, row);
             }
             BUFFERS.set((patches, product));
@@ -138,10 +218,20 @@ mod tests {
     use super::*;
     use crate::conv_testing::{cases, reference, values};
 
+    /// The filters in each form this CPU runs (the tiles whatever the depth and taps), named.
+    fn forms(w: &[f32], g: &Geometry, k: usize) -> Vec<(&'static str, BlockFilters)> {
+        let mut forms = vec![("gemm", pack_gemm(w, g.groups, g.co, k))];
+        if let Some(tiles) = pack_tiles(w, g.groups, g.co, k) {
+            forms.push(("tiles", tiles));
+        }
+        forms
+    }
+
     /// Batches, groups, 1-, 2- and 3-D planes, strides, dilations, padding past the kernel's
-    /// reach and more than one depth block: within f32 rounding of the definition, and in
-    /// blocks of 16 or 48 positions or the chosen ones, at 1, 2 and 3 threads, bit for bit
-    /// the plain GEMM over the whole patch matrix (what other element types run).
+    /// reach and more than one depth block, filters as rten-gemm's operand and as pointwise
+    /// tiles: within f32 rounding of the definition, and in blocks of 16 or 48 positions or
+    /// the chosen ones, at 1, 2 and 3 threads, bit for bit the plain GEMM over the whole
+    /// patch matrix (what other element types run).
     #[test]
     fn matches_the_definition_and_the_whole_gemm_in_any_blocks() {
         for (i, g) in cases().iter().enumerate() {
@@ -157,15 +247,17 @@ mod tests {
             let filters = Tensor::from_f32(vec![w.len()], w.clone()).unwrap();
             let whole = g.run::<f32>(&data, &filters, vec![want.len()]).unwrap();
             let whole = whole.values::<f32>().unwrap();
-            for block in [Some(16), Some(48), None] {
+            let blocks = [Some(16), Some(48), None];
+            for ((form, packed), block) in
+                forms(&w, g, k).iter().flat_map(|f| blocks.map(|b| (f, b)))
+            {
                 for threads in 1..=3 {
                     let got = irun_opkit::testing::on_threads(threads, || {
-                        let packed = pack(&w, g.groups, g.co, k);
-                        g.run_in_im2col_blocks(&data, &packed, vec![want.len()], None, block)
+                        g.run_in_im2col_blocks(&data, packed, vec![want.len()], None, block)
                     })
                     .unwrap();
                     let got = got.values::<f32>().unwrap();
-                    let at = format!("case {i}, blocks of {block:?}, {threads} threads");
+                    let at = format!("case {i}, {form}, blocks of {block:?}, {threads} threads");
                     assert_eq!(got.len(), want.len(), "{at}");
                     for (j, (&a, &b)) in got.iter().zip(&want).enumerate() {
                         assert!(
@@ -180,7 +272,8 @@ mod tests {
     }
 
     /// The epilogue lands on each output's own channel: a bias of the channel's index and a
-    /// ReLU, on two items of three groups, in blocks that cut the planes unevenly.
+    /// ReLU, on two items of three groups, in blocks that cut the planes unevenly, with
+    /// the filters in each form.
     #[test]
     fn applies_the_epilogue_by_output_channel() {
         let g = &cases()[1];
@@ -188,7 +281,12 @@ mod tests {
         let x = values(g.n * g.groups * g.ci * g.input.iter().product::<usize>(), 5);
         let w = values(g.groups * g.co * k, 6);
         let data = Tensor::from_f32(vec![x.len()], x).unwrap();
-        let packed = pack(&w, g.groups, g.co, k);
+        for (form, packed) in forms(&w, g, k) {
+            epilogue_lands_by_channel(g, &data, &packed, form);
+        }
+    }
+
+    fn epilogue_lands_by_channel(g: &Geometry, data: &Tensor, packed: &BlockFilters, form: &str) {
         let channels = g.groups * g.co;
         let e = Epilogue {
             bias: Some((0..channels).map(|c| c as f32).collect()),
@@ -196,18 +294,14 @@ mod tests {
             activation: irun_opkit::epilogue::Activation::Relu,
         };
         let len = g.n * channels * g.out.iter().product::<usize>();
-        let plain = g.run_in_im2col_blocks(&data, &packed, vec![len], None, Some(16));
+        let plain = g.run_in_im2col_blocks(data, packed, vec![len], None, Some(16));
         let mut want = plain.unwrap().values::<f32>().unwrap().to_vec();
         let layout = Channels::Planes {
             channels,
             plane: g.out.iter().product(),
         };
         e.apply(&mut want, layout);
-        let got = g.run_in_im2col_blocks(&data, &packed, vec![len], Some(&e), Some(16));
-        irun_opkit::testing::assert_same_bits(
-            got.unwrap().values::<f32>().unwrap(),
-            &want,
-            "epilogue",
-        );
+        let got = g.run_in_im2col_blocks(data, packed, vec![len], Some(&e), Some(16));
+        irun_opkit::testing::assert_same_bits(got.unwrap().values::<f32>().unwrap(), &want, form);
     }
 }

@@ -6,6 +6,7 @@ use irun_tensor::Tensor;
 use rten_gemm::{GemmInputA, GemmInputB, GemmUninitOptions};
 
 use crate::conv::{f32_values, Geometry, PackedFilters};
+use crate::conv_blocks::BlockFilters;
 use crate::gemm::{view, F32_GEMM};
 use crate::op::{codes, OpError};
 use irun_opkit::epilogue::{Channels, Epilogue};
@@ -25,6 +26,12 @@ impl Geometry {
         epilogue: Option<&Epilogue>,
     ) -> Result<Tensor, OpError> {
         let x = f32_values(data)?;
+        let BlockFilters::Gemm(gemm) = &packed.groups else {
+            return Err(OpError::new(
+                codes::INTERNAL,
+                "internal error: 1x1 filters packed as tiles",
+            ));
+        };
         let positions: usize = self.out.iter().product();
         let plane = self.ci * positions;
         let item_len = self.co * positions;
@@ -43,7 +50,7 @@ impl Geometry {
             let c = F32_GEMM.with(|e| {
                 e.gemm_uninit(
                     dst,
-                    GemmInputA::Packed(&packed.groups[ng % self.groups]),
+                    GemmInputA::Packed(&gemm[ng % self.groups]),
                     GemmInputB::Unpacked(view(self.ci, positions, xg, (positions as isize, 1))),
                     GemmUninitOptions::default(),
                 )

@@ -184,6 +184,54 @@ impl PointwiseFilters {
         unsafe { out.set_len(len) };
         Ok(out)
     }
+
+    /// `out [co, cols] = filters [co, ci] x x [ci, cols]` (row-major; `x`'s rows `stride`
+    /// values apart) on this thread, each value plus its channel's `bias` through
+    /// `activation`: the sums and bits of [`Self::run`] over the same columns. The
+    /// convolution by blocks of patches runs its patch blocks through it.
+    ///
+    /// Panics when the lengths do not fit (a caller's bug).
+    pub(crate) fn product(
+        &self,
+        (x, stride): (&[f32], usize),
+        cols: usize,
+        out: &mut [f32],
+        bias: Option<&[f32]>,
+        activation: Activation,
+    ) {
+        let (co, ci) = (self.co, self.ci);
+        assert!(
+            cols <= stride
+                && x.len() == ci * stride
+                && out.len() == co * cols
+                && bias.is_none_or(|b| b.len() == co),
+            "pointwise product out of bounds"
+        );
+        let blocks = Blocks::new(cols);
+        for tile in 0..co.div_ceil(MR) {
+            let rows = MR.min(co - tile * MR);
+            let mut biases = [0f32; MR];
+            if let Some(b) = bias {
+                biases[..rows].copy_from_slice(&b[tile * MR..][..rows]);
+            }
+            let w = &self.packed[tile * ci * MR..][..ci * MR];
+            for block in 0..blocks.count {
+                let (p0, p1) = blocks.range(block);
+                let store = Store {
+                    out: out.as_mut_ptr(),
+                    at: tile * MR * cols + p0,
+                    stride: cols,
+                    rows,
+                    bias: bias.map(|_| biases),
+                    activation,
+                };
+                // SAFETY: rows `tile * MR ..+ rows` (`<= co`) by columns `p0..p1`
+                // (`<= cols`) lie inside `out` (`co * cols` values, checked), which this
+                // call borrows mutably for its length.
+                unsafe { tile_into(w, ci, x, stride, (p0, p1), &store) };
+            }
+        }
+    }
 }
 
 /// The output's first slot, shared by the tasks, each of which writes only its own units.
