@@ -3,9 +3,9 @@
 //! planar layout of the model's tensors and a kernel that keeps sixteen channels in the
 //! lanes of a vector (the depthwise channel blocks), the blocks of a Transpose of 4-byte
 //! values (`strided.rs`), and images moved channel-last ([`channels_last`]: ROIAlign, the
-//! convolution's patch rows). Without AVX-512, [`block`] moves 8 x 8 tiles through eight
-//! vector registers. A gather per position costs several times as much, and a scalar loop a
-//! store per value.
+//! convolution's patch rows). Without AVX-512, all three move 8 x 8 tiles through eight
+//! AVX2 registers (a tile cut by the edge by masked loads), or without AVX2 through arrays.
+//! A gather per position costs several times as much, and a scalar loop a store per value.
 
 const LANES: usize = 16;
 
@@ -33,9 +33,21 @@ pub fn to_lanes(src: &[f32], step: usize, rows: usize, cols: usize, dst: &mut [f
         unsafe { avx512::to_lanes(src.as_ptr(), step, rows, cols, dst.as_mut_ptr()) };
         return;
     }
-    for j in 0..cols {
-        for i in 0..LANES {
-            dst[LANES * j + i] = if i < rows { src[i * step + j] } else { 0.0 };
+    // By 8 x 8 tiles where the rows reach them, then the lanes past `rows` zeroed.
+    let src_end = if rows == 0 || cols == 0 {
+        0
+    } else {
+        (rows - 1) * step + cols
+    };
+    block(
+        (bytemuck::cast_slice(&src[..src_end]), step),
+        rows,
+        cols,
+        (bytemuck::cast_slice_mut(&mut dst[..LANES * cols]), LANES),
+    );
+    if rows < LANES {
+        for lanes in dst[..LANES * cols].chunks_exact_mut(LANES) {
+            lanes[rows..].fill(0.0);
         }
     }
 }
@@ -64,11 +76,13 @@ pub fn from_lanes(src: &[f32], cols: usize, rows: usize, dst: &mut [f32], step: 
         unsafe { avx512::from_lanes(src.as_ptr(), cols, rows, dst.as_mut_ptr(), step) };
         return;
     }
-    for i in 0..rows {
-        for j in 0..cols {
-            dst[i * step + j] = src[LANES * j + i];
-        }
-    }
+    // The `cols` vectors are rows of 16 values: by 8 x 8 tiles where they reach them.
+    block(
+        (bytemuck::cast_slice(&src[..LANES * cols]), LANES),
+        cols,
+        rows,
+        (bytemuck::cast_slice_mut(dst), step),
+    );
 }
 
 /// `dst[j * dst_step + i] = src[i * src_step + j]` for `i < rows`, `j < cols` (`rows, cols
@@ -112,15 +126,26 @@ pub fn block(
         };
         return;
     }
-    crate::simd::widest(
-        #[inline(always)]
-        || block_by_eights((src, src_step), rows, cols, (dst, dst_step)),
-    );
+    #[cfg(target_arch = "x86_64")]
+    if crate::simd::unit() == crate::simd::Unit::Avx2 {
+        // SAFETY: AVX2 is available; the assert bounds every read and write as above.
+        unsafe {
+            avx2::block(
+                src.as_ptr().cast(),
+                src_step,
+                rows,
+                cols,
+                dst.as_mut_ptr().cast(),
+                dst_step,
+            )
+        };
+        return;
+    }
+    block_by_eights((src, src_step), rows, cols, (dst, dst_step));
 }
 
-/// [`block`] without AVX-512: whole 8 x 8 tiles through fixed-size arrays, which LLVM keeps
-/// in eight vector registers and shuffles (a value at a time, the stores are scattered 4-byte
-/// writes), the edges a value at a time. The caller checked the bounds.
+/// [`block`] without AVX-512 or AVX2: whole 8 x 8 tiles through fixed-size arrays, the
+/// edges a value at a time. The caller checked the bounds.
 #[inline(always)]
 fn block_by_eights(
     (src, src_step): (&[u32], usize),
@@ -197,6 +222,93 @@ fn avx512f() -> bool {
     #[cfg(not(target_arch = "x86_64"))]
     {
         false
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod avx2 {
+    use std::arch::x86_64::*;
+
+    /// [`super::avx512::block`] on AVX2: 8 x 8 tiles through eight registers (the
+    /// fixed-size arrays of `block_by_eights` compiled to a shuffle and a 4-byte store per
+    /// value: the depthwise channel blocks spent eight times their multiply-adds' time in
+    /// them). A tile cut by the block's edge loads its rows' first lanes by masked loads and
+    /// stores its columns' first values through a buffer (AVX2's masked stores are
+    /// microcoded on AMD); 7- and 14-wide planes have such tiles in every row.
+    ///
+    /// # Safety
+    /// AVX2 must be available; `src` readable at `i * src_step + j` and `dst` writable at
+    /// `j * dst_step + i` for `i < rows`, `j < cols`.
+    #[target_feature(enable = "avx2")]
+    pub unsafe fn block(
+        src: *const f32,
+        src_step: usize,
+        rows: usize,
+        cols: usize,
+        dst: *mut f32,
+        dst_step: usize,
+    ) {
+        let lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+        for i0 in (0..rows).step_by(8) {
+            let height = 8.min(rows - i0);
+            for j0 in (0..cols).step_by(8) {
+                let width = 8.min(cols - j0);
+                let mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(width as i32), lanes);
+                // Eight registers whatever `height`, so that the rows stay in registers.
+                let mut r = [_mm256_setzero_ps(); 8];
+                for (i, v) in r.iter_mut().enumerate() {
+                    let at = src.add((i0 + i) * src_step + j0);
+                    if i < height {
+                        *v = if width == 8 {
+                            _mm256_loadu_ps(at)
+                        } else {
+                            _mm256_maskload_ps(at, mask)
+                        };
+                    }
+                }
+                for (j, v) in transpose(r).iter().enumerate().take(width) {
+                    let at = dst.add((j0 + j) * dst_step + i0);
+                    if height == 8 {
+                        _mm256_storeu_ps(at, *v);
+                    } else {
+                        let mut buf = [0f32; 8];
+                        _mm256_storeu_ps(buf.as_mut_ptr(), *v);
+                        for (i, &b) in buf.iter().enumerate().take(height) {
+                            *at.add(i) = b;
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Row `j` of the result is column `j` of `r`: interleaves of row pairs, then of pairs
+    /// of pairs within each 128-bit half, then the halves exchanged. Moves and shuffles
+    /// only, so any bits pass unchanged.
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    fn transpose(r: [__m256; 8]) -> [__m256; 8] {
+        let mut t = [_mm256_setzero_ps(); 8];
+        for i in 0..4 {
+            t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+            t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+        }
+        // Per half: `u[4g + m]` holds column `m` (and `m + 4` in the upper half) of rows
+        // `4g .. 4g + 4`.
+        let mut u = [_mm256_setzero_ps(); 8];
+        for g in 0..2 {
+            let [a, b, c, d] = [t[4 * g], t[4 * g + 1], t[4 * g + 2], t[4 * g + 3]];
+            u[4 * g] = _mm256_shuffle_ps::<0x44>(a, c);
+            u[4 * g + 1] = _mm256_shuffle_ps::<0xEE>(a, c);
+            u[4 * g + 2] = _mm256_shuffle_ps::<0x44>(b, d);
+            u[4 * g + 3] = _mm256_shuffle_ps::<0xEE>(b, d);
+        }
+        let mut out = [_mm256_setzero_ps(); 8];
+        for m in 0..4 {
+            out[m] = _mm256_permute2f128_ps::<0x20>(u[m], u[4 + m]);
+            out[m + 4] = _mm256_permute2f128_ps::<0x31>(u[m], u[4 + m]);
+        }
+        out
     }
 }
 
@@ -367,15 +479,47 @@ mod tests {
         }
     }
 
+    /// The AVX2 tiles where the CPU has AVX2 (else the plain ones), whatever the entry point
+    /// picks here.
+    fn by_avx2(src: (&[u32], usize), rows: usize, cols: usize, dst: (&mut [u32], usize)) {
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx2") {
+            let fits = |n: usize, step: usize, width: usize, have: usize| {
+                n == 0 || width == 0 || (n - 1) * step + width <= have
+            };
+            assert!(fits(rows, src.1, cols, src.0.len()) && fits(cols, dst.1, rows, dst.0.len()));
+            // SAFETY: AVX2 is available, and the assert bounds every read and write.
+            unsafe {
+                avx2::block(
+                    src.0.as_ptr().cast(),
+                    src.1,
+                    rows,
+                    cols,
+                    dst.0.as_mut_ptr().cast(),
+                    dst.1,
+                )
+            };
+            return;
+        }
+        block_by_eights(src, rows, cols, dst);
+    }
+
     /// Blocks of every size up to 16 x 16 between steps wider than the block, as the
-    /// definition puts them; nothing else of the destination is written. Both the entry
-    /// point (AVX-512 where the CPU has it) and the 8 x 8 tiles of other CPUs.
+    /// definition puts them, every bit kept (NaN payloads, subnormals); nothing else of the
+    /// destination is written. The entry point (AVX-512 or AVX2 where the CPU has them), the
+    /// AVX2 tiles and the plain 8 x 8 tiles.
     #[test]
     fn transposes_blocks_of_any_size() {
         let (ss, ds) = (19, 23);
-        let src: Vec<u32> = (0..16 * ss as u32).collect();
+        let src: Vec<u32> = (0..16 * ss as u32)
+            .map(|v| match v % 3 {
+                0 => v,
+                1 => 0x7fc0_0000 | v,
+                _ => 0xff80_0001 + v,
+            })
+            .collect();
         type Transpose = fn((&[u32], usize), usize, usize, (&mut [u32], usize));
-        let ways: [Transpose; 2] = [block, block_by_eights];
+        let ways: [Transpose; 3] = [block, by_avx2, block_by_eights];
         for (rows, cols) in (0..=16).flat_map(|r| (0..=16).map(move |c| (r, c))) {
             for way in ways {
                 let mut dst = vec![u32::MAX; 16 * ds];

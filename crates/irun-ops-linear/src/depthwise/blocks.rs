@@ -1,5 +1,5 @@
-//! The channel-block walk of the depthwise convolution (AVX-512): sixteen channels of one
-//! item in the lanes of a vector. Each band of input rows is moved into a zero-padded
+//! The channel-block walk of the depthwise convolution (AVX-512, or AVX2 and FMA): sixteen
+//! channels of one item in the lanes of a vector (two on AVX2). Each band of input rows is moved into a zero-padded
 //! channel-last block by register transposes, so that one tap of one output is one vector
 //! multiply-add of its sixteen channels; row tiles of up to [`MAX_TILE`] outputs keep their
 //! sums in registers across the taps, and the sums go back to the planes by transposes.
@@ -22,8 +22,9 @@ use irun_opkit::transpose16::{from_lanes, to_lanes};
 /// Channels of a block: the lanes of one vector.
 const LANES: usize = 16;
 /// Outputs of a row tile, at most: one accumulator each, with the tap's weights and an input
-/// vector 16 of the 32 registers; 14 covers a 14- or 28-wide row in whole tiles.
-const MAX_TILE: usize = 14;
+/// vector 16 of the 32 registers (on AVX2, per half of the lanes, 15 of the 16, the input
+/// read by the multiply-add itself); 14 covers a 14- or 28-wide row in whole tiles.
+pub(super) const MAX_TILE: usize = 14;
 /// Bytes of channel-last input a band holds, at most (with its sums, well inside L2).
 const BAND_BYTES: usize = 96 << 10;
 
@@ -42,6 +43,11 @@ struct BlockLayout {
     reach: usize,
     /// Row tiles: first output column and columns.
     tiles: Vec<(usize, usize)>,
+}
+
+/// Whether this CPU runs the walk: AVX-512F, or AVX2 and FMA.
+pub(super) fn supported() -> bool {
+    crate::avx512f() || simd::unit() == simd::Unit::Avx2
 }
 
 impl Depthwise {
@@ -214,20 +220,24 @@ fn row_tile(
         "depthwise row tile out of bounds"
     );
     #[cfg(target_arch = "x86_64")]
-    // SAFETY: the walk runs only where `crate::avx512f()` holds (`Depthwise::run` and the
-    // tests check it first), and the assert above bounds every pointer the kernel reads and
-    // writes.
+    // SAFETY: the walk runs only where `supported()` holds (`Depthwise::run` and the tests
+    // check it first), each kernel only where its own features do, and the assert above
+    // bounds every pointer the kernel reads and writes.
     unsafe {
         let (s, w, o) = (src.as_ptr(), w.as_ptr(), out.as_mut_ptr());
+        let wide = crate::avx512f();
         // The step as a constant where it is one (strides 1 and 2: every load's address is
         // one register plus a displacement, with no register spilled for fourteen bases).
         macro_rules! tiles {
             ($($t:literal)*) => {
-                match (n, step) {
+                match (n, step, wide) {
                     $(
-                        ($t, LANES) => avx512::row_tile::<$t, LANES>(s, step, taps, w, o),
-                        ($t, 32) => avx512::row_tile::<$t, 32>(s, step, taps, w, o),
-                        ($t, _) => avx512::row_tile::<$t, 0>(s, step, taps, w, o),
+                        ($t, LANES, true) => avx512::row_tile::<$t, LANES>(s, step, taps, w, o),
+                        ($t, 32, true) => avx512::row_tile::<$t, 32>(s, step, taps, w, o),
+                        ($t, _, true) => avx512::row_tile::<$t, 0>(s, step, taps, w, o),
+                        ($t, LANES, false) => avx2::row_tile::<$t, LANES>(s, step, taps, w, o),
+                        ($t, 32, false) => avx2::row_tile::<$t, 32>(s, step, taps, w, o),
+                        ($t, _, false) => avx2::row_tile::<$t, 0>(s, step, taps, w, o),
                     )*
                     _ => unreachable!("checked above"),
                 }
@@ -236,7 +246,7 @@ fn row_tile(
         tiles!(1 2 3 4 5 6 7 8 9 10 11 12 13 14)
     }
     #[cfg(not(target_arch = "x86_64"))]
-    unreachable!("avx512f() is false off x86_64");
+    unreachable!("supported() is false off x86_64");
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -267,6 +277,42 @@ mod avx512 {
         }
         for (t, a) in acc.iter().enumerate() {
             _mm512_storeu_ps(out.add(16 * t), *a);
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod avx2 {
+    use std::arch::x86_64::*;
+
+    /// [`super::avx512::row_tile`] on AVX2: the same sums, each half of the sixteen lanes in
+    /// its own pass.
+    ///
+    /// # Safety
+    /// AVX2 and FMA must be available; the bounds are those of
+    /// [`super::avx512::row_tile`].
+    #[target_feature(enable = "avx2,fma")]
+    pub unsafe fn row_tile<const T: usize, const STEP: usize>(
+        src: *const f32,
+        step: usize,
+        taps: &[usize],
+        w: *const f32,
+        out: *mut f32,
+    ) {
+        let step = if STEP == 0 { step } else { STEP };
+        for half in [0, 8] {
+            let (src, w, out) = (src.add(half), w.add(half), out.add(half));
+            let mut acc = [_mm256_setzero_ps(); T];
+            for (k, &off) in taps.iter().enumerate() {
+                let wk = _mm256_loadu_ps(w.add(16 * k));
+                let at = src.add(off);
+                for (t, a) in acc.iter_mut().enumerate() {
+                    *a = _mm256_fmadd_ps(wk, _mm256_loadu_ps(at.add(t * step)), *a);
+                }
+            }
+            for (t, a) in acc.iter().enumerate() {
+                _mm256_storeu_ps(out.add(16 * t), *a);
+            }
         }
     }
 }

@@ -80,7 +80,7 @@ impl Depthwise {
             return try_zeroed::<f32>(self.n * self.channels * plane_out);
         }
         if self.suits_phases(w) {
-            return if crate::avx512f() && self.has_blocks_for_every_thread() {
+            return if self.suits_blocks() {
                 self.by_blocks(x, w)
             } else {
                 self.by_phases(x, w)
@@ -116,6 +116,17 @@ impl Depthwise {
     /// so a layer of 16 channels ran on one thread (0.081 ms, 0.055 by phases).
     fn has_blocks_for_every_thread(&self) -> bool {
         self.n * self.channels.div_ceil(16) >= 2 * par::threads()
+    }
+
+    /// Whether the channel-block walk is the faster of the two (the phase walk applies): on
+    /// AVX-512 wherever every thread has two blocks; on AVX2 only where a row of outputs is
+    /// one tile, as the transposes in and out of the lanes cost three times the
+    /// multiply-adds there (2 threads, MobileNetV3's layers alone: 7-wide 0.064-0.115 ms
+    /// against 0.115-0.158 by phases, 576 channels 0.096-0.22 against 0.156-0.23; 28-wide
+    /// 0.136-0.235 against 0.082-0.101).
+    fn suits_blocks(&self) -> bool {
+        let wide = crate::avx512f() || self.out[2] <= blocks::MAX_TILE;
+        blocks::supported() && wide && self.has_blocks_for_every_thread()
     }
 
     /// At most two spatial dims, and a non-empty input.

@@ -112,7 +112,7 @@ fn assert_phases_match(g: &Depthwise, case: &str) {
         .map(|v| v.to_bits())
         .collect();
     assert_eq!(got, want, "{case}");
-    if crate::avx512f() {
+    if super::blocks::supported() {
         let blocks: Vec<u32> = g
             .by_blocks(&x, &w)
             .unwrap()
