@@ -34,13 +34,8 @@ pub fn to_lanes(src: &[f32], step: usize, rows: usize, cols: usize, dst: &mut [f
         return;
     }
     // By 8 x 8 tiles where the rows reach them, then the lanes past `rows` zeroed.
-    let src_end = if rows == 0 || cols == 0 {
-        0
-    } else {
-        (rows - 1) * step + cols
-    };
     block(
-        (bytemuck::cast_slice(&src[..src_end]), step),
+        (bytemuck::cast_slice(src), step),
         rows,
         cols,
         (bytemuck::cast_slice_mut(&mut dst[..LANES * cols]), LANES),

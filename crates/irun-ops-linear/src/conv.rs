@@ -78,14 +78,14 @@ impl PackedFilters {
         if g == 0 || co == 0 || k == 0 {
             return None;
         }
+        // `fs[2]` divides `k`, which is not 0.
+        let taps = k / fs[2];
         let (groups, by_rows) = if by_rows {
-            let taps = k / fs[2];
             (
                 BlockFilters::Gemm(Vec::new()),
                 crate::conv_rows::pack(w, g, co, fs[2], taps),
             )
         } else {
-            let taps = k / fs[2].max(1);
             (crate::conv_blocks::pack(w, g, co, k, taps), Vec::new())
         };
         Some(PackedFilters {

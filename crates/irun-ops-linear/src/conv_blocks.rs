@@ -21,7 +21,7 @@
 
 use std::cell::Cell;
 
-use irun_opkit::epilogue::{Activation, Channels, Epilogue};
+use irun_opkit::epilogue::{Channels, Epilogue};
 use irun_tensor::Tensor;
 use rten_gemm::{GemmInputA, GemmInputB, GemmUninitOptions, PackedAMatrix};
 
@@ -129,7 +129,7 @@ impl Geometry {
     }
 
     /// The convolution of `data` by `packed` (per group, the filters `[co, ci * taps]` as
-    /// rten-gemm's left operand) in blocks of `block` output positions (`None`:
+    /// pointwise tiles or rten-gemm's left operand) in blocks of `block` output positions (`None`:
     /// [`Self::block_positions`]), any batch, group count and rank; `epilogue` applied to
     /// each block as it is written.
     pub(crate) fn run_in_im2col_blocks(
@@ -173,12 +173,8 @@ impl Geometry {
             let c = match packed {
                 BlockFilters::Tiles(tiles) => {
                     product.resize(self.co * cols, 0.0);
-                    let (bias, activation) = match epilogue {
-                        Some(e) => (e.bias.as_deref(), e.activation),
-                        None => (None, Activation::None),
-                    };
-                    let bias = bias.map(|b| &b[grp * self.co..][..self.co]);
-                    tiles[grp].product((&patches, stride), cols, &mut product, bias, activation);
+                    let epilogue = (epilogue, grp * self.co);
+                    tiles[grp].product((&patches, stride), cols, &mut product, epilogue);
                     &mut product[..]
                 }
                 BlockFilters::Gemm(gemm) => {

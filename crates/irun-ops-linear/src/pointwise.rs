@@ -104,10 +104,7 @@ impl PointwiseFilters {
                 ),
             ));
         }
-        let (bias, activation) = match epilogue {
-            Some(e) => (e.bias.as_deref(), e.activation),
-            None => (None, Activation::None),
-        };
+        let (bias, activation) = parts(epilogue);
         if bias.is_some_and(|b| b.len() != co) {
             return Err(OpError::new(
                 codes::INTERNAL,
@@ -154,18 +151,12 @@ impl PointwiseFilters {
                 }
                 let w = &self.packed[tile * ci * MR..][..ci * MR];
                 let first = (item * co + tile * MR) * positions;
-                let mut biases = [0f32; MR];
-                if let Some(b) = bias {
-                    for (r, v) in biases.iter_mut().enumerate().take(rows) {
-                        *v = b[tile * MR + r];
-                    }
-                }
                 let store = Store {
                     out: dst.ptr(),
                     at: first + p0,
                     stride: positions,
                     rows,
-                    bias: bias.map(|_| biases),
+                    bias: tile_biases(bias, tile, rows),
                     activation,
                 };
                 // SAFETY: the unit's rectangle, rows `first / positions ..+ rows` by columns
@@ -198,9 +189,10 @@ impl PointwiseFilters {
     }
 
     /// `out [co, cols] = filters [co, ci] x x [ci, cols]` (row-major; `x`'s rows `stride`
-    /// values apart) on this thread, each value plus its channel's `bias` through
-    /// `activation`: the sums and bits of [`Self::run`] over the same columns. The
-    /// convolution by blocks of patches runs its patch blocks through it.
+    /// values apart) on this thread, with `epilogue` applied as [`Self::run`] applies it, its
+    /// bias taken from `channel0` on (the group's first output channel): the sums and bits
+    /// of [`Self::run`] over the same columns. The convolution by blocks of patches runs its
+    /// patch blocks through it.
     ///
     /// Panics when the lengths do not fit (a caller's bug).
     pub(crate) fn product(
@@ -208,24 +200,21 @@ impl PointwiseFilters {
         (x, stride): (&[f32], usize),
         cols: usize,
         out: &mut [f32],
-        bias: Option<&[f32]>,
-        activation: Activation,
+        (epilogue, channel0): (Option<&Epilogue>, usize),
     ) {
         let (co, ci) = (self.co, self.ci);
+        let (bias, activation) = parts(epilogue);
         assert!(
             cols <= stride
                 && x.len() == ci * stride
                 && out.len() == co * cols
-                && bias.is_none_or(|b| b.len() == co),
+                && bias.is_none_or(|b| b.len() >= channel0 + co),
             "pointwise product out of bounds"
         );
+        let bias = bias.map(|b| &b[channel0..][..co]);
         let blocks = Blocks::new(cols);
         for tile in 0..co.div_ceil(MR) {
             let rows = MR.min(co - tile * MR);
-            let mut biases = [0f32; MR];
-            if let Some(b) = bias {
-                biases[..rows].copy_from_slice(&b[tile * MR..][..rows]);
-            }
             let w = &self.packed[tile * ci * MR..][..ci * MR];
             for block in 0..blocks.count {
                 let (p0, p1) = blocks.range(block);
@@ -234,7 +223,7 @@ impl PointwiseFilters {
                     at: tile * MR * cols + p0,
                     stride: cols,
                     rows,
-                    bias: bias.map(|_| biases),
+                    bias: tile_biases(bias, tile, rows),
                     activation,
                 };
                 // SAFETY: rows `tile * MR ..+ rows` (`<= co`) by columns `p0..p1`
@@ -244,6 +233,23 @@ impl PointwiseFilters {
             }
         }
     }
+}
+
+/// An epilogue's bias (one value per output channel) and activation; none, neither.
+fn parts(epilogue: Option<&Epilogue>) -> (Option<&[f32]>, Activation) {
+    match epilogue {
+        Some(e) => (e.bias.as_deref(), e.activation),
+        None => (None, Activation::None),
+    }
+}
+
+/// The biases of channel tile `tile`'s `rows` channels (the rest 0), where there is a bias.
+fn tile_biases(bias: Option<&[f32]>, tile: usize, rows: usize) -> Option<[f32; MR]> {
+    bias.map(|b| {
+        let mut biases = [0f32; MR];
+        biases[..rows].copy_from_slice(&b[tile * MR..][..rows]);
+        biases
+    })
 }
 
 /// The output's first slot, shared by the tasks, each of which writes only its own units.

@@ -120,13 +120,13 @@ impl Depthwise {
 
     /// Whether the channel-block walk is the faster of the two (the phase walk applies): on
     /// AVX-512 wherever every thread has two blocks; on AVX2 only where a row of outputs is
-    /// one tile, as the transposes in and out of the lanes cost three times the
-    /// multiply-adds there (2 threads, MobileNetV3's layers alone: 7-wide 0.064-0.115 ms
-    /// against 0.115-0.158 by phases, 576 channels 0.096-0.22 against 0.156-0.23; 28-wide
-    /// 0.136-0.235 against 0.082-0.101).
+    /// one tile, as wider rows pay more for the transposes in and out of the lanes than the
+    /// phase walk for its padding (2 threads, MobileNetV3's layers alone, medians of 5:
+    /// 576 channels on 7x7 0.057 ms against 0.092 by phases, 240 on 14x14 0.075 against
+    /// 0.090; 88 on 28x28 0.14-0.24 against 0.08-0.10).
     fn suits_blocks(&self) -> bool {
-        let wide = crate::avx512f() || self.out[2] <= blocks::MAX_TILE;
-        blocks::supported() && wide && self.has_blocks_for_every_thread()
+        let rows_fit = crate::avx512f() || self.out[2] <= blocks::MAX_TILE;
+        blocks::supported() && rows_fit && self.has_blocks_for_every_thread()
     }
 
     /// At most two spatial dims, and a non-empty input.
