@@ -197,8 +197,11 @@ fn gather<W: Word>(src: &[W], idx: &[i64], g: &Geometry) -> Result<WordVec, OpEr
     };
     let out = par::build(slices * g.inner, grain, &|start, out| {
         let slices = start / g.inner..start / g.inner + out.remaining() / g.inner;
+        if ahead == 0 {
+            return gather_runs(src, idx, g, slices, out);
+        }
         for s in slices.clone() {
-            if ahead > 0 && s + ahead < slices.end {
+            if s + ahead < slices.end {
                 if let Some(from) = source(s + ahead) {
                     irun_opkit::simd::prefetch_read(&src[from..from + g.inner]);
                 }
@@ -211,6 +214,52 @@ fn gather<W: Word>(src: &[W], idx: &[i64], g: &Geometry) -> Result<WordVec, OpEr
         }
     })?;
     Ok(W::into_word_vec(out))
+}
+
+/// Output slices `slices` of narrow rows, written run by run: the indices of one (batch,
+/// outer) position share their source block, and the position advances by counting, so no
+/// index pays the two divisions that locate it (a 1-D Gather of 25,600 floats spent 12 ns
+/// an element in them).
+fn gather_runs<W: Word>(
+    src: &[W],
+    idx: &[i64],
+    g: &Geometry,
+    slices: std::ops::Range<usize>,
+    out: &mut par::Filler<'_, W>,
+) {
+    if slices.is_empty() {
+        return;
+    }
+    let d = g.along as i64;
+    let (bo, mut p) = (slices.start / g.per_batch, slices.start % g.per_batch);
+    let (mut bb, mut o) = (bo / g.outer, bo % g.outer);
+    let mut left = slices.len();
+    while left > 0 {
+        let take = (g.per_batch - p).min(left);
+        let ids = &idx[bb * g.per_batch + p..][..take];
+        let block = &src[(bb * g.outer + o) * g.along * g.inner..][..g.along * g.inner];
+        // A negative value still below zero after counting from the end wraps to a huge
+        // `usize`: out of range, a zero slice.
+        let row_of = |i: i64| Some(count_from_end(i, d) as usize).filter(|&v| v < g.along);
+        if g.inner == 1 {
+            for &i in ids {
+                out.push(row_of(i).map_or(W::default(), |v| block[v]));
+            }
+        } else {
+            for &i in ids {
+                match row_of(i) {
+                    Some(v) => out.extend_from_slice(&block[v * g.inner..][..g.inner]),
+                    None => out.repeat(W::default(), g.inner),
+                }
+            }
+        }
+        left -= take;
+        p = 0;
+        o += 1;
+        if o == g.outer {
+            (o, bb) = (0, bb + 1);
+        }
+    }
 }
 
 #[cfg(test)]
@@ -308,5 +357,47 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(e.code, codes::BAD_ATTRIBUTE);
+    }
+
+    #[test]
+    fn runs_of_indices_across_tasks_and_blocks() {
+        // Batch 2, outer 37, 5 along the axis, rows of 1 and 3, 1000 indices per batch (some
+        // negative, some out of range): chunks start inside runs and runs cross blocks.
+        let (batch, outer, along, per) = (2usize, 37usize, 5usize, 1000usize);
+        let idx: Vec<i64> = (0..batch * per).map(|k| (k * 7 % 15) as i64 - 7).collect();
+        for inner in [1usize, 3] {
+            let n = batch * outer * along * inner;
+            let data: Vec<i32> = (0..n as i32).collect();
+            let out = run(
+                &v8(1),
+                vec![
+                    i32s(&[batch, outer, along, inner], &data),
+                    i64s(&[batch, per], &idx),
+                    i64s(&[], &[2]),
+                ],
+            )
+            .unwrap();
+            let mut want = Vec::new();
+            for b in 0..batch {
+                for o in 0..outer {
+                    for p in 0..per {
+                        let v = idx[b * per + p];
+                        let v = if v < 0 { v + along as i64 } else { v };
+                        for c in 0..inner {
+                            want.push(if (0..along as i64).contains(&v) {
+                                data[((b * outer + o) * along + v as usize) * inner + c]
+                            } else {
+                                0
+                            });
+                        }
+                    }
+                }
+            }
+            assert_eq!(
+                out[0],
+                i32s(&[batch, outer, per, inner], &want),
+                "inner {inner}"
+            );
+        }
     }
 }
