@@ -23,7 +23,58 @@ use crate::stretches::write_in_stretches;
 /// At most about this many product values per block (1 MiB of f32).
 const PRODUCT_BLOCK_VALUES: usize = 1 << 18;
 
+/// The filters of every group as the GEMM's packed left operand `w^T [cout * kh * kw, cin]`.
+pub(crate) struct PackedFilters {
+    per_group: Vec<PackedAMatrix<f32>>,
+    groups: usize,
+    cin: usize,
+    rows: usize,
+    /// Bytes held, about the filters' own.
+    pub bytes: usize,
+}
+
+impl std::fmt::Debug for PackedFilters {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PackedFilters")
+            .field("groups", &self.groups)
+            .field("rows", &self.rows)
+            .field("cin", &self.cin)
+            .finish_non_exhaustive()
+    }
+}
+
+fn pack(w: &[f32], groups: usize, cin: usize, rows: usize) -> Vec<PackedAMatrix<f32>> {
+    (0..groups)
+        .map(|grp| {
+            let wg = &w[grp * cin * rows..][..cin * rows];
+            F32_GEMM.with(|e| e.prepack_a(view(rows, cin, wg, (1, rows as isize))))
+        })
+        .collect()
+}
+
 impl ConvBackprop {
+    /// Filters `w` of shape `ws` packed for [`Self::run_by_rows`]; `None` when they do not
+    /// have this op's filter rank (the run reports it).
+    pub(crate) fn pack_filters(&self, ws: &[usize], w: &[f32]) -> Option<PackedFilters> {
+        let (groups, dims) = if self.grouped {
+            (*ws.first()?, ws.get(1..)?)
+        } else {
+            (1, ws)
+        };
+        let [cin, cout, kh, kw] = dims.try_into().ok()?;
+        let rows = cout * kh * kw;
+        if groups * cin * rows != w.len() || rows == 0 || cin == 0 {
+            return None;
+        }
+        Some(PackedFilters {
+            per_group: pack(w, groups, cin, rows),
+            groups,
+            cin,
+            rows,
+            bytes: std::mem::size_of_val(w),
+        })
+    }
+
     /// Whether [`Self::run_by_rows`] takes it: two spatial dims.
     pub(crate) fn runs_by_rows(&self, g: &Geometry) -> bool {
         g.x.len() == 2 && self.strides.len() == 2 && self.dilations.len() == 2
@@ -36,6 +87,7 @@ impl ConvBackprop {
         g: &Geometry,
         x: &[f32],
         w: &[f32],
+        packed: Option<&PackedFilters>,
         block: Option<usize>,
     ) -> Result<Vec<f32>, OpError> {
         let ([xh, xw], [kh, kw], [oh, ow]) = (dims(&g.x), dims(&g.k), dims(&g.out));
@@ -53,13 +105,16 @@ impl ConvBackprop {
         if len == 0 || rows == 0 || cin == 0 || plane_in == 0 {
             return crate::kernel::try_zeroed::<f32>(len);
         }
-        // Per group, `w^T`: row (co, ky, kx), column ci, packed once for all blocks.
-        let packed: Vec<PackedAMatrix<f32>> = (0..groups)
-            .map(|grp| {
-                let wg = &w[grp * cin * rows..][..cin * rows];
-                F32_GEMM.with(|e| e.prepack_a(view(rows, cin, wg, (1, rows as isize))))
-            })
-            .collect();
+        // Per group, `w^T`: row (co, ky, kx), column ci, packed once for all blocks (or
+        // once for all runs, when the filters are constant).
+        let packed_now;
+        let packed = match packed.filter(|p| (p.groups, p.cin, p.rows) == (groups, cin, rows)) {
+            Some(p) => &p.per_group,
+            None => {
+                packed_now = pack(w, groups, cin, rows);
+                &packed_now
+            }
+        };
         let block = block
             .unwrap_or_else(|| self.block_rows(rows, xw, oh))
             .max(1);
