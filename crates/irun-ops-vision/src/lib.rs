@@ -18,6 +18,7 @@ pub mod grid_sample;
 pub mod interpolate;
 mod layout;
 pub mod non_max_suppression;
+mod pixels;
 pub mod prior_box;
 pub mod prior_box_clustered;
 pub mod proposal;

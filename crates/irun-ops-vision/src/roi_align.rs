@@ -23,6 +23,7 @@ use crate::attrs::AttrReader;
 use crate::fact::Fact;
 use crate::kernel::IndexValues;
 use crate::op::{codes, expect_inputs, take_inputs, Op, OpError, Value};
+use crate::pixels::{weighted_sums, GROUP};
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Aligned {
@@ -229,16 +230,10 @@ impl RoiAlign {
     }
 }
 
-/// Channels pooled at once: their sums stay in registers (four 4-lane f64 vectors per sum)
-/// across a bin's samples, where sums of every channel lived in memory and were loaded and
-/// stored at each tap.
-const GROUP: usize = 16;
-
-/// `out[j]` = the average over `samples` of channel `first + j` of the channel-last `img`
-/// (`c` values a pixel): per sample its taps from -0.0, then the samples from -0.0, in f64,
-/// divided by `per` and rounded to f32. Fixed-size loops over whole groups, so that the
-/// sums, the division and the rounding are vector instructions (a scalar division and store
-/// per channel was a third of the kernel).
+/// `out[j]` = the average over `samples` of channel `first + j` of the channel-last `img`:
+/// per sample its taps from -0.0, then the samples from -0.0, in f64, divided by `per` and
+/// rounded to f32, a vector instruction per step for whole groups (a scalar division and
+/// store per channel was a third of the kernel).
 #[inline(always)]
 fn bin_averages<const G: usize>(
     img: &[f32],
@@ -250,14 +245,8 @@ fn bin_averages<const G: usize>(
 ) {
     let mut bin = [-0.0f64; G];
     for s in samples {
-        let mut sample = [-0.0f64; G];
-        for &(k, wt) in s {
-            let px: &[f32; G] = img[k * c + first..][..G].try_into().expect("G values");
-            let wt = wt as f64;
-            for j in 0..G {
-                sample[j] += wt * px[j] as f64;
-            }
-        }
+        let taps = s.iter().map(|&(k, wt)| (k, wt as f64));
+        let sample = weighted_sums::<G>(img, c, first, taps);
         for j in 0..G {
             bin[j] += sample[j];
         }
