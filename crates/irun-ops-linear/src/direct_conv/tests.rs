@@ -320,8 +320,8 @@ fn each_sees_every_output_once_where_it_lies() {
 /// The tile kernel of this CPU (AVX-512 or AVX2) computes each output as one fused
 /// multiply-add chain over (input channel, tap) in order, from zero: bit for bit the scalar
 /// chain, at every tile width and over enough steps that AVX2 carries its sums across
-/// chunks, for every count of needed rows. This is what makes the two units give the same
-/// results.
+/// chunks, for every count of needed rows, with and without the next tile's inputs fetched.
+/// This is what makes the two units give the same results.
 #[test]
 fn the_tile_is_one_fused_chain_per_output_in_step_order() {
     if !DirectFilters::supported() {
@@ -335,9 +335,11 @@ fn the_tile_is_one_fused_chain_per_output_in_step_order() {
         (17, 1, 3),
         (70, 2, 1),
         (40, 2, 6),
+        // Planes past L2 (64 x 4200 values): the AVX2 kernel fetches the next tile's inputs.
+        (64, 3, 5),
     ];
     for (ci, vectors, rows) in cases {
-        let plane = 20 + 48 + 40;
+        let plane = if ci == 64 { 4200 } else { 20 + 48 + 40 };
         let q0 = 20;
         let x = values(ci * plane, 7 + ci as u32);
         let w = values(MR * ci * taps.len(), 11 + vectors as u32);

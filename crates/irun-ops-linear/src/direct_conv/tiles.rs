@@ -11,6 +11,10 @@ use crate::simd::{unit, Unit};
 /// summed in that order by fused multiply-adds from 0; `w` holds the tile's `MR` rows, of
 /// which the first `rows` are needed (the AVX2 kernel leaves the others as they were: a
 /// detection head's 5 channels would otherwise cost 8).
+/// Input bytes of a tile's planes past which the AVX2 kernel fetches the next tile's inputs:
+/// about the L2 of one core.
+const FETCH_AHEAD_BYTES: usize = 1 << 20;
+
 #[allow(clippy::too_many_arguments)]
 pub(super) fn tile(
     rows: usize,
@@ -33,6 +37,9 @@ pub(super) fn tile(
             && w.len() >= ci * taps.len() * MR,
         "tile out of bounds"
     );
+    // Inputs past L2 are fetched a tile ahead on AVX2 (see `avx2::tile`); within it the
+    // prefetches only cost load slots (ResNet-18's 56x56 layers ran 6-10% slower with them).
+    let fetch = ci * plane * std::mem::size_of::<f32>() > FETCH_AHEAD_BYTES;
     #[cfg(target_arch = "x86_64")]
     // SAFETY: callers construct `DirectFilters` only where `supported()` holds, so `unit()`
     // is AVX-512 or AVX2 with FMA on this CPU, and the assert above bounds every pointer the
@@ -43,9 +50,9 @@ pub(super) fn tile(
             (Unit::Avx512, 1) => avx512::tile::<1>(w, x, plane, ci, taps, q0, acc),
             (Unit::Avx512, 2) => avx512::tile::<2>(w, x, plane, ci, taps, q0, acc),
             (Unit::Avx512, _) => avx512::tile::<3>(w, x, plane, ci, taps, q0, acc),
-            (_, 1) => avx2::tile::<1>(rows, w, x, plane, ci, taps, q0, acc),
-            (_, 2) => avx2::tile::<2>(rows, w, x, plane, ci, taps, q0, acc),
-            (_, _) => avx2::tile::<3>(rows, w, x, plane, ci, taps, q0, acc),
+            (_, 1) => avx2::tile::<1>(rows, w, x, plane, ci, taps, q0, fetch, acc),
+            (_, 2) => avx2::tile::<2>(rows, w, x, plane, ci, taps, q0, fetch, acc),
+            (_, _) => avx2::tile::<3>(rows, w, x, plane, ci, taps, q0, fetch, acc),
         }
     }
     #[cfg(not(target_arch = "x86_64"))]
@@ -104,7 +111,8 @@ mod avx512 {
 
 /// The same tile for CPUs with AVX2 and FMA but not AVX-512: 8-lane vectors and 16 registers,
 /// so the `MR x 16 V` tile runs as blocks of 4 channels by 2 vectors (8 accumulators; 12
-/// spilled to the stack). The blocks take the (input channel, tap) steps 128 at a time,
+/// spilled to the stack when the block was 3 vectors wide), or 5 or 6 channels when that is
+/// all that is left. The blocks take the (input channel, tap) steps 128 at a time,
 /// keeping their sums in `out` between chunks: a chunk's filter values stay in L1 for every
 /// block, and its inputs for the second block of channels (one pass over all steps per block
 /// read the filters of a 512-channel layer from L2 four times per tile). Every output is the
@@ -134,6 +142,7 @@ mod avx2 {
         ci: usize,
         taps: &[usize],
         q0: usize,
+        fetch: bool,
         out: &mut [[f32; NR]; MR],
     ) {
         let k = ci * taps.len();
@@ -161,21 +170,47 @@ mod avx2 {
                 }
             }
             let offsets = &offsets[..steps];
-            for first in (0..rows).step_by(ROWS) {
+            let mut first = 0;
+            while first < rows {
+                // Five or six rows left run as one block (10 or 12 accumulators, with the
+                // two inputs and a broadcast 15 of the 16 registers): a block of one or two
+                // rows after four loads three values per two multiply-adds, and a 5-channel
+                // detection head ran a fifth of its steps so.
+                let here = match rows - first {
+                    left @ (5 | 6) => left,
+                    left => left.min(ROWS),
+                };
                 let w = w.add(first * k + s0);
-                let here = ROWS.min(rows - first);
                 let out = &mut out[first..first + here];
+                // The first block of rows fetches the next tile's inputs at each step
+                // (`fetch`: planes past L2): a step's input is a line of another channel's
+                // plane, too many streams for the hardware prefetcher (a 64 -> 5 head on
+                // 160x160 read them from L3 at a third of the FMA rate).
+                let fetch_now = fetch && first == 0;
                 // 16 V positions: 2 V vectors of 8, two at a time (three at a time, 12
                 // accumulators, spilled to the stack and ran 20-70% slower).
                 for col in (0..16 * V).step_by(16) {
                     let x = x.add(col);
+                    let from_zero = s0 == 0;
+                    macro_rules! run {
+                        ($r:literal) => {
+                            if fetch_now {
+                                block::<$r, 2, true>(w, k, x, offsets, from_zero, col, out)
+                            } else {
+                                block::<$r, 2, false>(w, k, x, offsets, from_zero, col, out)
+                            }
+                        };
+                    }
                     match here {
-                        4 => block::<4, 2>(w, k, x, offsets, s0 == 0, col, out),
-                        3 => block::<3, 2>(w, k, x, offsets, s0 == 0, col, out),
-                        2 => block::<2, 2>(w, k, x, offsets, s0 == 0, col, out),
-                        _ => block::<1, 2>(w, k, x, offsets, s0 == 0, col, out),
+                        6 => run!(6),
+                        5 => run!(5),
+                        4 => run!(4),
+                        3 => run!(3),
+                        2 => run!(2),
+                        _ => run!(1),
                     }
                 }
+                first += here;
             }
         }
     }
@@ -188,7 +223,7 @@ mod avx2 {
     /// As [`tile`], with `col + 8 C <= 16 V` of the calling tile.
     #[target_feature(enable = "avx2,fma")]
     #[inline]
-    unsafe fn block<const R: usize, const C: usize>(
+    unsafe fn block<const R: usize, const C: usize, const FETCH: bool>(
         w: *const f32,
         k: usize,
         x: *const f32,
@@ -207,6 +242,12 @@ mod avx2 {
         }
         let rows: [*const f32; R] = std::array::from_fn(|r| w.add(r * k));
         for (kk, &o) in offsets.iter().enumerate() {
+            if FETCH {
+                // The same step `NR` positions on: the next tile's, or one after it (a tile
+                // is at most `NR` positions). A prefetch never faults; the address need not be inside
+                // `x`'s allocation.
+                _mm_prefetch::<_MM_HINT_T0>(x.wrapping_add(o + NR) as *const i8);
+            }
             let b: [__m256; C] = std::array::from_fn(|v| _mm256_loadu_ps(x.add(o + 8 * v)));
             for (a, row) in acc.iter_mut().zip(&rows) {
                 let f = _mm256_broadcast_ss(&*row.add(kk));
