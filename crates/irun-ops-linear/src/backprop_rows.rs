@@ -15,6 +15,8 @@
 
 use rten_gemm::{GemmInputA, GemmInputB, GemmUninitOptions, PackedAMatrix};
 
+use irun_opkit::epilogue::Epilogue;
+
 use crate::conv_backprop::{ConvBackprop, Geometry};
 use crate::gemm::{view, F32_GEMM};
 use crate::op::{codes, OpError};
@@ -88,6 +90,7 @@ impl ConvBackprop {
         x: &[f32],
         w: &[f32],
         packed: Option<&PackedFilters>,
+        epilogue: Option<&Epilogue>,
         block: Option<usize>,
     ) -> Result<Vec<f32>, OpError> {
         let ([xh, xw], [kh, kw], [oh, ow]) = (dims(&g.x), dims(&g.k), dims(&g.out));
@@ -152,6 +155,7 @@ impl ConvBackprop {
             // (ky, kx) order (one input row per ky, one input column per kx and output
             // column), while the row is in L1. Zeroing the whole output first was a serial
             // 13 MB memset whose rows were evicted before the adds read them.
+            let item = share.item;
             for co in 0..cout {
                 for oy in o0..o1 {
                     let row = share.zeros(co, ow);
@@ -177,6 +181,10 @@ impl ConvBackprop {
                                 kx += 1;
                             }
                         }
+                    }
+                    // The bias and activation while the finished row is in L1.
+                    if let Some(e) = epilogue {
+                        e.apply_at(row, ((item * cout + co) * oh + oy) * ow, g.planes());
                     }
                 }
             }

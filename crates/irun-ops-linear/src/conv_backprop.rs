@@ -28,6 +28,7 @@ use crate::gemm::Mul;
 use crate::op::{codes, expect_inputs_between, Op, OpError, Prepared, Value};
 use crate::spatial::{list, AutoPad};
 use crate::util::{ints, known_ints};
+use irun_opkit::epilogue::{Channels, Epilogue};
 
 #[derive(Debug, Clone)]
 pub struct ConvBackprop {
@@ -91,6 +92,16 @@ pub(crate) struct Geometry {
     pub(crate) k: Vec<usize>,
     pub(crate) out: Vec<usize>,
     pub(crate) pads_begin: Vec<usize>,
+}
+
+impl Geometry {
+    /// The output's channels and planes, for an epilogue.
+    pub(crate) fn planes(&self) -> Channels {
+        Channels::Planes {
+            channels: self.groups * self.cout,
+            plane: self.out.iter().product(),
+        }
+    }
 }
 
 impl ConvBackprop {
@@ -243,12 +254,17 @@ impl ConvBackprop {
         x: &Tensor,
         w: &Tensor,
         packed: Option<&PackedFilters>,
+        epilogue: Option<&Epilogue>,
     ) -> Result<Vec<f32>, OpError> {
         let (x, w) = (vals(x)?, vals(w)?);
         if self.runs_by_rows(g) {
-            return self.run_by_rows(g, x, w, packed, None);
+            return self.run_by_rows(g, x, w, packed, epilogue, None);
         }
-        Ok(self.run_typed(g, x, w))
+        let mut y = self.run_typed(g, x, w);
+        if let Some(e) = epilogue {
+            e.apply(&mut y, g.planes());
+        }
+        Ok(y)
     }
 
     /// Per image and group: `cols = w^T x`, added into the output planes.
@@ -425,47 +441,74 @@ impl Op for ConvBackprop {
     }
 
     fn eval(&self, inputs: Vec<Value>) -> Result<Vec<Value>, OpError> {
-        self.eval_with(inputs, None)
+        self.eval_with(inputs, None, None)
     }
 
     fn prepare(&self, _: &[Fact], constants: &[Option<Value>]) -> Option<Box<dyn Prepared>> {
         let w = constants.get(1)?.as_ref()?;
-        if w.element_type() != ElementType::F32 || self.strides.len() != 2 {
+        if w.element_type() != ElementType::F32 {
             return None;
         }
-        let packed = self.pack_filters(w.shape(), vals(w).ok()?)?;
+        // Packed for the 2-D kernel by rows; other ranks are prepared for the epilogue.
+        let packed = match self.strides.len() {
+            2 => Some(self.pack_filters(w.shape(), vals(w).ok()?)?),
+            _ => None,
+        };
+        let channels = match (self.grouped, w.shape()) {
+            (true, [g, _, cout, ..]) => g * cout,
+            (false, [_, cout, ..]) => *cout,
+            _ => return None,
+        };
         Some(Box::new(PreparedBackprop {
             op: self.clone(),
             packed,
+            channels,
+            epilogue: None,
         }))
     }
 }
 
-/// A transposed convolution whose f32 filters are constant: `w^T` packed for the GEMM once,
-/// not on every run (a twelfth of a 128 -> 64-channel layer's time).
+/// A transposed convolution whose f32 filters are constant: in 2-D `w^T` packed for the GEMM
+/// once, not on every run (a twelfth of a 128 -> 64-channel layer's time); and a bias and
+/// activation after it taken over as an epilogue.
 #[derive(Debug)]
 struct PreparedBackprop {
     op: ConvBackprop,
-    packed: PackedFilters,
+    packed: Option<PackedFilters>,
+    /// Output channels (all groups').
+    channels: usize,
+    /// The bias and activation after it, applied to each output row as it is finished.
+    epilogue: Option<Epilogue>,
 }
 
 impl Prepared for PreparedBackprop {
     fn eval(&self, inputs: Vec<Value>) -> Result<Vec<Value>, OpError> {
-        self.op.eval_with(inputs, Some(&self.packed))
+        self.op
+            .eval_with(inputs, self.packed.as_ref(), self.epilogue.as_ref())
     }
 
     fn byte_size(&self) -> usize {
-        self.packed.bytes
+        self.packed.as_ref().map_or(0, |p| p.bytes)
+    }
+
+    fn set_epilogue(&mut self, e: &Epilogue) -> bool {
+        if !e.fits(self.channels, self.op.strides.len()) {
+            return false;
+        }
+        self.epilogue = Some(e.clone());
+        true
     }
 }
 
 impl ConvBackprop {
     /// [`Op::eval`], with the filters already packed when `packed` is given (they are the
-    /// filters of `inputs`).
+    /// filters of `inputs`) and `epilogue` applied to the output (f32 only: a kernel is
+    /// offered one only for f32 ops).
     fn eval_with(
         &self,
         inputs: Vec<Value>,
         packed: Option<&PackedFilters>,
+        epilogue: Option<&Epilogue>,
     ) -> Result<Vec<Value>, OpError> {
         let output_shape = inputs.get(2).map(|t| ints(t, 2)).transpose()?;
         let (x, w) = (&inputs[0], &inputs[1]);
@@ -483,13 +526,17 @@ impl ConvBackprop {
         shape.extend_from_slice(&g.out);
         let ty = x.element_type();
         let out = match ty {
-            ElementType::F32 => Tensor::new(ty, shape, f32::wrap(self.run_f32(&g, x, w, packed)?)),
+            ElementType::F32 => Tensor::new(
+                ty,
+                shape,
+                f32::wrap(self.run_f32(&g, x, w, packed, epilogue)?),
+            ),
             ElementType::F64 => {
                 Tensor::new(ty, shape, f64::wrap(self.run_typed(&g, vals(x)?, vals(w)?)))
             }
             ElementType::F16 | ElementType::Bf16 => {
                 let (xw, ww) = (widen(x)?, widen(w)?);
-                let y = Tensor::from_f32(shape, self.run_f32(&g, &xw, &ww, None)?)
+                let y = Tensor::from_f32(shape, self.run_f32(&g, &xw, &ww, None, None)?)
                     .map_err(|e| OpError::new(codes::RUN_SHAPE, e.to_string()))?;
                 return Ok(vec![Arc::new(narrow(&y, ty)?)]);
             }
@@ -517,6 +564,7 @@ mod tests {
     use super::*;
     use crate::testing::eval1;
     use crate::testing::prelude::*;
+    use irun_opkit::epilogue::Activation;
 
     fn op(grouped: bool, s: usize, pads: usize, out_pad: usize, auto_pad: AutoPad) -> ConvBackprop {
         ConvBackprop {
@@ -615,7 +663,7 @@ mod tests {
                 for threads in 1..=3 {
                     let packed = prepacked.then_some(&packed);
                     let got = crate::testing::on_threads(threads, || {
-                        c.run_by_rows(&g, &x, &w, packed, block)
+                        c.run_by_rows(&g, &x, &w, packed, None, block)
                     })
                     .unwrap();
                     let at = format!(
@@ -741,9 +789,84 @@ mod tests {
         let g = c.geometry(&[1, 6, 5, 7], &[6, 4, 4, 4], None).unwrap();
         let w: Vec<f32> = (0..384).map(|j| value(j + 5)).collect();
         let got = c
-            .run_by_rows(&g, x.values::<f32>().unwrap(), &w, Some(&other), None)
+            .run_by_rows(&g, x.values::<f32>().unwrap(), &w, Some(&other), None, None)
             .unwrap();
         crate::testing::assert_same_bits(&got, want.values::<f32>().unwrap(), "mismatched pack");
+    }
+
+    /// A bias and ReLU taken over by the prepared kernel give the bits of the op followed by
+    /// the Add and the ReLU, in 2-D (applied row by row) and in 1-D (after the product); a
+    /// bias of another length than the output channels is refused.
+    #[test]
+    fn prepared_epilogue_is_the_add_and_relu_after() {
+        let value = |j: usize| ((j * 7919) % 2003) as f32 / 1001.0 - 1.0;
+        let cases: [(ConvBackprop, Vec<usize>, Vec<usize>); 2] = [
+            (
+                op(false, 2, 1, 0, AutoPad::Explicit),
+                vec![2, 6, 5, 7],
+                vec![6, 4, 4, 4],
+            ),
+            (
+                ConvBackprop {
+                    grouped: true,
+                    strides: vec![2],
+                    dilations: vec![1],
+                    pads_begin: vec![1],
+                    pads_end: vec![1],
+                    output_padding: vec![0],
+                    auto_pad: AutoPad::Explicit,
+                },
+                vec![1, 4, 9],
+                vec![2, 2, 3, 3],
+            ),
+        ];
+        for (c, xs, ws) in cases {
+            let xn: usize = xs.iter().product();
+            let wn: usize = ws.iter().product();
+            let x = Arc::new(f32s(&xs, &(0..xn).map(value).collect::<Vec<_>>()));
+            let w = Arc::new(f32s(
+                &ws,
+                &(0..wn).map(|j| value(j + 5)).collect::<Vec<_>>(),
+            ));
+            let facts = [fact(F32, "?"), fact(F32, "?")];
+            let mut prepared = c.prepare(&facts, &[None, Some(w.clone())]).unwrap();
+            let plain = eval1(&c, vec![(*x).clone(), (*w).clone()]).unwrap();
+            let channels = plain.shape()[1];
+            let plane: usize = plain.shape()[2..].iter().product();
+            let bias: Vec<f32> = (0..channels).map(|j| value(j + 11) * 0.5).collect();
+            let refused = Epilogue {
+                bias: Some(vec![0.0; channels + 1]),
+                bias_axis_from_end: xs.len() - 2,
+                activation: Activation::None,
+            };
+            assert!(!prepared.set_epilogue(&refused));
+            let e = Epilogue {
+                bias: Some(bias.clone()),
+                bias_axis_from_end: xs.len() - 2,
+                activation: Activation::Relu,
+            };
+            assert!(prepared.set_epilogue(&e));
+            let got = prepared.eval(vec![x, w]).unwrap();
+            let want: Vec<f32> = plain
+                .values::<f32>()
+                .unwrap()
+                .iter()
+                .enumerate()
+                .map(|(i, &v)| {
+                    let v = v + bias[(i / plane) % channels];
+                    if v > 0.0 {
+                        v
+                    } else {
+                        0.0
+                    }
+                })
+                .collect();
+            crate::testing::assert_same_bits(
+                got[0].values::<f32>().unwrap(),
+                &want,
+                format!("{xs:?}"),
+            );
+        }
     }
 
     #[test]
