@@ -1,5 +1,6 @@
-//! Epilogue fusion: an Add of a per-channel f32 constant and/or a ReLU or HSwish after a prepared GEMM
-//! kernel (MatMul, Convolution), each the single reader of the value before it, are applied
+//! Epilogue fusion: an Add of a per-channel f32 constant and/or a ReLU or HSwish after a
+//! prepared kernel that takes them (MatMul, Convolution, the transposed convolutions,
+//! GroupNormalization), each the single reader of the value before it, are applied
 //! by the kernel as it writes its output ([`irun_ops::Epilogue`]), and so is a ReduceMax
 //! over the rows of each output matrix after them, where the kernel can
 //! ([`irun_ops::Prepared::set_row_max`]: the prepared MatMul); the fused nodes then pass
