@@ -84,6 +84,21 @@ impl Epilogue {
         }
     }
 
+    /// A kernel's [`crate::Prepared::set_epilogue`]: a copy of it kept in `slot` when it
+    /// [`Self::fits`] the kernel's `channels` along `axis_from_end`; whether it was.
+    pub fn keep_if_fits(
+        &self,
+        slot: &mut Option<Epilogue>,
+        channels: usize,
+        axis_from_end: usize,
+    ) -> bool {
+        let fits = self.fits(channels, axis_from_end);
+        if fits {
+            *slot = Some(self.clone());
+        }
+        fits
+    }
+
     /// Applies it to `t`, an output that must be f32 and hold its own values (a kernel's
     /// fresh output, or `kernel::take_or_copy` of one): a kernel offers to take over only
     /// f32 Adds and ReLUs, so any other type is an internal error.

@@ -757,10 +757,6 @@ impl Prepared for PreparedConv {
             Some(g) => g * fs.get(1).copied().unwrap_or(0),
             None => fs.first().copied().unwrap_or(0),
         };
-        if !e.fits(channels, self.spatial.rank()) {
-            return false;
-        }
-        self.epilogue = Some(e.clone());
-        true
+        e.keep_if_fits(&mut self.epilogue, channels, self.spatial.rank())
     }
 }

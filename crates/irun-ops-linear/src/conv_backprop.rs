@@ -492,11 +492,7 @@ impl Prepared for PreparedBackprop {
     }
 
     fn set_epilogue(&mut self, e: &Epilogue) -> bool {
-        if !e.fits(self.channels, self.op.strides.len()) {
-            return false;
-        }
-        self.epilogue = Some(e.clone());
-        true
+        e.keep_if_fits(&mut self.epilogue, self.channels, self.op.strides.len())
     }
 }
 

@@ -118,11 +118,7 @@ impl Prepared for PreparedGroupNorm {
     }
 
     fn set_epilogue(&mut self, e: &Epilogue) -> bool {
-        if !e.fits(self.channels, self.spatial_rank) {
-            return false;
-        }
-        self.epilogue = Some(e.clone());
-        true
+        e.keep_if_fits(&mut self.epilogue, self.channels, self.spatial_rank)
     }
 }
 

@@ -236,11 +236,7 @@ impl Prepared for PreparedMatMul {
 
     /// A bias of one value per output column, and/or a ReLU.
     fn set_epilogue(&mut self, e: &Epilogue) -> bool {
-        if !e.fits(self.n, 0) {
-            return false;
-        }
-        self.epilogue = Some(e.clone());
-        true
+        e.keep_if_fits(&mut self.epilogue, self.n, 0)
     }
 
     /// The maxima over each matrix's rows (`row_max.rs`), on every path: the covered product
