@@ -69,12 +69,16 @@ impl GridSample {
         }
     }
 
-    /// Tap `k` on an axis of `len` after padding; `None`: reads 0.
+    /// Tap `k` on an axis of `len` after padding; `None`: reads 0, as does every tap of an
+    /// empty axis (no pixel to clamp or mirror to).
     #[inline(always)]
     fn tap(&self, k: i64, len: usize) -> Option<usize> {
         let l = len as i64;
         if (0..l).contains(&k) {
             return Some(k as usize);
+        }
+        if l == 0 {
+            return None;
         }
         match self.padding {
             Padding::Zeros => None,
@@ -430,6 +434,25 @@ mod tests {
         let grid = f32s(&[1, 1, 2, 2], &[-0.5, 0., 0.5, 0.]);
         let y = eval1(&gs(Mode::Nearest, Padding::Zeros, true), vec![x, grid]).unwrap();
         assert_eq!(y, f32s(&[1, 1, 1, 2], &[10., 30.]));
+    }
+
+    /// An image with an empty axis reads 0 at every point in every padding mode (border
+    /// and reflection have no pixel to go to; they panicked), on both paths.
+    #[test]
+    fn empty_images_read_zero() {
+        for padding in [Padding::Zeros, Padding::Border, Padding::Reflection] {
+            for c in [1usize, 16] {
+                let y = eval1(
+                    &gs(Mode::Bilinear, padding, false),
+                    vec![
+                        f32s(&[1, c, 0, 3], &[]),
+                        f32s(&[1, 1, 2, 2], &[0.1, 0.2, -0.5, 0.3]),
+                    ],
+                )
+                .unwrap();
+                assert_eq!(y, f32s(&[1, c, 1, 2], &vec![0.0; 2 * c]), "{padding:?}");
+            }
+        }
     }
 
     #[test]

@@ -408,6 +408,12 @@ impl Op for RoiAlign {
         }
         let ty = data.element_type();
         let bins = self.pooled_h * self.pooled_w;
+        if h * w == 0 && ty.is_real() {
+            // No pixel to sample: every sample reads 0 (and `max` starts from 0).
+            let out = Tensor::zeros(ty, vec![rs[0], c, self.pooled_h, self.pooled_w])
+                .map_err(|e| OpError::new(codes::RUN_SHAPE, e.to_string()))?;
+            return Ok(vec![Arc::new(out)]);
+        }
         if ty == ElementType::F32 && !self.max {
             let x = data
                 .values::<f32>()
@@ -705,5 +711,25 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(e.code, codes::INDEX_OUT_OF_RANGE);
+    }
+
+    /// An image with an empty axis pools zeros, on the f32 average, f64 and max paths.
+    #[test]
+    fn empty_images_pool_zero() {
+        for (max, c) in [(false, 1usize), (false, 20), (true, 20)] {
+            let o = op(max, Aligned::HalfPixel);
+            let rois = f32s(&[1, 4], &[0., 0., 2., 2.]);
+            let y = eval1(
+                &o,
+                vec![f32s(&[1, c, 0, 3], &[]), rois.clone(), i64s(&[1], &[0])],
+            )
+            .unwrap();
+            assert_eq!(y, f32s(&[1, c, 2, 2], &vec![0.0; 4 * c]), "max {max}, {c}");
+        }
+        let o = op(false, Aligned::HalfPixel);
+        let wide = Tensor::from_f64(vec![1, 2, 3, 0], vec![]).unwrap();
+        let rois = Tensor::from_f64(vec![1, 4], vec![0., 0., 2., 2.]).unwrap();
+        let y = eval1(&o, vec![wide, rois, i64s(&[1], &[0])]).unwrap();
+        assert_eq!(y.shape(), &[1, 2, 2, 2]);
     }
 }
