@@ -21,6 +21,7 @@ pub(crate) use irun_opkit::{attrs, broadcast, fact, kernel, op, par, simd, util}
 
 pub mod adaptive_pool;
 pub mod avg_pool;
+mod backprop_prepared;
 mod backprop_rows;
 pub mod compressed;
 pub mod conv;
