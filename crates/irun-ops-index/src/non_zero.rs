@@ -94,13 +94,12 @@ fn coordinate_rows<I: Copy + Default>(
             .collect();
     }
     let mut out = vec![I::default(); shape.len() * n];
-    let mut strides = vec![1usize; shape.len()];
-    for k in (0..shape.len() - 1).rev() {
-        strides[k] = strides[k + 1] * shape[k + 1];
-    }
+    let strides = irun_opkit::strided::row_major_strides(shape);
     for (j, &p) in hits.iter().enumerate() {
         let mut rest = p;
         for (k, &stride) in strides.iter().enumerate() {
+            // Positively strided: every dim of a shape with a hit is at least 1.
+            let stride = stride as usize;
             out[k * n + j] = to(rest / stride);
             rest %= stride;
         }

@@ -16,7 +16,7 @@ use irun_opkit::epilogue::{Channels, Epilogue};
 /// Values normalised at a time before the epilogue reads them back: 8 KiB.
 const PIECE: usize = 2048;
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct GroupNormalization {
     pub groups: usize,
     pub epsilon: f64,
@@ -86,10 +86,7 @@ impl Op for GroupNormalization {
         }
         let dims = data.shape.dims()?;
         Some(Box::new(PreparedGroupNorm {
-            op: GroupNormalization {
-                groups: self.groups,
-                epsilon: self.epsilon,
-            },
+            op: self.clone(),
             channels: dims.get(1)?.get_static()? as usize,
             spatial_rank: dims.len().checked_sub(2)?,
             epilogue: None,
@@ -162,6 +159,12 @@ impl GroupNormalization {
                     .map_err(|e| OpError::new(codes::RUN_SHAPE, e.to_string()))?,
             )]);
         }
+        if epilogue.is_some() {
+            return Err(OpError::new(
+                codes::INTERNAL,
+                "internal error: an epilogue offered for GroupNormalization on non-f32 data",
+            ));
+        }
         let (v, sc, bi) = (
             values(&x, 0, self.name())?,
             values(&scale, 1, self.name())?,
@@ -185,14 +188,7 @@ impl GroupNormalization {
                 }
             });
         }
-        let out = like(&x, y)?;
-        match epilogue {
-            None => Ok(out),
-            Some(_) => Err(OpError::new(
-                codes::INTERNAL,
-                "internal error: an epilogue offered for GroupNormalization on non-f32 data",
-            )),
-        }
+        like(&x, y)
     }
 }
 

@@ -360,8 +360,6 @@ mod tests {
         assert_eq!(y, f32s(&[1, 1, 1, 3], &[2.5, 1., 4.]));
     }
 
-    /// Reflection: without align_corners the mirror is the outer edge (tap -1 reads 0,
-    /// tap 2 reads 1 on a length-2 axis); with it the edge pixel (tap -1 reads 1).
     /// Several images and channels: each output plane is, bit for bit, the op on that
     /// image's channel alone (the taps of a point serve every channel of its image, and only
     /// its image), for every mode and padding, with points inside, on the edges and outside.
@@ -411,6 +409,8 @@ mod tests {
         }
     }
 
+    /// Reflection: without align_corners the mirror is the outer edge (tap -1 reads 0,
+    /// tap 2 reads 1 on a length-2 axis); with it the edge pixel (tap -1 reads 1).
     #[test]
     fn reflection_taps() {
         let r = gs(Mode::Nearest, Padding::Reflection, false);

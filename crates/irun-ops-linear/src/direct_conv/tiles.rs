@@ -6,15 +6,15 @@
 use super::{MR, NR};
 use crate::simd::{unit, Unit};
 
+/// Input bytes of a tile's planes past which the AVX2 kernel fetches the next tile's inputs:
+/// about the L2 of one core.
+const FETCH_AHEAD_BYTES: usize = 1 << 20;
+
 /// `acc[r][i]` = the output of channel `r` of the tile at flat position `q0 + i`: for each
 /// input channel `c`, for each tap, `w[r][(c, tap)] * x[c * plane + q0 + tap offset + i]`,
 /// summed in that order by fused multiply-adds from 0; `w` holds the tile's `MR` rows, of
 /// which the first `rows` are needed (the AVX2 kernel leaves the others as they were: a
 /// detection head's 5 channels would otherwise cost 8).
-/// Input bytes of a tile's planes past which the AVX2 kernel fetches the next tile's inputs:
-/// about the L2 of one core.
-const FETCH_AHEAD_BYTES: usize = 1 << 20;
-
 #[allow(clippy::too_many_arguments)]
 pub(super) fn tile(
     rows: usize,
@@ -244,8 +244,8 @@ mod avx2 {
         for (kk, &o) in offsets.iter().enumerate() {
             if FETCH {
                 // The same step `NR` positions on: the next tile's, or one after it (a tile
-                // is at most `NR` positions). A prefetch never faults; the address need not be inside
-                // `x`'s allocation.
+                // is at most `NR` positions). A prefetch never faults; the address need not
+                // be inside `x`'s allocation.
                 _mm_prefetch::<_MM_HINT_T0>(x.wrapping_add(o + NR) as *const i8);
             }
             let b: [__m256; C] = std::array::from_fn(|v| _mm256_loadu_ps(x.add(o + 8 * v)));
