@@ -84,6 +84,15 @@ impl Epilogue {
         }
     }
 
+    /// The bias and activation of an epilogue that may be absent (none, and no activation),
+    /// for a kernel that applies them itself.
+    pub fn parts(epilogue: Option<&Epilogue>) -> (Option<&[f32]>, Activation) {
+        match epilogue {
+            Some(e) => (e.bias.as_deref(), e.activation),
+            None => (None, Activation::None),
+        }
+    }
+
     /// A kernel's [`crate::Prepared::set_epilogue`]: a copy of it kept in `slot` when it
     /// [`Self::fits`] the kernel's `channels` along `axis_from_end`; whether it was.
     pub fn keep_if_fits(

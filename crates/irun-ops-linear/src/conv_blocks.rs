@@ -129,9 +129,9 @@ impl Geometry {
     }
 
     /// The convolution of `data` by `packed` (per group, the filters `[co, ci * taps]` as
-    /// pointwise tiles or rten-gemm's left operand) in blocks of `block` output positions (`None`:
-    /// [`Self::block_positions`]), any batch, group count and rank; `epilogue` applied to
-    /// each block as it is written.
+    /// pointwise tiles or rten-gemm's left operand) in blocks of `block` output positions
+    /// (`None`: [`Self::block_positions`]), any batch, group count and rank; `epilogue`
+    /// applied to each block as it is written.
     pub(crate) fn run_in_im2col_blocks(
         &self,
         data: &Tensor,

@@ -104,7 +104,7 @@ impl PointwiseFilters {
                 ),
             ));
         }
-        let (bias, activation) = parts(epilogue);
+        let (bias, activation) = Epilogue::parts(epilogue);
         if bias.is_some_and(|b| b.len() != co) {
             return Err(OpError::new(
                 codes::INTERNAL,
@@ -203,7 +203,7 @@ impl PointwiseFilters {
         (epilogue, channel0): (Option<&Epilogue>, usize),
     ) {
         let (co, ci) = (self.co, self.ci);
-        let (bias, activation) = parts(epilogue);
+        let (bias, activation) = Epilogue::parts(epilogue);
         assert!(
             cols <= stride
                 && x.len() == ci * stride
@@ -232,14 +232,6 @@ impl PointwiseFilters {
                 unsafe { tile_into(w, ci, x, stride, (p0, p1), &store) };
             }
         }
-    }
-}
-
-/// An epilogue's bias (one value per output channel) and activation; none, neither.
-fn parts(epilogue: Option<&Epilogue>) -> (Option<&[f32]>, Activation) {
-    match epilogue {
-        Some(e) => (e.bias.as_deref(), e.activation),
-        None => (None, Activation::None),
     }
 }
 

@@ -1,8 +1,9 @@
 //! The channel-block walk of the depthwise convolution (AVX-512, or AVX2 and FMA): sixteen
 //! channels of one item in the lanes of a vector (two on AVX2). Each band of input rows is
 //! moved into a zero-padded channel-last block by register transposes, so that one tap of
-//! one output is one vector multiply-add of its sixteen channels (two on AVX2); row tiles of up to [`MAX_TILE`] outputs keep their
-//! sums in registers across the taps, and the sums go back to the planes by transposes.
+//! one output is one vector multiply-add of its sixteen channels (two on AVX2); row tiles
+//! of up to [`MAX_TILE`] outputs keep their sums in registers across the taps, and the sums
+//! go back to the planes by transposes.
 //!
 //! Why, beside the phase walk: that one puts flat positions in the lanes, one plane at a
 //! time. On MobileNetV3's small planes it computes the padding columns too (a 7x7 output

@@ -12,7 +12,7 @@ use crate::gemm::{view, F32_GEMM};
 use crate::kernel::try_zeroed;
 use crate::op::{codes, take_inputs, Op, OpError, Prepared, Value};
 use crate::par;
-use irun_opkit::epilogue::{Activation, Channels, Epilogue};
+use irun_opkit::epilogue::{Channels, Epilogue};
 use rten_gemm::{GemmInputA, GemmInputB, GemmUninitOptions};
 
 /// A MatMul whose B is a constant f32 matrix (the weights of a linear layer), packed once
@@ -121,12 +121,7 @@ impl Prepared for PreparedMatMul {
                 // All in registers: each row's sums finished and folded as they are made.
                 BKernel::Small(small) if m > 0 => {
                     let mut out = try_zeroed::<f32>(groups * self.n)?;
-                    let finish = self
-                        .epilogue
-                        .as_ref()
-                        .map_or((None, Activation::None), |e| {
-                            (e.bias.as_deref(), e.activation)
-                        });
+                    let finish = Epilogue::parts(self.epilogue.as_ref());
                     let grain = (crate::kernel::PAR_MIN_ELEMENTS / (m * self.k)).max(1) * self.n;
                     par::for_each_split_mut(&mut out, grain, &|start, chunk| {
                         let a = &av[start / self.n * m * self.k..];
