@@ -137,6 +137,24 @@ pub trait Prepared: Debug + Send + Sync {
         let _ = keep_dims;
         false
     }
+
+    /// Writes the one output `[n, c, *spatial]` channel-last, as a tensor of shape `[n,
+    /// *spatial, c]` with the same values, from now on (`on`), or as declared again (`!on`),
+    /// for a reader that takes it so ([`Prepared::set_channels_last_input`]): the values
+    /// then never make the trip through memory in the declared layout. `false`, and nothing
+    /// changed, when the kernel cannot (the default).
+    fn set_channels_last_output(&mut self, on: bool) -> bool {
+        let _ = on;
+        false
+    }
+
+    /// Reads input `slot` as [`Prepared::set_channels_last_output`] writes it, from now on:
+    /// a tensor `[n, *spatial, c]` in place of the declared `[n, c, *spatial]`, the outputs
+    /// unchanged. `false`, and nothing changed, when the kernel cannot (the default).
+    fn set_channels_last_input(&mut self, slot: usize) -> bool {
+        let _ = slot;
+        false
+    }
 }
 
 /// Checks the number of inputs.

@@ -5,7 +5,7 @@ use half::{bf16, f16};
 use irun_tensor::{ElementType, PartialShape, Scalar, Tensor};
 
 use crate::fact::Fact;
-use crate::op::{Op, OpError, Value};
+use crate::op::{Op, OpError, Prepared, Value};
 
 /// A fact of type `ty` and partial shape `shape` (OpenVINO syntax: `2,?,1..4`, `...`, ``).
 pub fn fact(ty: ElementType, shape: &str) -> Fact {
@@ -85,20 +85,26 @@ pub fn eval_prepared(
 ) -> Option<Result<Tensor, OpError>> {
     let pool = pool(threads);
     let values: Vec<Value> = inputs.into_iter().map(std::sync::Arc::new).collect();
-    let facts: Vec<Fact> = values
-        .iter()
-        .map(|v| Fact::of_static(v.element_type(), v.shape()))
-        .collect();
-    let constants: Vec<Option<Value>> = values
-        .iter()
-        .zip(constant)
-        .map(|(v, &c)| c.then(|| v.clone()))
-        .collect();
-    let kernel = pool.install(|| op.prepare(&facts, &constants))?;
+    let kernel = pool.install(|| prepare(op, &values, constant))?;
     Some(
         pool.install(|| kernel.eval(values))
             .map(|mut v| std::sync::Arc::unwrap_or_clone(v.remove(0))),
     )
+}
+
+/// `op` prepared for `inputs` (their facts static), those marked in `constant` given as
+/// constants; `None` when the op prepares nothing for them.
+pub fn prepare(op: &dyn Op, inputs: &[Value], constant: &[bool]) -> Option<Box<dyn Prepared>> {
+    let facts: Vec<Fact> = inputs
+        .iter()
+        .map(|v| Fact::of_static(v.element_type(), v.shape()))
+        .collect();
+    let constants: Vec<Option<Value>> = inputs
+        .iter()
+        .zip(constant)
+        .map(|(v, &c)| c.then(|| v.clone()))
+        .collect();
+    op.prepare(&facts, &constants)
 }
 
 macro_rules! makers {

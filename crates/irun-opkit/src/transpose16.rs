@@ -139,6 +139,31 @@ pub fn block(
     block_by_eights((src, src_step), rows, cols, (dst, dst_step));
 }
 
+/// `dst[j * rows + i] = src[i * cols + j]`: the row-major `rows x cols` matrix `src`
+/// transposed into `dst`, by [`block`]s (a kernel's `[channels, positions]` product into a
+/// channel-last output).
+///
+/// Panics when either slice is not `rows * cols` long (a caller's bug).
+pub fn matrix_into(src: &[f32], rows: usize, cols: usize, dst: &mut [f32]) {
+    assert!(
+        rows.checked_mul(cols)
+            .is_some_and(|n| src.len() == n && dst.len() == n),
+        "matrix transpose of the wrong size"
+    );
+    let (src, dst): (&[u32], &mut [u32]) =
+        (bytemuck::cast_slice(src), bytemuck::cast_slice_mut(dst));
+    for i0 in (0..rows).step_by(LANES) {
+        for j0 in (0..cols).step_by(LANES) {
+            block(
+                (&src[i0 * cols + j0..], cols),
+                LANES.min(rows - i0),
+                LANES.min(cols - j0),
+                (&mut dst[j0 * rows + i0..], rows),
+            );
+        }
+    }
+}
+
 /// [`block`] without AVX-512 or AVX2: whole 8 x 8 tiles through fixed-size arrays, the
 /// edges a value at a time. The caller checked the bounds.
 #[inline(always)]
@@ -530,6 +555,39 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Matrices cut by the 16 x 16 blocks unevenly on both sides, and ones of a single row
+    /// or column, land transposed, every value (NaN payloads too) bit for bit.
+    #[test]
+    fn transposes_whole_matrices() {
+        for (rows, cols) in [
+            (1, 1),
+            (1, 37),
+            (37, 1),
+            (16, 16),
+            (32, 513),
+            (45, 20),
+            (3, 50),
+        ] {
+            let src: Vec<f32> = (0..rows * cols)
+                .map(|v| f32::from_bits(0x7fc0_0000 | v as u32))
+                .collect();
+            let mut dst = vec![0.0f32; rows * cols];
+            matrix_into(&src, rows, cols, &mut dst);
+            for i in 0..rows {
+                for j in 0..cols {
+                    let (got, want) = (dst[j * rows + i], src[i * cols + j]);
+                    assert_eq!(got.to_bits(), want.to_bits(), "{rows}x{cols} at {i},{j}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    #[should_panic(expected = "wrong size")]
+    fn refuses_a_matrix_of_the_wrong_size() {
+        matrix_into(&[0.0; 6], 2, 3, &mut [0.0; 5]);
     }
 
     #[test]
