@@ -194,12 +194,51 @@ pub fn grouped(
     sp: &Spatial,
     name: &str,
 ) -> Result<Value, OpError> {
-    grouped_with(data, filters, groups, sp, name, None, None)
+    grouped_with(data, filters, groups, sp, name, None, Finish::default())
+}
+
+/// What a convolution does to its output besides computing it.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Finish<'a> {
+    /// Ops after it that it applies (by each plane as soon as it is computed, on the packed
+    /// path).
+    pub epilogue: Option<&'a Epilogue>,
+    /// The f32 output written `[n, *spatial, c]`
+    /// ([`irun_opkit::fact::Fact::channels_last`]); straight from the
+    /// patch products where the convolution runs in blocks of patches with one group, else
+    /// moved so once computed.
+    pub channels_last: bool,
+}
+
+impl<'a> Finish<'a> {
+    pub fn epilogue(epilogue: Option<&'a Epilogue>) -> Finish<'a> {
+        Finish {
+            epilogue,
+            channels_last: false,
+        }
+    }
+}
+
+/// Which parts of a [`Finish`] a path of the convolution did as it wrote its output.
+#[derive(Default)]
+struct Done {
+    epilogue: bool,
+    channels_last: bool,
+}
+
+/// The f32 convolution output `[n, c, *spatial]` moved to `[n, *spatial, c]`.
+fn channels_last(out: &Tensor) -> Result<Tensor, OpError> {
+    let shape = out.shape();
+    let x = f32_values(out)?;
+    let moved = irun_opkit::transpose16::channels_last(x, shape[0], shape[1])?;
+    let mut last = vec![shape[0]];
+    last.extend_from_slice(&shape[2..]);
+    last.push(shape[1]);
+    Tensor::from_f32(last, moved).map_err(|e| OpError::new(codes::RUN_SHAPE, e.to_string()))
 }
 
 /// [`grouped`], with the f32 filters of each group packed for the GEMM ahead of time (by
-/// [`PackedFilters::new`]) when they are, and `epilogue` applied to the f32 output (by each
-/// plane as soon as it is computed, on the packed path).
+/// [`PackedFilters::new`]) when they are, and the output finished as `finish` says.
 pub fn grouped_with(
     data: &Value,
     filters: &Tensor,
@@ -207,8 +246,9 @@ pub fn grouped_with(
     sp: &Spatial,
     name: &str,
     packed: Option<&PackedFilters>,
-    epilogue: Option<&Epilogue>,
+    finish: Finish<'_>,
 ) -> Result<Value, OpError> {
+    let epilogue = finish.epilogue;
     let (ds, fs) = (data.shape(), filters.shape());
     let r = sp.rank();
     if ds.len() != r + 2 || fs.len() != r + 3 || !(1..=3).contains(&r) {
@@ -248,7 +288,7 @@ pub fn grouped_with(
     // One output position (a squeeze-excitation block's 1x1 convolutions) is a matrix times
     // a vector, which the unpacked filters serve best (see `Mul::gemm`).
     let packed = packed.filter(|_| g.out.iter().product::<usize>() > 1);
-    let mut applied = false;
+    let mut done = Done::default();
     let out = match data.element_type() {
         ElementType::F32 if g.is_depthwise() => g.depthwise(data, filters, shape),
         ElementType::F32 => match packed {
@@ -256,7 +296,7 @@ pub fn grouped_with(
                 pointwise: Some(p), ..
             }) => {
                 if g.fits_pointwise(p) {
-                    applied = true;
+                    done.epilogue = true;
                     g.run_pointwise_direct(data, p, shape, epilogue)
                 } else {
                     g.run::<f32>(data, filters, shape)
@@ -268,40 +308,42 @@ pub fn grouped_with(
                 },
             ) => match g.direct_shape(d) {
                 Some(s) if d.runs(&s) => {
-                    applied = true;
+                    done.epilogue = true;
                     g.run_direct(data, d, &s, shape, epilogue)
                 }
                 Some(_) => match p.for_gemm(filters) {
-                    Some(p) => g.run_packed(data, filters, p, shape, epilogue, &mut applied),
+                    Some(p) => g.run_packed(data, filters, p, shape, finish, &mut done),
                     None => g.run::<f32>(data, filters, shape),
                 },
                 None => g.run::<f32>(data, filters, shape),
             },
-            Some(p) => g.run_packed(data, filters, p, shape, epilogue, &mut applied),
+            Some(p) => g.run_packed(data, filters, p, shape, finish, &mut done),
             // Unprepared filters take the kernel prepared ones would (packed here), so a
             // run that does not prepare (`irun run`) gives the same bits.
             None => match (g.direct_filters(filters), g.pointwise_filters(filters)) {
                 (Some((d, s)), _) => {
-                    applied = true;
+                    done.epilogue = true;
                     g.run_direct(data, &d, &s, shape, epilogue)
                 }
                 (None, Some(p)) => {
-                    applied = true;
+                    done.epilogue = true;
                     g.run_pointwise_direct(data, &p, shape, epilogue)
                 }
                 (None, None) if g.runs_by_rows() => {
-                    applied = true;
+                    done.epilogue = true;
                     let w = f32_values(filters)?;
                     let taps = g.kernel.iter().product();
                     let packed = crate::conv_rows::pack(w, groups, co, ci, taps);
                     g.run_by_rows(data, &packed, shape, epilogue)
                 }
                 (None, None) if g.runs_in_im2col_blocks() => {
-                    applied = true;
+                    done.epilogue = true;
                     let w = f32_values(filters)?;
                     let taps = g.kernel.iter().product::<usize>();
                     let packed = crate::conv_blocks::pack(w, groups, co, ci * taps, taps);
-                    g.run_in_im2col_blocks(data, &packed, shape, epilogue, None)
+                    done.channels_last = finish.channels_last && groups == 1;
+                    let layout = done.channels_last;
+                    g.run_in_im2col_blocks(data, &packed, shape, (epilogue, layout), None)
                 }
                 (None, None) => g.run::<f32>(data, filters, shape),
             },
@@ -317,12 +359,15 @@ pub fn grouped_with(
         ))),
     }?;
     let mut out = out;
-    if let Some(e) = epilogue.filter(|_| !applied) {
+    if let Some(e) = epilogue.filter(|_| !done.epilogue) {
         let layout = Channels::Planes {
             channels: groups * co,
             plane: g.out.iter().product(),
         };
         e.apply_to(&mut out, layout)?;
+    }
+    if finish.channels_last && !done.channels_last {
+        out = channels_last(&out)?;
     }
     Ok(Arc::new(out))
 }
@@ -453,20 +498,21 @@ impl Geometry {
             .map_err(|e| OpError::new(codes::RUN_SHAPE, e.to_string()))
     }
 
-    /// The convolution by the GEMM on filters `p` packed for it; `applied` is set when
-    /// `epilogue` was applied.
+    /// The convolution by the GEMM on filters `p` packed for it; `done` says which parts of
+    /// `finish` it did.
     fn run_packed(
         &self,
         data: &Tensor,
         filters: &Tensor,
         p: &PackedFilters,
         shape: Vec<usize>,
-        epilogue: Option<&Epilogue>,
-        applied: &mut bool,
+        finish: Finish<'_>,
+        done: &mut Done,
     ) -> Result<Tensor, OpError> {
+        let epilogue = finish.epilogue;
         if !p.by_rows.is_empty() {
             if crate::conv_rows::suits_plane(self.out.iter().product()) {
-                *applied = true;
+                done.epilogue = true;
                 return self.run_by_rows(data, &p.by_rows, shape, epilogue);
             }
             return match p
@@ -474,16 +520,18 @@ impl Geometry {
                 .get_or_init(|| PackedFilters::left(filters))
                 .as_deref()
             {
-                Some(left) => self.run_packed(data, filters, left, shape, epilogue, applied),
+                Some(left) => self.run_packed(data, filters, left, shape, finish, done),
                 None => self.run::<f32>(data, filters, shape),
             };
         }
         if self.runs_in_im2col_blocks() {
-            *applied = true;
-            return self.run_in_im2col_blocks(data, &p.groups, shape, epilogue, None);
+            done.epilogue = true;
+            done.channels_last = finish.channels_last && self.groups == 1;
+            let layout = done.channels_last;
+            return self.run_in_im2col_blocks(data, &p.groups, shape, (epilogue, layout), None);
         }
         if self.is_pointwise() {
-            *applied = true;
+            done.epilogue = true;
             return self.run_pointwise(data, p, shape, epilogue);
         }
         // One output position: `grouped_with` passes no packed filters for it.
@@ -688,6 +736,8 @@ pub struct PreparedConv {
     name: &'static str,
     /// Ops after it that it applies to its output ([`Prepared::set_epilogue`]).
     epilogue: Option<Epilogue>,
+    /// The output written channel-last ([`Prepared::set_channels_last_output`]).
+    channels_last: bool,
 }
 
 impl PreparedConv {
@@ -712,6 +762,7 @@ impl PreparedConv {
             groups,
             name,
             epilogue: None,
+            channels_last: false,
         }))
     }
 }
@@ -742,7 +793,10 @@ impl Prepared for PreparedConv {
             &self.spatial,
             self.name,
             packed,
-            self.epilogue.as_ref(),
+            Finish {
+                epilogue: self.epilogue.as_ref(),
+                channels_last: self.channels_last,
+            },
         )?])
     }
 
@@ -758,5 +812,12 @@ impl Prepared for PreparedConv {
             None => fs.first().copied().unwrap_or(0),
         };
         e.keep_if_fits(&mut self.epilogue, channels, self.spatial.rank())
+    }
+
+    /// Any output: straight from the patch products where the convolution runs in blocks
+    /// of patches with one group (a stem on a large image), else moved once computed.
+    fn set_channels_last_output(&mut self, on: bool) -> bool {
+        self.channels_last = on;
+        true
     }
 }

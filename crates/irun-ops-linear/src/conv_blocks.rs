@@ -131,13 +131,15 @@ impl Geometry {
     /// The convolution of `data` by `packed` (per group, the filters `[co, ci * taps]` as
     /// pointwise tiles or rten-gemm's left operand) in blocks of `block` output positions
     /// (`None`: [`Self::block_positions`]), any batch, group count and rank; `epilogue`
-    /// applied to each block as it is written.
+    /// applied to each block as it is written, and with `channels_last` (one group only)
+    /// each block's product transposed into the output `[n, positions, co]` (`shape`
+    /// reordered so) as it is written.
     pub(crate) fn run_in_im2col_blocks(
         &self,
         data: &Tensor,
         packed: &BlockFilters,
-        shape: Vec<usize>,
-        epilogue: Option<&Epilogue>,
+        mut shape: Vec<usize>,
+        (epilogue, channels_last): (Option<&Epilogue>, bool),
         block: Option<usize>,
     ) -> Result<Tensor, OpError> {
         let x = f32_values(data)?;
@@ -146,7 +148,11 @@ impl Geometry {
         let positions: usize = self.out.iter().product();
         let item_len = self.ci * self.input.iter().product::<usize>();
         let items = self.n * self.groups;
-        if packed.len() != self.groups || x.len() != items * item_len || k == 0 {
+        if packed.len() != self.groups
+            || x.len() != items * item_len
+            || k == 0
+            || (channels_last && self.groups != 1)
+        {
             return Err(OpError::new(
                 codes::INTERNAL,
                 "internal error: filters packed for another convolution",
@@ -157,8 +163,16 @@ impl Geometry {
             channels: self.groups * self.co,
             plane: positions,
         };
-        let out = write_in_stretches(items, self.co, positions, block, &|t, share| {
-            let cols = share.len();
+        // Channel-last, a task's positions of every channel are one stretch of `cols * co`
+        // values (one group: the item's channels are the group's).
+        let (planes, width) = if channels_last {
+            (1, self.co)
+        } else {
+            (self.co, 1)
+        };
+        let (plane, stretch) = (positions * width, block * width);
+        let out = write_in_stretches(items, planes, plane, stretch, &|t, share| {
+            let (first, cols) = (share.first / width, share.len() / width);
             if cols == 0 {
                 return Ok(());
             }
@@ -167,7 +181,7 @@ impl Geometry {
             patches.resize(k * stride, 0.0);
             let xg = &x[share.item * item_len..][..item_len];
             for (row, dst) in patches.chunks_exact_mut(stride).enumerate() {
-                self.im2col_row(xg, row, taps, share.first, &mut dst[..cols]);
+                self.im2col_row(xg, row, taps, first, &mut dst[..cols]);
             }
             let grp = share.item % self.groups;
             let c = match packed {
@@ -192,18 +206,25 @@ impl Geometry {
                     if let Some(e) = epilogue {
                         for (o, row) in c.chunks_exact_mut(cols).enumerate() {
                             let plane = share.item * self.co + o;
-                            e.apply_at(row, plane * positions + share.first, layout);
+                            e.apply_at(row, plane * positions + first, layout);
                         }
                     }
                     c
                 }
             };
-            for (o, row) in c.chunks_exact(cols).enumerate() {
-                share.push(o, row);
+            if channels_last {
+                irun_opkit::transpose16::matrix_into(c, self.co, cols, share.zeros(0, c.len()));
+            } else {
+                for (o, row) in c.chunks_exact(cols).enumerate() {
+                    share.push(o, row);
+                }
             }
             BUFFERS.set((patches, product));
             Ok(())
         })?;
+        if channels_last && shape.len() > 1 {
+            shape[1..].rotate_left(1);
+        }
         Tensor::new(data.element_type(), shape, irun_tensor::Scalar::wrap(out))
             .map_err(|e| OpError::new(codes::RUN_SHAPE, e.to_string()))
     }
@@ -249,7 +270,13 @@ mod tests {
             {
                 for threads in 1..=3 {
                     let got = irun_opkit::testing::on_threads(threads, || {
-                        g.run_in_im2col_blocks(&data, packed, vec![want.len()], None, block)
+                        g.run_in_im2col_blocks(
+                            &data,
+                            packed,
+                            vec![want.len()],
+                            (None, false),
+                            block,
+                        )
                     })
                     .unwrap();
                     let got = got.values::<f32>().unwrap();
@@ -262,6 +289,67 @@ mod tests {
                         );
                     }
                     irun_opkit::testing::assert_same_bits(got, whole, at);
+                }
+            }
+        }
+    }
+
+    /// Written channel-last, each one-group case is the planar output moved to `[n,
+    /// *spatial, co]` bit for bit, epilogue included, in blocks that cut the positions
+    /// unevenly and in the chosen ones, at 1 and 3 threads, in both filter forms; more than
+    /// one group is refused.
+    #[test]
+    fn channel_last_output_is_the_planar_one_moved() {
+        for (i, g) in cases().iter().enumerate() {
+            let k = g.ci * g.kernel.iter().product::<usize>();
+            let x = values(
+                g.n * g.groups * g.ci * g.input.iter().product::<usize>(),
+                7 + i as u32,
+            );
+            let w = values(g.groups * g.co * k, 11 + i as u32);
+            let data = Tensor::from_f32(vec![x.len()], x).unwrap();
+            let positions: usize = g.out.iter().product();
+            let channels = g.groups * g.co;
+            let shape = vec![g.n, channels, positions];
+            let e = Epilogue {
+                bias: Some((0..channels).map(|c| c as f32 - 3.5).collect()),
+                bias_axis_from_end: 2,
+                activation: irun_opkit::epilogue::Activation::Relu,
+            };
+            for (form, packed) in forms(&w, g, k) {
+                if g.groups != 1 {
+                    let last =
+                        g.run_in_im2col_blocks(&data, &packed, shape.clone(), (None, true), None);
+                    assert!(last.is_err(), "case {i}: {} groups channel-last", g.groups);
+                    continue;
+                }
+                for (epilogue, block, threads) in [
+                    (None, Some(48), 1),
+                    (Some(&e), None, 3),
+                    (Some(&e), Some(16), 1),
+                ] {
+                    let run = |last| {
+                        irun_opkit::testing::on_threads(threads, || {
+                            g.run_in_im2col_blocks(
+                                &data,
+                                &packed,
+                                shape.clone(),
+                                (epilogue, last),
+                                block,
+                            )
+                        })
+                        .unwrap()
+                    };
+                    let (planar, last) = (run(false), run(true));
+                    let at = format!("case {i}, {form}, blocks of {block:?}, {threads} threads");
+                    assert_eq!(last.shape(), [g.n, positions, channels], "{at}");
+                    let mut want = Vec::new();
+                    for item in planar.values::<f32>().unwrap().chunks(channels * positions) {
+                        let mut moved = vec![0.0; item.len()];
+                        irun_opkit::transpose16::matrix_into(item, channels, positions, &mut moved);
+                        want.extend(moved);
+                    }
+                    irun_opkit::testing::assert_same_bits(last.values::<f32>().unwrap(), &want, at);
                 }
             }
         }
@@ -290,14 +378,14 @@ mod tests {
             activation: irun_opkit::epilogue::Activation::Relu,
         };
         let len = g.n * channels * g.out.iter().product::<usize>();
-        let plain = g.run_in_im2col_blocks(data, packed, vec![len], None, Some(16));
+        let plain = g.run_in_im2col_blocks(data, packed, vec![len], (None, false), Some(16));
         let mut want = plain.unwrap().values::<f32>().unwrap().to_vec();
         let layout = Channels::Planes {
             channels,
             plane: g.out.iter().product(),
         };
         e.apply(&mut want, layout);
-        let got = g.run_in_im2col_blocks(data, packed, vec![len], Some(&e), Some(16));
+        let got = g.run_in_im2col_blocks(data, packed, vec![len], (Some(&e), false), Some(16));
         irun_opkit::testing::assert_same_bits(got.unwrap().values::<f32>().unwrap(), &want, form);
     }
 }

@@ -369,6 +369,73 @@ mod tests {
         assert!(crate::testing::eval_prepared(&op, f64s, &[false, true], 1).is_none());
     }
 
+    /// Asked for a channel-last output, the prepared convolution gives the planar output
+    /// moved to `[n, h, w, c]`, bit for bit, with a bias and ReLU taken over, on each of its
+    /// paths (patch blocks of a stem, position rows, the direct tiles, 1x1 kernels, groups;
+    /// which one a CPU takes varies), and the planar output again when asked to stop.
+    #[test]
+    fn prepared_output_channel_last_is_the_planar_one_moved() {
+        use crate::testing::prelude::*;
+        use irun_opkit::epilogue::Epilogue;
+        use irun_opkit::testing::on_threads;
+        use std::sync::Arc;
+        let cases = [
+            // n, ci, co, side, k, stride, groups
+            (1, 3, 32, 40, 3, 2, 1),
+            (2, 16, 8, 66, 3, 2, 1),
+            (1, 32, 8, 8, 3, 1, 1),
+            (2, 12, 20, 9, 1, 1, 1),
+            (1, 6, 4, 10, 3, 1, 2),
+        ];
+        for (n, ci, co, side, k, stride, groups) in cases {
+            let x: Vec<f32> = (0..n * ci * side * side)
+                .map(|i| ((i * 7) % 19) as f32 * 0.3 - 2.0)
+                .collect();
+            let per = ci / groups;
+            let f: Vec<f32> = (0..co * per * k * k)
+                .map(|i| ((i * 5) % 13) as f32 * 0.2 - 1.1)
+                .collect();
+            let filters = if groups == 1 {
+                f32s(&[co, ci, k, k], &f)
+            } else {
+                f32s(&[groups, co / groups, per, k, k], &f)
+            };
+            let inputs = vec![Arc::new(f32s(&[n, ci, side, side], &x)), Arc::new(filters)];
+            let c = conv(stride, k / 2, 1, AutoPad::Explicit);
+            let g = crate::group_convolution::GroupConvolution {
+                spatial: c.spatial.clone(),
+            };
+            let op: &dyn Op = if groups == 1 { &c } else { &g };
+            let at = format!("{ci} -> {co} on {side}x{side}, k{k} s{stride}, {groups} group(s)");
+            let mut kernel =
+                crate::testing::prepare(op, &inputs, &[false, true]).expect("prepared");
+            let e = Epilogue {
+                bias: Some((0..co).map(|c| c as f32 * 0.25 - 2.0).collect()),
+                bias_axis_from_end: 2,
+                activation: irun_opkit::epilogue::Activation::Relu,
+            };
+            assert!(kernel.set_epilogue(&e), "{at}");
+            let planar = kernel.eval(inputs.clone()).unwrap().remove(0);
+            assert!(kernel.set_channels_last_output(true), "{at}");
+            let last = on_threads(2, || kernel.eval(inputs.clone()))
+                .unwrap()
+                .remove(0);
+            let s = planar.shape();
+            assert_eq!(last.shape(), [s[0], s[2], s[3], s[1]], "{at}");
+            let plane = s[2] * s[3];
+            let mut want = Vec::new();
+            for item in planar.values::<f32>().unwrap().chunks(s[1] * plane) {
+                let mut moved = vec![0.0; item.len()];
+                irun_opkit::transpose16::matrix_into(item, s[1], plane, &mut moved);
+                want.extend(moved);
+            }
+            irun_opkit::testing::assert_same_bits(last.values::<f32>().unwrap(), &want, &at);
+            assert!(kernel.set_channels_last_output(false));
+            let again = kernel.eval(inputs.clone()).unwrap().remove(0);
+            assert_eq!(format!("{again:?}"), format!("{planar:?}"), "{at}");
+        }
+    }
+
     #[test]
     fn shapes_and_channel_check() {
         let s = |op: &Convolution, x: &str, f: &str| {

@@ -631,7 +631,15 @@ mod tests {
         let data = std::sync::Arc::new(Tensor::from_f32(vec![n, ci, 1, p], x.to_vec()).unwrap());
         let filters = Tensor::from_f32(vec![1, co, ci, 1, 1], w.to_vec()).unwrap();
         let out = on_threads(threads, || {
-            crate::conv::grouped_with(&data, &filters, 1, &sp, "Convolution-1", None, epilogue)
+            crate::conv::grouped_with(
+                &data,
+                &filters,
+                1,
+                &sp,
+                "Convolution-1",
+                None,
+                crate::conv::Finish::epilogue(epilogue),
+            )
         })
         .unwrap();
         out.values::<f32>().unwrap().to_vec()
@@ -760,8 +768,15 @@ mod tests {
                 std::sync::Arc::new(Tensor::from_f32(vec![1, 3, 1, 9], values(27, 2)).unwrap());
             let filters = Tensor::from_f32(vec![1, 2, 4, 1, 1], values(8, 1)).unwrap();
             let sp = unit_spatial();
-            let out =
-                crate::conv::grouped_with(&data, &filters, 1, &sp, "Convolution-1", None, None);
+            let out = crate::conv::grouped_with(
+                &data,
+                &filters,
+                1,
+                &sp,
+                "Convolution-1",
+                None,
+                Default::default(),
+            );
             assert!(out.is_err(), "3 input channels for filters of 4");
             return;
         }
