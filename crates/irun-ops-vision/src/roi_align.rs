@@ -22,7 +22,7 @@ use irun_tensor::{with_float, Dim, ElementType, PartialShape, Scalar, Tensor};
 use crate::attrs::AttrReader;
 use crate::fact::Fact;
 use crate::kernel::IndexValues;
-use crate::op::{codes, expect_inputs, take_inputs, Op, OpError, Value};
+use crate::op::{codes, expect_inputs, take_inputs, Op, OpError, Prepared, Value};
 use crate::pixels::{weighted_sums, GROUP};
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -32,7 +32,7 @@ pub enum Aligned {
     HalfPixel,
 }
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct RoiAlign {
     pub v9: bool,
     pub pooled_h: usize,
@@ -163,22 +163,23 @@ impl RoiAlign {
 }
 
 impl RoiAlign {
-    /// `avg` on f32 data, channels in the inner loop: the image copied channel-last once,
-    /// then each tap of a sample adds the weighted pixel of every channel at once (a plane
-    /// per channel read 16 scattered values per bin, a gather the vector units cannot do:
-    /// 2.4 ms of a 100-box head on 32 channels). Per channel the operations are the
-    /// channel-first loop's, in its order (sums from -0.0 as `Iterator::sum`'s, products
-    /// and additions in f64, never fused), so the same bits (tested).
-    fn average_by_pixels(
+    /// `avg` on the f32 image `pixels` `[n, h, w, c]`, channels in the inner loop (the
+    /// channel-first image is moved so first): each tap of a sample adds the weighted pixel
+    /// of every channel at once (a plane per channel read 16 scattered values per bin, a
+    /// gather the vector units cannot do: 2.4 ms of a 100-box head on 32 channels). Per
+    /// channel the operations are the channel-first loop's, in its order (sums from -0.0 as
+    /// `Iterator::sum`'s, products and additions in f64, never fused), so the same bits
+    /// (tested).
+    fn average_channels_last(
         &self,
-        x: &[f32],
+        pixels: &[f32],
         [n, c, h, w]: [usize; 4],
         rois: &[f32],
         batch: &[i64],
     ) -> Result<Vec<f32>, OpError> {
         let plane = h * w;
         let bins = self.pooled_h * self.pooled_w;
-        let pixels = irun_opkit::transpose16::channels_last(x, n, c)?;
+        debug_assert_eq!(pixels.len(), n * plane * c);
         let mut y = crate::kernel::try_zeroed::<f32>(batch.len() * c * bins)?;
         if y.is_empty() {
             return Ok(y);
@@ -374,8 +375,64 @@ impl Op for RoiAlign {
     }
 
     fn eval(&self, inputs: Vec<Value>) -> Result<Vec<Value>, OpError> {
+        self.eval_laid_out(inputs, false)
+    }
+
+    /// f32 `avg`, the one form that reads its image channel-last anyway, takes it so from a
+    /// kernel that can write it so (a convolution before it): the copy never happens.
+    fn prepare(&self, inputs: &[Fact], _: &[Option<Value>]) -> Option<Box<dyn Prepared>> {
+        (!self.max && inputs.first()?.ty == ElementType::F32).then(|| {
+            Box::new(ChannelsLastRoiAlign {
+                op: self.clone(),
+                channels_last: false,
+            }) as Box<dyn Prepared>
+        })
+    }
+}
+
+/// ROIAlign as prepared: the op itself, or with its image `[N, H, W, C]`
+/// ([`Prepared::set_channels_last_input`]).
+#[derive(Debug)]
+struct ChannelsLastRoiAlign {
+    op: RoiAlign,
+    channels_last: bool,
+}
+
+impl Prepared for ChannelsLastRoiAlign {
+    fn eval(&self, inputs: Vec<Value>) -> Result<Vec<Value>, OpError> {
+        self.op.eval_laid_out(inputs, self.channels_last)
+    }
+
+    fn byte_size(&self) -> usize {
+        0
+    }
+
+    fn set_channels_last_input(&mut self, slot: usize) -> bool {
+        self.channels_last = slot == 0;
+        self.channels_last
+    }
+}
+
+impl RoiAlign {
+    /// The op on its image `[N, C, H, W]`, or with `channels_last` (f32 `avg` only)
+    /// `[N, H, W, C]`.
+    fn eval_laid_out(
+        &self,
+        inputs: Vec<Value>,
+        channels_last: bool,
+    ) -> Result<Vec<Value>, OpError> {
         let [data, rois, idx] = take_inputs::<3>(inputs, self.name())?;
         let (ds, rs) = (data.shape(), rois.shape());
+        let ty = data.element_type();
+        if channels_last && (self.max || ty != ElementType::F32) {
+            return Err(OpError::new(
+                codes::INTERNAL,
+                format!(
+                    "internal error: {} on a channel-last {ty} image",
+                    self.name()
+                ),
+            ));
+        }
         if ds.len() != 4 || rs.len() != 2 || rs[1] != 4 || idx.len() != rs[0] {
             return Err(OpError::new(
                 codes::RUN_SHAPE,
@@ -386,7 +443,10 @@ impl Op for RoiAlign {
                 ),
             ));
         }
-        let (n, c, h, w) = (ds[0], ds[1], ds[2], ds[3]);
+        let (n, c, h, w) = match channels_last {
+            true => (ds[0], ds[3], ds[1], ds[2]),
+            false => (ds[0], ds[1], ds[2], ds[3]),
+        };
         let batch = IndexValues::of(&idx)
             .ok_or_else(|| {
                 OpError::input(2, codes::ELEMENT_TYPE, "batch indices must be integers")
@@ -406,7 +466,6 @@ impl Op for RoiAlign {
                 ),
             ));
         }
-        let ty = data.element_type();
         let bins = self.pooled_h * self.pooled_w;
         if h * w == 0 && ty.is_real() {
             // No pixel to sample: every sample reads 0 (and `max` starts from 0).
@@ -421,7 +480,12 @@ impl Op for RoiAlign {
             let rv = rois
                 .values::<f32>()
                 .ok_or_else(|| OpError::input(1, codes::ELEMENT_TYPE, "rois of the data's type"))?;
-            let y = self.average_by_pixels(x, [n, c, h, w], rv, &batch)?;
+            let y = if channels_last {
+                self.average_channels_last(x, [n, c, h, w], rv, &batch)?
+            } else {
+                let pixels = irun_opkit::transpose16::channels_last(x, n, c)?;
+                self.average_channels_last(&pixels, [n, c, h, w], rv, &batch)?
+            };
             let out = Tensor::from_f32(vec![rs[0], c, self.pooled_h, self.pooled_w], y)
                 .map_err(|e| OpError::new(codes::RUN_SHAPE, e.to_string()))?;
             return Ok(vec![Arc::new(out)]);
@@ -658,6 +722,64 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Prepared and told its image comes channel-last, f32 `avg` gives the op's bits on the
+    /// planar image (37 channels: two groups and 5 alone; boxes across the edge, both batch
+    /// items, 1 and 2 threads); untold, the op's output; `max` and other types are not
+    /// prepared, and a channel-last image of another type is an error, not a misreading.
+    #[test]
+    fn reads_a_channel_last_image_as_the_planar_one() {
+        let (n, c, h, w) = (2, 37, 7, 10);
+        let values: Vec<f32> = (0..n * c * h * w)
+            .map(|i| ((i * 31 % 89) as f32 - 44.0) * 0.21)
+            .collect();
+        let mut last = vec![0.0; values.len()];
+        for (item, moved) in values.chunks(c * h * w).zip(last.chunks_mut(c * h * w)) {
+            irun_opkit::transpose16::matrix_into(item, c, h * w, moved);
+        }
+        let boxes = f32s(
+            &[3, 4],
+            &[
+                1.0, 1.0, 6.5, 5.0, -3.0, 2.0, 14.0, 12.0, 2.25, 0.5, 2.75, 8.0,
+            ],
+        );
+        let batch = i64s(&[3], &[1, 0, 1]);
+        let avg = RoiAlign {
+            sampling_ratio: 0,
+            spatial_scale: 0.75,
+            ..op(false, Aligned::HalfPixel)
+        };
+        let planar = vec![f32s(&[n, c, h, w], &values), boxes.clone(), batch.clone()];
+        let want = eval1(&avg, planar.clone()).unwrap();
+        let planar: Vec<Value> = planar.into_iter().map(Arc::new).collect();
+        let mut kernel =
+            irun_opkit::testing::prepare(&avg, &planar, &[false; 3]).expect("prepared");
+        let as_op = kernel.eval(planar.clone()).unwrap().remove(0);
+        assert_eq!(format!("{as_op:?}"), format!("{want:?}"));
+        assert!(!kernel.set_channels_last_input(1));
+        assert!(kernel.set_channels_last_input(0));
+        let moved: Vec<Value> = vec![
+            Arc::new(f32s(&[n, h, w, c], &last)),
+            Arc::new(boxes),
+            Arc::new(batch),
+        ];
+        for threads in [1, 2] {
+            let got = irun_opkit::testing::on_threads(threads, || kernel.eval(moved.clone()));
+            let got = got.unwrap().remove(0);
+            assert_eq!(format!("{got:?}"), format!("{want:?}"), "{threads} threads");
+        }
+        let f64s = planar
+            .iter()
+            .map(|v| Arc::new(v.as_ref().clone()))
+            .collect::<Vec<_>>();
+        let wide = Arc::new(Tensor::from_f64(vec![n, h, w, c], vec![0.5; last.len()]).unwrap());
+        let err = kernel
+            .eval(vec![wide, f64s[1].clone(), f64s[2].clone()])
+            .unwrap_err();
+        assert_eq!(err.code, codes::INTERNAL);
+        let maxima = op(true, Aligned::HalfPixel);
+        assert!(irun_opkit::testing::prepare(&maxima, &planar, &[false; 3]).is_none());
     }
 
     /// Max starts from 0; half_pixel moves the box by half a pixel.
