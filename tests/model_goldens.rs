@@ -126,12 +126,13 @@ fn every_model_matches_openvino_at_1_and_2_threads() {
 /// Compile-time work changes no bit: every model gives the same outputs with its constants
 /// prepared (packed filters and weights, planned scatters), the Add/ReLU epilogues fused
 /// into the GEMM kernels before them, and the scatters of the GNNs reading their indices
-/// before torch's `expand` (the Broadcast and Convert never run), as with every op run as
-/// written. Fusion must happen somewhere (MobileNetV3, the PointPillars head, GCN, GraphSAGE,
-/// GAT), or this would test nothing.
+/// before torch's `expand` (the Broadcast and Convert never run), and the detector head's
+/// convolution writing its output channel-last for the ROIAlign after it, as with every op
+/// run as written. Fusion must happen somewhere (MobileNetV3, the PointPillars head, GCN,
+/// GraphSAGE, GAT, the ROIAlign head), or this would test nothing.
 #[test]
 fn prepared_and_fused_kernels_change_no_bit() {
-    let (mut fused, mut elided) = (0, 0);
+    let (mut fused, mut elided, mut handed_over) = (0, 0, 0);
     for dir in cases() {
         let compile = |prepare_constants| {
             goldens::compile_internal(
@@ -144,8 +145,10 @@ fn prepared_and_fused_kernels_change_no_bit() {
         };
         let (plain, prepared) = (compile(false), compile(true));
         assert_eq!((plain.fused(), plain.broadcasts_elided()), (0, 0));
+        assert_eq!(plain.channels_last_handovers(), 0);
         fused += prepared.fused();
         elided += prepared.broadcasts_elided();
+        handed_over += prepared.channels_last_handovers();
         let inputs = npz(&dir.join("inputs.npz"));
         let want = plain.run(inputs.clone()).unwrap();
         // Twice: a kernel keeps what it worked out at its first run.
@@ -160,6 +163,7 @@ fn prepared_and_fused_kernels_change_no_bit() {
     }
     assert!(fused >= 10, "only {fused} layers fused");
     assert!(elided >= 4, "only {elided} index broadcasts elided");
+    assert!(handed_over >= 1, "no output handed over channel-last");
 }
 
 /// The ReduceMax over dim -2 after a MatMul (with its bias and ReLU, or alone) is taken over

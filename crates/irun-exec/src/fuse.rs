@@ -6,7 +6,9 @@
 //! ([`irun_ops::Prepared::set_row_max`]: the prepared MatMul); the fused nodes then pass
 //! their input through unchanged, and the kernel's output is checked against the
 //! ReduceMax's facts. The graph's results are bit for bit the same: the kernel
-//! computes what the ops would, element by element. Only compiled preparations take part,
+//! computes what the ops would, element by element. A kernel whose one reader (after its
+//! epilogue) is a prepared kernel that takes its input channel-last writes its output so
+//! ([`irun_ops::Prepared::set_channels_last_output`]), checked against its facts so moved. Only compiled preparations take part,
 //! so `irun run` (which does not prepare) runs every op itself.
 
 use irun_graph::NodeId;
@@ -43,10 +45,37 @@ impl Executable {
                 if kernel.set_row_max(keep_dims) {
                     self.fused[m] = Some(0);
                     self.reduced_into[n] = Some(m);
+                    continue;
                 }
             }
+            self.hand_over_channels_last(n, last);
         }
         Ok(())
+    }
+
+    /// Has `n` write its output channel-last for the one prepared kernel that reads it
+    /// (after `last`, the end of `n`'s epilogue chain), where both can: the pair then skips
+    /// the reader's own move of the values (ROIAlign's image: a read and a write of the
+    /// whole feature map).
+    fn hand_over_channels_last(&mut self, n: NodeId, last: NodeId) {
+        let Some((m, slot)) = self.only_reader(last) else {
+            return;
+        };
+        let rank = self.graph.facts[n][0].shape.rank();
+        if self.fused[m].is_some() || self.prepared[m].is_none() || rank.is_none_or(|r| r < 3) {
+            return;
+        }
+        let producer = self.prepared[n].as_mut().expect("the caller checked");
+        if !producer.set_channels_last_output(true) {
+            return;
+        }
+        let reader = self.prepared[m].as_mut().expect("checked");
+        if reader.set_channels_last_input(slot) {
+            self.channels_last_out[n] = true;
+        } else {
+            let producer = self.prepared[n].as_mut().expect("the caller checked");
+            producer.set_channels_last_output(false);
+        }
     }
 
     /// The single-reader ReduceMax-1 after `last` (the end of `n`'s epilogue chain, or `n`)

@@ -88,6 +88,9 @@ pub struct Executable {
     /// For a kernel that took over the ReduceMax after it (`fuse.rs`): that node, whose
     /// facts its output has.
     reduced_into: Vec<Option<NodeId>>,
+    /// Kernels that write their output channel-last for the one kernel that reads it
+    /// (`fuse.rs`): the output has the node's facts so moved ([`irun_ops::Fact::channels_last`]).
+    channels_last_out: Vec<bool>,
     /// Ops that read an input as it was before a Broadcast (see `fuse_index.rs`).
     index_broadcasts: Vec<Option<fuse_index::IndexBroadcast>>,
     /// The state variables (ReadValue/Assign), as [`State`]s of this model carry them.
@@ -234,6 +237,7 @@ impl Executable {
             prepared_bytes: 0,
             fused: vec![None; graph.nodes.len()],
             reduced_into: vec![None; graph.nodes.len()],
+            channels_last_out: vec![false; graph.nodes.len()],
             index_broadcasts: (0..graph.nodes.len()).map(|_| None).collect(),
             variables,
             recent_facts: Mutex::new(None),
@@ -285,7 +289,8 @@ impl Executable {
         self.execute(inputs, &facts, &mut self.new_state(), None)
     }
 
-    /// Offers every op with constant inputs its `prepare`, the ops in parallel (packing a
+    /// Offers every op its `prepare` (most prepare for constant inputs; some, such as
+    /// ROIAlign, to read an input in another layout), the ops in parallel (packing a
     /// ResNet's filters one layer after another was nearly all of its load time); then keeps
     /// the preparations, in model order, while they hold at most half the memory limit
     /// together.
@@ -311,9 +316,7 @@ impl Executable {
                 );
                 constants.push(self.constant_input(o.node, o.slot)?);
             }
-            if constants.iter().any(Option::is_some) {
-                offers.push((n, facts, constants));
-            }
+            offers.push((n, facts, constants));
         }
         let mut kernels: Vec<Option<Box<dyn Prepared>>> = (0..offers.len()).map(|_| None).collect();
         let ops = &self.graph.ops;
@@ -372,6 +375,11 @@ impl Executable {
     /// How many layers a prepared kernel before them applies (an Add of a bias, a ReLU).
     pub fn fused(&self) -> usize {
         self.fused.iter().flatten().count()
+    }
+
+    /// How many kernels write their output channel-last for the kernel that reads it.
+    pub fn channels_last_handovers(&self) -> usize {
+        self.channels_last_out.iter().filter(|&&b| b).count()
     }
 
     pub fn inputs(&self) -> &[InputInfo] {
@@ -726,7 +734,13 @@ impl Executable {
                                 let o = outlets.start + slot;
                                 !outlets.contains(&o) || remaining[o] > 0
                             };
-                            let expected = &facts[self.reduced_into[n].unwrap_or(n)];
+                            let moved: Vec<Fact>;
+                            let expected = if self.channels_last_out[n] {
+                                moved = facts[n].iter().map(Fact::channels_last).collect();
+                                &moved[..]
+                            } else {
+                                &facts[self.reduced_into[n].unwrap_or(n)][..]
+                            };
                             self.check_outputs(n, &produced, expected, read)?;
                         }
                         produced
