@@ -206,6 +206,20 @@ impl BitPattern for f64 {
     }
 }
 
+/// `planar`, items of `channels` planes of `plane` values (`[n, c, *spatial]`), moved to
+/// `[n, *spatial, c]` a value at a time from the definition: the expected output of a
+/// kernel that writes channel-last ([`crate::op::Prepared::set_channels_last_output`]), or
+/// the input of one that reads so, independent of the kernels' block transposes.
+pub fn moved_channels_last(planar: &[f32], channels: usize, plane: usize) -> Vec<f32> {
+    let item = channels * plane;
+    let mut moved = vec![0.0; planar.len()];
+    for (i, &v) in planar.iter().enumerate() {
+        let (n, c, p) = (i / item, i / plane % channels, i % plane);
+        moved[n * item + p * channels + c] = v;
+    }
+    moved
+}
+
 /// Asserts that `got` is `want` bit for bit (NaN payloads and signed zeros included), or
 /// panics with `what`, the first element that differs and both values. The lengths are
 /// compared too: a bitwise test over a zip of the two would pass a short result.

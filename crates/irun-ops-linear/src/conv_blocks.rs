@@ -343,12 +343,9 @@ mod tests {
                     let (planar, last) = (run(false), run(true));
                     let at = format!("case {i}, {form}, blocks of {block:?}, {threads} threads");
                     assert_eq!(last.shape(), [g.n, positions, channels], "{at}");
-                    let mut want = Vec::new();
-                    for item in planar.values::<f32>().unwrap().chunks(channels * positions) {
-                        let mut moved = vec![0.0; item.len()];
-                        irun_opkit::transpose16::matrix_into(item, channels, positions, &mut moved);
-                        want.extend(moved);
-                    }
+                    let planar = planar.values::<f32>().unwrap();
+                    let want =
+                        irun_opkit::testing::moved_channels_last(planar, channels, positions);
                     irun_opkit::testing::assert_same_bits(last.values::<f32>().unwrap(), &want, at);
                 }
             }

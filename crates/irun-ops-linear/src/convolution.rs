@@ -422,13 +422,8 @@ mod tests {
                 .remove(0);
             let s = planar.shape();
             assert_eq!(last.shape(), [s[0], s[2], s[3], s[1]], "{at}");
-            let plane = s[2] * s[3];
-            let mut want = Vec::new();
-            for item in planar.values::<f32>().unwrap().chunks(s[1] * plane) {
-                let mut moved = vec![0.0; item.len()];
-                irun_opkit::transpose16::matrix_into(item, s[1], plane, &mut moved);
-                want.extend(moved);
-            }
+            let values = planar.values::<f32>().unwrap();
+            let want = irun_opkit::testing::moved_channels_last(values, s[1], s[2] * s[3]);
             irun_opkit::testing::assert_same_bits(last.values::<f32>().unwrap(), &want, &at);
             assert!(kernel.set_channels_last_output(false));
             let again = kernel.eval(inputs.clone()).unwrap().remove(0);

@@ -734,10 +734,7 @@ mod tests {
         let values: Vec<f32> = (0..n * c * h * w)
             .map(|i| ((i * 31 % 89) as f32 - 44.0) * 0.21)
             .collect();
-        let mut last = vec![0.0; values.len()];
-        for (item, moved) in values.chunks(c * h * w).zip(last.chunks_mut(c * h * w)) {
-            irun_opkit::transpose16::matrix_into(item, c, h * w, moved);
-        }
+        let last = irun_opkit::testing::moved_channels_last(&values, c, h * w);
         let boxes = f32s(
             &[3, 4],
             &[
