@@ -26,4 +26,5 @@ pub mod region_yolo;
 pub mod reorg_yolo;
 pub mod resample;
 pub mod roi_align;
+mod roi_align_prepared;
 pub mod roi_pooling;
