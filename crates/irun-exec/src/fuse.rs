@@ -8,8 +8,9 @@
 //! ReduceMax's facts. The graph's results are bit for bit the same: the kernel
 //! computes what the ops would, element by element. A kernel whose one reader (after its
 //! epilogue) is a prepared kernel that takes its input channel-last writes its output so
-//! ([`irun_ops::Prepared::set_channels_last_output`]), checked against its facts so moved. Only compiled preparations take part,
-//! so `irun run` (which does not prepare) runs every op itself.
+//! ([`irun_ops::Prepared::set_channels_last_output`]), checked against its facts so moved.
+//! Only compiled preparations take part, so `irun run` (which does not prepare) runs every
+//! op itself.
 
 use irun_graph::NodeId;
 use irun_ops::{Activation, Epilogue, Value};

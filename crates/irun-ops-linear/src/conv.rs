@@ -19,7 +19,7 @@ use crate::depthwise::Depthwise;
 use crate::direct_conv::{DirectFilters, Shape2};
 use crate::gemm::Mul;
 use crate::kernel::try_zeroed;
-use crate::op::{codes, take_inputs, OpError, Prepared, Value};
+use crate::op::{codes, OpError, Value};
 use crate::par;
 use crate::pointwise::PointwiseFilters;
 use crate::spatial::{gather_run, Spatial};
@@ -723,50 +723,6 @@ pub fn narrow(t: &Tensor, ty: ElementType) -> Result<Tensor, OpError> {
     r.map_err(|e| OpError::new(codes::RUN_SHAPE, e.to_string()))
 }
 
-/// A convolution whose f32 filters are a constant, packed at compile time
-/// ([`crate::op::Op::prepare`]). Runs exactly as the op does; other filters than the packed
-/// ones (by identity) take the unpacked path.
-#[derive(Debug)]
-pub struct PreparedConv {
-    filters: Value,
-    packed: PackedFilters,
-    spatial: Spatial,
-    /// `None` for a plain Convolution (filters `[Cout, Cin, *k]` seen as one group).
-    groups: Option<usize>,
-    name: &'static str,
-    /// Ops after it that it applies to its output ([`Prepared::set_epilogue`]).
-    epilogue: Option<Epilogue>,
-    /// The output written channel-last ([`Prepared::set_channels_last_output`]).
-    channels_last: bool,
-}
-
-impl PreparedConv {
-    /// The prepared kernel when input 1 (the filters) is a constant f32 tensor.
-    pub fn kernel(
-        constants: &[Option<Value>],
-        spatial: &Spatial,
-        grouped: bool,
-        name: &'static str,
-    ) -> Option<Box<dyn Prepared>> {
-        let filters = constants.get(1)?.clone()?;
-        let as_groups = grouped_view(&filters, grouped).ok()?;
-        let packed = (spatial.rank() <= 2)
-            .then(|| PackedFilters::direct(&as_groups, &spatial.strides))
-            .flatten()
-            .or_else(|| PackedFilters::new(&as_groups))?;
-        let groups = grouped.then(|| filters.shape().first().copied().unwrap_or(0));
-        Some(Box::new(PreparedConv {
-            filters,
-            packed,
-            spatial: spatial.clone(),
-            groups,
-            name,
-            epilogue: None,
-            channels_last: false,
-        }))
-    }
-}
-
 /// Filters as `[G, co, ci, *k]`: a plain convolution's gain a leading 1 (no copy).
 pub fn grouped_view(filters: &Tensor, grouped: bool) -> Result<Tensor, OpError> {
     if grouped {
@@ -777,47 +733,4 @@ pub fn grouped_view(filters: &Tensor, grouped: bool) -> Result<Tensor, OpError> 
     filters
         .with_shape(shape)
         .map_err(|e| OpError::new(codes::RUN_SHAPE, e.to_string()))
-}
-
-impl Prepared for PreparedConv {
-    fn eval(&self, inputs: Vec<Value>) -> Result<Vec<Value>, OpError> {
-        let [data, filters] = take_inputs::<2>(inputs, self.name)?;
-        let grouped = self.groups.is_some();
-        let as_groups = grouped_view(&filters, grouped)?;
-        let groups = self.groups.unwrap_or(1);
-        let packed = Arc::ptr_eq(&filters, &self.filters).then_some(&self.packed);
-        Ok(vec![grouped_with(
-            &data,
-            &as_groups,
-            groups,
-            &self.spatial,
-            self.name,
-            packed,
-            Finish {
-                epilogue: self.epilogue.as_ref(),
-                channels_last: self.channels_last,
-            },
-        )?])
-    }
-
-    fn byte_size(&self) -> usize {
-        self.packed.byte_size()
-    }
-
-    /// A bias of one value per output channel, and/or a ReLU.
-    fn set_epilogue(&mut self, e: &Epilogue) -> bool {
-        let fs = self.filters.shape();
-        let channels = match self.groups {
-            Some(g) => g * fs.get(1).copied().unwrap_or(0),
-            None => fs.first().copied().unwrap_or(0),
-        };
-        e.keep_if_fits(&mut self.epilogue, channels, self.spatial.rank())
-    }
-
-    /// Any output: straight from the patch products where the convolution runs in blocks
-    /// of patches with one group (a stem on a large image), else moved once computed.
-    fn set_channels_last_output(&mut self, on: bool) -> bool {
-        self.channels_last = on;
-        true
-    }
 }

@@ -8,7 +8,8 @@
 use irun_tensor::{with_int, Dim, ElementType, PartialShape};
 
 use crate::attrs::AttrReader;
-use crate::conv::{grouped, grouped_view, PreparedConv};
+use crate::conv::{grouped, grouped_view};
+use crate::conv_prepared::PreparedConv;
 use crate::fact::Fact;
 use crate::op::{
     codes, expect_inputs, same_element_type, take_inputs, Op, OpError, Prepared, Value,

@@ -5,7 +5,8 @@
 use irun_tensor::Dim;
 
 use crate::attrs::AttrReader;
-use crate::conv::{grouped, PreparedConv};
+use crate::conv::grouped;
+use crate::conv_prepared::PreparedConv;
 use crate::convolution::infer_conv;
 use crate::fact::Fact;
 use crate::op::{take_inputs, Op, OpError, Prepared, Value};

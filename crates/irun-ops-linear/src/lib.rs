@@ -28,6 +28,7 @@ pub mod conv;
 pub mod conv_backprop;
 mod conv_blocks;
 mod conv_gemm;
+pub mod conv_prepared;
 mod conv_rows;
 #[cfg(test)]
 mod conv_testing;
