@@ -204,6 +204,23 @@ impl Plan {
         step.inputs = kept;
     }
 
+    /// Makes the steps of `nodes` (one-output ops) read nothing and take their value as run
+    /// input `first_input + j` instead (the `j`-th of `nodes`), then drops the steps left
+    /// without readers: a body whose loop-invariant part ran before its loop (`hoist.rs`).
+    pub fn give(&mut self, nodes: &[NodeId], first_input: usize) {
+        for (j, &node) in nodes.iter().enumerate() {
+            let Some(step) = self.steps.iter_mut().find(|s| s.node == node) else {
+                continue;
+            };
+            for &o in &step.inputs {
+                self.readers[o] -= 1;
+            }
+            step.inputs.clear();
+            step.source = Source::Input(first_input + j);
+        }
+        self.prune();
+    }
+
     /// Drops the steps whose outputs nobody reads (model inputs, Results and state nodes
     /// stay), so that whole subgraphs left without readers go.
     pub fn prune(&mut self) {
