@@ -7,6 +7,9 @@
 use irun::{Model, Options, Tensor};
 use irun_tensor::read_npz;
 
+#[allow(dead_code)] // the helpers other tests use
+mod goldens;
+
 const CASE: &str = "models/ops/control_flow";
 
 fn inputs_with(changes: &[(&str, Tensor)]) -> Vec<(String, Tensor)> {
@@ -134,4 +137,59 @@ fn an_iteration_past_the_slices_is_an_error() {
         "{}",
         err.message
     );
+}
+
+/// The loop-invariant parts of models/ops/loop_invariant's TensorIterator (sliced backwards
+/// along axis 1) and Loop (constant-true condition) run for every iteration at once before
+/// their loops; its batch-1 TensorIterator (a vector product per iteration) is left as it
+/// is; so are bodies with no product or a condition that may end the loop early. Whatever
+/// the trip count (none, one, fewer than the slices, all of them) and the
+/// number of threads, the outputs are those of every op run as written, bit for bit; a trip
+/// count past the slices is the same error.
+#[test]
+fn loop_invariant_parts_run_first_and_change_no_bit() {
+    let case = "models/ops/loop_invariant";
+    let mut inputs = read_npz(std::fs::File::open(format!("{case}/inputs.npz")).unwrap()).unwrap();
+    let compile = |threads, prepare_constants| {
+        goldens::compile_internal(
+            std::path::Path::new(&format!("{case}/model.xml")),
+            &irun_exec::Options::new()
+                .threads(threads)
+                .prepare_constants(prepare_constants),
+        )
+    };
+    let plain = compile(1, false);
+    assert_eq!(plain.hoisted_loops(), 0);
+    // models/ops/control_flow's Loop may stop on its body's condition, and its
+    // TensorIterator's body has no product.
+    let other = goldens::compile_internal(
+        std::path::Path::new(&format!("{CASE}/model.xml")),
+        &irun_exec::Options::new(),
+    );
+    assert_eq!(other.hoisted_loops(), 0);
+    for threads in [1, 2, 3] {
+        let hoisted = compile(threads, true);
+        assert_eq!(hoisted.hoisted_loops(), 2);
+        for trip in [0, 1, 2, 5, 6, 7] {
+            let slot = inputs.iter_mut().find(|(k, _)| k == "trip").unwrap();
+            slot.1 = Tensor::from_i64(vec![], vec![trip]).unwrap();
+            let (want, got) = (plain.run(inputs.clone()), hoisted.run(inputs.clone()));
+            match (want, got) {
+                (Ok(want), Ok(got)) => assert!(
+                    goldens::same_bits(&got, &want),
+                    "trip {trip}, {threads} threads: the hoisted parts changed bits"
+                ),
+                (Err(want), Err(got)) => {
+                    assert_eq!(trip, 7);
+                    assert_eq!(want.message, got.message);
+                    assert!(
+                        got.message.contains("iteration 6 reads slice 6"),
+                        "{}",
+                        got.message
+                    );
+                }
+                (want, got) => panic!("trip {trip}: {want:?} but {got:?}"),
+            }
+        }
+    }
 }

@@ -127,12 +127,14 @@ fn every_model_matches_openvino_at_1_and_2_threads() {
 /// prepared (packed filters and weights, planned scatters), the Add/ReLU epilogues fused
 /// into the GEMM kernels before them, and the scatters of the GNNs reading their indices
 /// before torch's `expand` (the Broadcast and Convert never run), and the detector head's
-/// convolution writing its output channel-last for the ROIAlign after it, as with every op
-/// run as written. Fusion must happen somewhere (MobileNetV3, the PointPillars head, GCN,
-/// GraphSAGE, GAT, the ROIAlign head), or this would test nothing.
+/// convolution writing its output channel-last for the ROIAlign after it, and the recurrent
+/// bodies' input projections run for every iteration at once before their loops, as with
+/// every op run as written. Fusion must happen somewhere (MobileNetV3, the PointPillars
+/// head, GCN, GraphSAGE, GAT, the ROIAlign head, the scan RNN and the loop-invariant
+/// case's TensorIterator and Loop), or this would test nothing.
 #[test]
 fn prepared_and_fused_kernels_change_no_bit() {
-    let (mut fused, mut elided, mut handed_over) = (0, 0, 0);
+    let (mut fused, mut elided, mut handed_over, mut hoisted) = (0, 0, 0, 0);
     for dir in cases() {
         let compile = |prepare_constants| {
             goldens::compile_internal(
@@ -146,9 +148,11 @@ fn prepared_and_fused_kernels_change_no_bit() {
         let (plain, prepared) = (compile(false), compile(true));
         assert_eq!((plain.fused(), plain.broadcasts_elided()), (0, 0));
         assert_eq!(plain.channels_last_handovers(), 0);
+        assert_eq!(plain.hoisted_loops(), 0);
         fused += prepared.fused();
         elided += prepared.broadcasts_elided();
         handed_over += prepared.channels_last_handovers();
+        hoisted += prepared.hoisted_loops();
         let inputs = npz(&dir.join("inputs.npz"));
         let want = plain.run(inputs.clone()).unwrap();
         // Twice: a kernel keeps what it worked out at its first run.
@@ -164,6 +168,10 @@ fn prepared_and_fused_kernels_change_no_bit() {
     assert!(fused >= 10, "only {fused} layers fused");
     assert!(elided >= 4, "only {elided} index broadcasts elided");
     assert!(handed_over >= 1, "no output handed over channel-last");
+    assert!(
+        hoisted >= 3,
+        "only {hoisted} loop bodies ran their loop-invariant part first"
+    );
 }
 
 /// The ReduceMax over dim -2 after a MatMul (with its bias and ReLU, or alone) is taken over

@@ -536,6 +536,78 @@ def control_flow():
     }
 
 
+def loop_invariant():
+    """Recurrent bodies whose input projections read only the sliced input and constants,
+    which irun runs for every iteration at once before the loop: a TensorIterator over a
+    [3, 5, 4] sequence read backwards along axis 1, whose body reshapes its slice, projects
+    it (MatMul, bias, ReLU), gates the projection by its own sigmoid (two hoisted values
+    multiplied) and mixes in the state and a ReduceSum of the raw slice (the sliced input
+    also read per iteration); a Loop with a constant-true condition over a [6, 2, 8] sequence
+    whose body projects its [1, 2, 8] slice without squeezing it (transpose_b) and carries
+    the state; and a batch-1 TensorIterator (one row per iteration)."""
+    r = np.random.default_rng(20261128)
+    seq = param("seq", np.float32, [3, 5, 4])
+    h0 = param("h0", np.float32, [3, 6])
+    xs = o1.parameter([3, 1, 4], np.float32)
+    h = o1.parameter([3, 6], np.float32)
+    x2 = o1.reshape(xs, const([3, 4]), False)
+    w = o1.constant(r.standard_normal((4, 6)).astype(np.float32))
+    b = o1.constant(r.standard_normal((1, 6)).astype(np.float32))
+    proj = o1.relu(o1.add(o1.matmul(x2, w, False, False), b))
+    gated = o1.multiply(proj, o1.sigmoid(proj))
+    u = o1.constant((0.5 * r.standard_normal((6, 6))).astype(np.float32))
+    raw = o1.reduce_sum(x2, const([1]), True)
+    nh = o1.tanh(o1.add(o1.add(gated, o1.matmul(h, u, False, False)), raw))
+    r_h = o1.result(nh)
+    r_hs = o1.result(o1.unsqueeze(nh, const(1)))
+    ti = o8.tensor_iterator()
+    ti.set_body(ov.Model([r_h, r_hs], [xs, h], "ti_body"))
+    ti.set_sliced_input(xs, seq.output(0), -1, -1, 1, 0, 1)
+    ti.set_merged_input(h, h0.output(0), r_h.output(0))
+    ti_last = ti.get_iter_value(r_h.output(0), -1)
+    ti_each = ti.get_concatenated_slices(r_hs.output(0), -1, -1, 1, 0, 1)
+
+    xs_seq = param("xs", np.float32, [6, 2, 8])
+    trip = param("trip", np.int64, [])
+    s0 = param("s0", np.float32, [1, 2, 8])
+    xi = o1.parameter([1, 2, 8], np.float32)
+    st = o1.parameter([1, 2, 8], np.float32)
+    w2 = o1.constant((0.3 * r.standard_normal((8, 8))).astype(np.float32))
+    ns = o1.tanh(o1.add(o1.matmul(xi, w2, False, True), o1.multiply(st, o1.constant(np.float32(0.9)))))
+    r_s = o1.result(ns)
+    r_go = o1.result(o1.constant(np.array(True)))
+    loop = o8.loop(trip, o1.constant(np.array(True)))
+    loop.set_function(ov.Model([r_s, r_go], [xi, st], "loop_body"))
+    loop.set_special_body_ports([-1, 1])
+    loop.set_sliced_input(xi, xs_seq.output(0), 0, 1, 1, -1, 0)
+    loop.set_merged_input(st, s0.output(0), r_s.output(0))
+    loop_last = loop.get_iter_value(r_s.output(0), -1)
+    loop_each = loop.get_concatenated_slices(r_s.output(0), 0, 1, 1, -1, 0)
+
+    one = param("one", np.float32, [7, 1, 4])
+    xo = o1.parameter([1, 1, 4], np.float32)
+    ho = o1.parameter([1, 4], np.float32)
+    w3 = o1.constant((0.5 * r.standard_normal((4, 4))).astype(np.float32))
+    no = o1.tanh(o1.add(o1.matmul(o1.squeeze(xo, const([0])), w3, False, False), ho))
+    r_o = o1.result(no)
+    ti1 = o8.tensor_iterator()
+    ti1.set_body(ov.Model([r_o], [xo, ho], "row_body"))
+    ti1.set_sliced_input(xo, one.output(0), 0, 1, 1, -1, 0)
+    ti1.set_merged_input(ho, o1.constant(np.zeros((1, 4), np.float32)).output(0), r_o.output(0))
+    row_last = ti1.get_iter_value(r_o.output(0), -1)
+
+    outs = [("ti_last", ti_last), ("ti_each", ti_each), ("loop_last", loop_last), ("loop_each", loop_each),
+            ("row_last", row_last)]
+    return model(outs, [seq, h0, xs_seq, trip, s0, one], "loop_invariant"), {
+        "seq": r.standard_normal((3, 5, 4)).astype(np.float32),
+        "h0": r.standard_normal((3, 6)).astype(np.float32),
+        "xs": r.standard_normal((6, 2, 8)).astype(np.float32),
+        "trip": np.array(6, np.int64),
+        "s0": r.standard_normal((1, 2, 8)).astype(np.float32),
+        "one": r.standard_normal((7, 1, 4)).astype(np.float32),
+    }
+
+
 def yolo():
     """YOLO heads: RegionYolo-1 as YOLOv2 (softmax over the classes, dims 1..3 flattened) and
     as YOLOv3 (the masked regions, every class through the sigmoid) on a batch of two, and
@@ -759,7 +831,7 @@ def converted():
 def main():
     only = set(sys.argv[1:])
     for build in (shape_ops, int_arith, activations, gather_split_tile, reduce_norm, small_cnn, index_ops, attention, fft, einsum,
-                  pillar_max, recurrent, control_flow, yolo, ssd_priors, ssd_head, rpn, pools_roll):
+                  pillar_max, recurrent, control_flow, loop_invariant, yolo, ssd_priors, ssd_head, rpn, pools_roll):
         name = build.__name__
         if only and name not in only:
             continue

@@ -1,6 +1,7 @@
 //! Running Loop-5, TensorIterator-1 and If-8: each body is compiled once, with the model, into
 //! an executable that shares the model's pool; a run feeds it the port map's values
-//! iteration by iteration.
+//! iteration by iteration, after running a loop body's loop-invariant part for every
+//! iteration at once where it can (`hoist.rs`).
 //!
 //! Loop: no iteration when the execution condition is false or the trip count is 0;
 //! otherwise iteration `i` runs the body, appends its values to the joined outputs, then stops
@@ -17,12 +18,16 @@ use irun_graph::{Graph, NodeId};
 use irun_ops::{Op, Value};
 use irun_tensor::{ElementType, Tensor};
 
+use crate::hoist::{Hoisted, Refusal};
 use crate::{Executable, Options, RunError, RunErrorKind};
 
 /// A control-flow node's bodies, compiled.
 pub(crate) struct FlowExec {
     flow: Arc<ControlFlow>,
-    bodies: Vec<Executable>,
+    pub(crate) bodies: Vec<Executable>,
+    /// A Loop's or TensorIterator's body with its loop-invariant part run before the loop
+    /// (`hoist.rs`), or why it has none.
+    pub(crate) hoisted: Result<Hoisted, Refusal>,
 }
 
 /// Compiles the bodies of every Loop, TensorIterator and If node of `graph` to run in `pool`.
@@ -43,9 +48,16 @@ pub(crate) fn compile_bodies(
                 .map_err(|e| in_body(graph, n, body, "", e))?;
             bodies.push(exe);
         }
+        let hoisted = match flow.kind {
+            FlowKind::If => Err("not a loop"),
+            _ if !options.prepare_constants => Err("constants are not prepared"),
+            _ => Hoisted::build(flow.kind, &flow.bodies[0], &bodies[0], options, pool)
+                .map_err(|e| in_body(graph, n, &flow.bodies[0], "", e))?,
+        };
         out.push(Some(FlowExec {
             flow: flow.clone(),
             bodies,
+            hoisted,
         }));
     }
     Ok(out)
@@ -145,15 +157,57 @@ impl Executable {
         limit: u64,
     ) -> Result<Vec<Value>, RunError> {
         let body = &exec.flow.bodies[0];
-        let exe = &exec.bodies[0];
         let name = exec.flow.kind.name();
         let fail = |message: String| {
             self.layer_error(n, RunErrorKind::Op, message)
                 .with_code(irun_ops::codes::RUN_VALUE)
         };
-        // Every slice of each sliced input, in the order iterations read them.
-        let mut slices: Vec<Option<Vec<Value>>> = vec![None; body.params.len()];
+        // Without a trip count the slices set the number of iterations; with one, an
+        // iteration past the slices is an error when it comes.
         let mut count = limit;
+        for source in &body.params {
+            let ParamSource::Sliced { input, axis, .. } = *source else {
+                continue;
+            };
+            let shape = args[input].shape();
+            let Some(&d) = shape.get(axis) else {
+                return Err(fail(format!(
+                    "input {input} is sliced along axis {axis}, but it has shape {}",
+                    irun_tensor::fmt_shape(shape)
+                )));
+            };
+            if limit == u64::MAX {
+                count = count.min(d as u64);
+            }
+        }
+        if exec.flow.kind == FlowKind::TensorIterator && count == u64::MAX {
+            return Err(fail(
+                "TensorIterator-1 has no sliced input, so nothing sets its number of iterations"
+                    .into(),
+            ));
+        }
+        // The loop-invariant part's values for every iteration, when this loop is one it was
+        // made for; the body then reads no slice of the inputs only that part read.
+        let hoisted = match &exec.hoisted {
+            Ok(h) => h
+                .rows(body, &args, count, self.memory_limit / 4)
+                .map_err(|(node, e)| {
+                    let e = h
+                        .exe
+                        .layer_error(node, RunErrorKind::Op, e.message)
+                        .with_code(e.code);
+                    in_body(&self.graph, n, body, "the loop-invariant part of ", e)
+                })?
+                .map(|rows| (h, rows)),
+            Err(_) => None,
+        };
+        let (exe, unread, mut given): (_, &[Option<Value>], Vec<Option<Vec<Value>>>) = match hoisted
+        {
+            Some((h, rows)) => (&h.exe, &h.unread, rows.into_iter().map(Some).collect()),
+            None => (&exec.bodies[0], &[], Vec::new()),
+        };
+        // Every slice of each sliced input the body reads, in the order iterations read them.
+        let mut slices: Vec<Option<Vec<Value>>> = vec![None; body.params.len()];
         for (p, source) in body.params.iter().enumerate() {
             let ParamSource::Sliced {
                 input,
@@ -163,30 +217,17 @@ impl Executable {
             else {
                 continue;
             };
+            if unread.get(p).is_some_and(Option::is_some) {
+                continue;
+            }
             let data = &args[input];
-            let Some(&d) = data.shape().get(axis) else {
-                return Err(fail(format!(
-                    "input {input} is sliced along axis {axis}, but it has shape {}",
-                    irun_tensor::fmt_shape(data.shape())
-                )));
-            };
+            let d = data.shape()[axis];
             let mut parts = irun_ops::movement::split::cut(data, axis, &vec![1; d], name)
                 .map_err(|e| fail(e.message))?;
             if reverse {
                 parts.reverse();
             }
-            // Without a trip count the slices set the number of iterations; with one, an
-            // iteration past the slices is an error when it comes.
-            if limit == u64::MAX {
-                count = count.min(d as u64);
-            }
             slices[p] = Some(parts);
-        }
-        if exec.flow.kind == FlowKind::TensorIterator && count == u64::MAX {
-            return Err(fail(
-                "TensorIterator-1 has no sliced input, so nothing sets its number of iterations"
-                    .into(),
-            ));
         }
         let mut carried: Vec<Option<Value>> = body
             .params
@@ -204,6 +245,9 @@ impl Executable {
             for (p, source) in body.params.iter().enumerate() {
                 inputs.push(match *source {
                     ParamSource::CurrentIteration => self.iteration_number(n, body, p, i)?,
+                    ParamSource::Sliced { .. } if slices[p].is_none() => {
+                        unread[p].clone().expect("a Parameter only the hoisted part reads")
+                    }
                     ParamSource::Sliced { input, axis, .. } => {
                         let parts = slices[p].as_ref().expect("sliced above");
                         parts.get(i as usize).cloned().ok_or_else(|| {
@@ -216,6 +260,9 @@ impl Executable {
                     ParamSource::Invariant { input } => args[input].clone(),
                     ParamSource::Merged { .. } => carried[p].take().expect("carried"),
                 });
+            }
+            if let Some(rows) = given.get_mut(i as usize) {
+                inputs.extend(rows.take().expect("each iteration's row is read once"));
             }
             let results = exe
                 .run_body(inputs)

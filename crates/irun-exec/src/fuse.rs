@@ -114,7 +114,10 @@ impl Executable {
     /// The epilogue that the single-reader Add (of a constant varying along one dim) and ReLU
     /// after `n` make (empty when there are none), with those nodes and the slot each passes
     /// through.
-    fn chain_after(&self, n: NodeId) -> Result<(Epilogue, Vec<(NodeId, usize)>), RunError> {
+    pub(crate) fn chain_after(
+        &self,
+        n: NodeId,
+    ) -> Result<(Epilogue, Vec<(NodeId, usize)>), RunError> {
         let mut epilogue = Epilogue::default();
         let mut fused = Vec::new();
         let mut at = n;

@@ -22,6 +22,7 @@ mod fold;
 mod fuse;
 mod fuse_index;
 pub mod generate;
+mod hoist;
 mod inputs;
 mod memory;
 mod options;
@@ -146,6 +147,17 @@ impl Executable {
         options: &Options,
         pool: Option<Arc<rayon::ThreadPool>>,
     ) -> Result<Executable, RunError> {
+        Executable::compile_given(graph, options, pool, &[])
+    }
+
+    /// As [`Executable::compile_in`], but the nodes in `given` (one-output ops) do not run:
+    /// each run receives their values after the Parameters' ([`Plan::give`]).
+    fn compile_given(
+        graph: Arc<Graph>,
+        options: &Options,
+        pool: Option<Arc<rayon::ThreadPool>>,
+        given: &[NodeId],
+    ) -> Result<Executable, RunError> {
         if graph.has_errors() {
             let errors: Vec<String> = graph
                 .errors()
@@ -160,7 +172,10 @@ impl Executable {
                 ),
             ));
         }
-        let plan = Plan::build(&graph)?;
+        let mut plan = Plan::build(&graph)?;
+        if !given.is_empty() {
+            plan.give(given, graph.parameters.len());
+        }
         let pool = match pool {
             Some(pool) => pool,
             None => Arc::new(new_pool(options)?),
@@ -265,7 +280,8 @@ impl Executable {
     }
 
     /// Runs this executable as a body inside its model's run (already in the pool): the
-    /// values of its Parameters in order, its Results' values in order.
+    /// values of its Parameters in order (then those of the nodes it was compiled to be
+    /// given, [`Executable::compile_given`]), its Results' values in order.
     pub(crate) fn run_body(&self, inputs: Vec<Value>) -> Result<Vec<Value>, RunError> {
         for (i, (info, v)) in self.inputs.iter().zip(&inputs).enumerate() {
             let type_ok =
@@ -380,6 +396,22 @@ impl Executable {
     /// How many kernels write their output channel-last for the kernel that reads it.
     pub fn channels_last_handovers(&self) -> usize {
         self.channels_last_out.iter().filter(|&&b| b).count()
+    }
+
+    /// How many Loop and TensorIterator bodies (nested ones included) run their
+    /// loop-invariant part before the loop (`hoist.rs`).
+    pub fn hoisted_loops(&self) -> usize {
+        self.flows
+            .iter()
+            .flatten()
+            .map(|f| {
+                usize::from(f.hoisted.is_ok())
+                    + f.bodies
+                        .iter()
+                        .map(Executable::hoisted_loops)
+                        .sum::<usize>()
+            })
+            .sum()
     }
 
     pub fn inputs(&self) -> &[InputInfo] {
