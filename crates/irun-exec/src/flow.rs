@@ -190,21 +190,14 @@ impl Executable {
         // made for; the body then reads no slice of the inputs only that part read.
         let hoisted = match &exec.hoisted {
             Ok(h) => h
-                .rows(body, &args, count, self.memory_limit / 4)
-                .map_err(|(node, e)| {
-                    let e = h
-                        .exe
-                        .layer_error(node, RunErrorKind::Op, e.message)
-                        .with_code(e.code);
-                    in_body(&self.graph, n, body, "the loop-invariant part of ", e)
-                })?
-                .map(|rows| (h, rows)),
+                .run(body, &args, count, self.memory_limit / 4)
+                .map_err(|(node, e)| self.hoisted_error(n, body, h, node, e))?
+                .map(|stacked| (h, stacked)),
             Err(_) => None,
         };
-        let (exe, unread, mut given): (_, &[Option<Value>], Vec<Option<Vec<Value>>>) = match hoisted
-        {
-            Some((h, rows)) => (&h.exe, &h.unread, rows.into_iter().map(Some).collect()),
-            None => (&exec.bodies[0], &[], Vec::new()),
+        let (exe, unread): (_, &[Option<Value>]) = match &hoisted {
+            Some((h, _)) => (&h.exe, &h.unread),
+            None => (&exec.bodies[0], &[]),
         };
         // Every slice of each sliced input the body reads, in the order iterations read them.
         let mut slices: Vec<Option<Vec<Value>>> = vec![None; body.params.len()];
@@ -261,8 +254,11 @@ impl Executable {
                     ParamSource::Merged { .. } => carried[p].take().expect("carried"),
                 });
             }
-            if let Some(rows) = given.get_mut(i as usize) {
-                inputs.extend(rows.take().expect("each iteration's row is read once"));
+            if let Some((h, stacked)) = &hoisted {
+                let row = stacked
+                    .row(i as usize)
+                    .map_err(|e| self.hoisted_error(n, body, h, h.given[0], e))?;
+                inputs.extend(row);
             }
             let results = exe
                 .run_body(inputs)
@@ -311,6 +307,22 @@ impl Executable {
                 },
             })
             .collect()
+    }
+
+    /// An error of the loop-invariant part `h` of node `n`'s body, at body node `node`.
+    fn hoisted_error(
+        &self,
+        n: NodeId,
+        body: &Body,
+        h: &Hoisted,
+        node: NodeId,
+        e: irun_ops::OpError,
+    ) -> RunError {
+        let e = h
+            .exe
+            .layer_error(node, RunErrorKind::Op, e.message)
+            .with_code(e.code);
+        in_body(&self.graph, n, body, "the loop-invariant part of ", e)
     }
 
     /// The current-iteration Parameter's value: `i` in its type, in its declared shape when

@@ -25,7 +25,7 @@ use std::sync::Arc;
 
 use irun_graph::control_flow::{Body, FlowKind, ParamSource};
 use irun_graph::{Graph, NodeId};
-use irun_ops::{Fact, Op, OpError, Prepared, Value};
+use irun_ops::{codes, Fact, Op, OpError, Prepared, Value};
 use irun_tensor::{ElementType, Tensor};
 
 use crate::{Executable, Options, RunError};
@@ -108,7 +108,7 @@ pub(crate) struct Hoisted {
     steps: Vec<Step>,
     /// The hoisted nodes that the rest of the body reads, in the order the body receives
     /// their values after its Parameters.
-    given: Vec<NodeId>,
+    pub(crate) given: Vec<NodeId>,
     /// The sliced Parameters the steps read, with their static per-iteration shapes.
     sliced: Vec<(usize, Vec<usize>)>,
     /// A placeholder for each sliced Parameter that only hoisted nodes read, by Parameter
@@ -174,8 +174,13 @@ impl Hoisted {
                 unread[*p] = Some(Arc::new(zeros));
             }
         }
-        let exe =
-            Executable::compile_given(body.graph.clone(), options, Some(pool.clone()), &given)?;
+        let Ok(exe) =
+            Executable::compile_given(body.graph.clone(), options, Some(pool.clone()), &given)
+        else {
+            return Ok(Err(
+                "the body without its loop-invariant part does not compile",
+            ));
+        };
         Ok(Ok(Hoisted {
             steps,
             given,
@@ -185,18 +190,17 @@ impl Hoisted {
         }))
     }
 
-    /// The values each iteration receives for the hoisted nodes (`[iteration][given node]`),
-    /// for `count` iterations computed at once from the outer inputs `args`; `None` when the
-    /// loop is not one this part was made for (fewer slices than iterations, slices of other
-    /// shapes, fewer than two iterations), or when the stacked values would hold more than
-    /// `budget` bytes.
-    pub(crate) fn rows(
+    /// The hoisted nodes' values for `count` iterations, computed at once from the outer
+    /// inputs `args`; `None` when the loop is not one this part was made for (fewer slices
+    /// than iterations, slices of other shapes, fewer than two iterations), or when the
+    /// stacked values would hold more than `budget` bytes.
+    pub(crate) fn run(
         &self,
         body: &Body,
         args: &[Value],
         count: u64,
         budget: u64,
-    ) -> Result<Option<Vec<Vec<Value>>>, (NodeId, OpError)> {
+    ) -> Result<Option<Stacked>, (NodeId, OpError)> {
         let Some(t) = usize::try_from(count).ok().filter(|&t| t >= 2) else {
             return Ok(None);
         };
@@ -247,15 +251,15 @@ impl Hoisted {
             let value = evaluate(step, t, op.as_ref(), operands).map_err(|e| (step.node, e))?;
             stacked.insert(step.node, value);
         }
-        let mut rows: Vec<Vec<Value>> = vec![Vec::with_capacity(self.given.len()); t];
-        for node in &self.given {
-            let step = self.steps.iter().find(|s| s.node == *node).expect("given");
-            let values = unstack(&stacked[node], t, &step.shape).map_err(|e| (*node, e))?;
-            for (row, v) in rows.iter_mut().zip(values) {
-                row.push(v);
-            }
-        }
-        Ok(Some(rows))
+        let given = self
+            .given
+            .iter()
+            .map(|node| {
+                let step = self.steps.iter().find(|s| s.node == *node).expect("given");
+                (stacked[node].clone(), step.shape.clone())
+            })
+            .collect();
+        Ok(Some(Stacked { given }))
     }
 }
 
@@ -389,6 +393,7 @@ fn kind_of(
         // than rows of a matrix product: stacked, its bits would change.
         "MatMul-1"
             if stacked_first
+                && ranks.len() == 2
                 && ranks[0].1 == rank
                 && rank >= 2
                 && ranks[1].1 == 2
@@ -404,7 +409,12 @@ fn kind_of(
                 .inputs
                 .iter()
                 .flatten()
-                .map(|o| g.facts[o.node][o.slot].clone())
+                .map(|o| {
+                    g.facts[o.node]
+                        .get(o.slot)
+                        .cloned()
+                        .unwrap_or_else(Fact::unknown)
+                })
                 .collect();
             let constants: Vec<Option<Value>> = operands
                 .iter()
@@ -460,7 +470,7 @@ fn evaluate(
 fn reshaped(v: &Value, shape: Vec<usize>) -> Result<Value, OpError> {
     v.with_shape(shape)
         .map(Arc::new)
-        .map_err(|e| OpError::new(irun_ops::codes::RUN_SHAPE, e.to_string()))
+        .map_err(|e| OpError::new(codes::RUN_SHAPE, e.to_string()))
 }
 
 /// The first `t` slices of `data` along `axis` (from the end when `reverse`) as one value
@@ -484,11 +494,36 @@ fn stack(data: &Value, axis: usize, reverse: bool, t: usize) -> Result<Value, Op
     reshaped(&joined, shape)
 }
 
-/// Row `i` of a stacked `[t, *shape]` value, for each `i`, as values of `shape`.
-fn unstack(value: &Value, t: usize, shape: &[usize]) -> Result<Vec<Value>, OpError> {
-    let parts = irun_ops::movement::split::cut(value, 0, &vec![1; t], "TensorIterator")?;
-    parts
-        .into_iter()
-        .map(|v| reshaped(&v, shape.to_vec()))
-        .collect()
+/// The hoisted nodes' values for every iteration: `[t, *shape]` each, in the order the body
+/// receives them.
+pub(crate) struct Stacked {
+    given: Vec<(Value, Vec<usize>)>,
+}
+
+impl Stacked {
+    /// Iteration `i`'s values, copied out as it starts: the copies of one iteration are
+    /// freed before the next, so they reuse the same memory.
+    pub(crate) fn row(&self, i: usize) -> Result<Vec<Value>, OpError> {
+        self.given
+            .iter()
+            .map(|(value, shape)| {
+                let values = value.values::<f32>().ok_or_else(|| {
+                    OpError::new(
+                        codes::INTERNAL,
+                        "internal error: a hoisted value is not f32",
+                    )
+                })?;
+                let len = shape.iter().product::<usize>();
+                let row = values.get(i * len..(i + 1) * len).ok_or_else(|| {
+                    OpError::new(
+                        codes::INTERNAL,
+                        format!("internal error: a hoisted value has no row {i}"),
+                    )
+                })?;
+                Tensor::from_f32(shape.clone(), row.to_vec())
+                    .map(Arc::new)
+                    .map_err(|e| OpError::new(codes::RUN_SHAPE, e.to_string()))
+            })
+            .collect()
+    }
 }
