@@ -450,6 +450,22 @@ def recurrent():
     }
 
 
+def backward_scan(seq, h0, xs, h, nh, axis):
+    """A TensorIterator reading `seq` backwards along `axis` into body Parameter `xs`, with
+    the state `h` (from `h0`) replaced by the body's `nh` each step: the node, the body's
+    Results (`nh`, and `nh` unsqueezed at `axis`), the last state and the states joined
+    backwards along `axis`."""
+    r_h = o1.result(nh)
+    r_hs = o1.result(o1.unsqueeze(nh, const(axis)))
+    ti = o8.tensor_iterator()
+    ti.set_body(ov.Model([r_h, r_hs], [xs, h], "ti_body"))
+    ti.set_sliced_input(xs, seq.output(0), -1, -1, 1, 0, axis)
+    ti.set_merged_input(h, h0.output(0), r_h.output(0))
+    last = ti.get_iter_value(r_h.output(0), -1)
+    back = ti.get_concatenated_slices(r_hs.output(0), -1, -1, 1, 0, axis)
+    return ti, r_h, r_hs, last, back
+
+
 def control_flow():
     """Loop-5, TensorIterator-1 and If-8 as converters write them. A Loop with a trip count
     input, a sliced input, a back-edged accumulator, an invariant input, the current iteration
@@ -497,14 +513,7 @@ def control_flow():
     xs = o1.parameter([1, 2, 2], np.float32)
     h = o1.parameter([2, 2], np.float32)
     nh = o1.add(o1.multiply(h, o1.constant(np.float32(10))), o1.squeeze(xs, const([0])))
-    r_h = o1.result(nh)
-    r_hs = o1.result(o1.unsqueeze(nh, const(0)))
-    ti = o8.tensor_iterator()
-    ti.set_body(ov.Model([r_h, r_hs], [xs, h], "ti_body"))
-    ti.set_sliced_input(xs, seq.output(0), -1, -1, 1, 0, 0)
-    ti.set_merged_input(h, h0.output(0), r_h.output(0))
-    ti_last = ti.get_iter_value(r_h.output(0), -1)
-    ti_back = ti.get_concatenated_slices(r_hs.output(0), -1, -1, 1, 0, 0)
+    ti, r_h, r_hs, ti_last, ti_back = backward_scan(seq, h0, xs, h, nh, 0)
     ti_fwd = ti.get_concatenated_slices(r_hs.output(0), 0, 1, 1, -1, 0)
 
     def choose(flag):
@@ -558,14 +567,7 @@ def loop_invariant():
     u = o1.constant((0.5 * r.standard_normal((6, 6))).astype(np.float32))
     raw = o1.reduce_sum(x2, const([1]), True)
     nh = o1.tanh(o1.add(o1.add(gated, o1.matmul(h, u, False, False)), raw))
-    r_h = o1.result(nh)
-    r_hs = o1.result(o1.unsqueeze(nh, const(1)))
-    ti = o8.tensor_iterator()
-    ti.set_body(ov.Model([r_h, r_hs], [xs, h], "ti_body"))
-    ti.set_sliced_input(xs, seq.output(0), -1, -1, 1, 0, 1)
-    ti.set_merged_input(h, h0.output(0), r_h.output(0))
-    ti_last = ti.get_iter_value(r_h.output(0), -1)
-    ti_each = ti.get_concatenated_slices(r_hs.output(0), -1, -1, 1, 0, 1)
+    _, _, _, ti_last, ti_each = backward_scan(seq, h0, xs, h, nh, 1)
 
     xs_seq = param("xs", np.float32, [6, 2, 8])
     trip = param("trip", np.int64, [])
