@@ -66,6 +66,9 @@ const BINARY: &[&str] = &[
     "SquaredDifference-1",
 ];
 
+/// The largest placeholder (in elements) for a sliced Parameter that only hoisted nodes read.
+const PLACEHOLDER_MAX_ELEMENTS: usize = 1 << 20;
+
 /// Where a hoisted node's operand comes from.
 #[derive(Debug)]
 enum Operand {
@@ -166,12 +169,17 @@ impl Hoisted {
                 }
             }
         }
+        // A placeholder is made once, here, so only where it is small; a larger slice is
+        // cut for each iteration as before, though nothing reads it.
         let mut unread: Vec<Option<Value>> = vec![None; body.params.len()];
         for (p, shape) in &sliced {
-            if !read_outside(g.parameters[*p]) {
-                let zeros = Tensor::zeros(ElementType::F32, shape.clone())
-                    .map_err(|e| RunError::new(crate::RunErrorKind::Op, e.to_string()))?;
-                unread[*p] = Some(Arc::new(zeros));
+            let elements = shape.iter().try_fold(1usize, |a, &d| a.checked_mul(d));
+            if elements.is_some_and(|e| e <= PLACEHOLDER_MAX_ELEMENTS)
+                && !read_outside(g.parameters[*p])
+            {
+                unread[*p] = Tensor::zeros(ElementType::F32, shape.clone())
+                    .ok()
+                    .map(Arc::new);
             }
         }
         let Ok(exe) =
@@ -207,9 +215,13 @@ impl Hoisted {
         let per_iteration: u64 = self
             .steps
             .iter()
-            .map(|s| 4 * s.shape.iter().product::<usize>() as u64)
-            .sum();
-        if per_iteration.saturating_mul(2 * count) > budget {
+            .map(|s| {
+                s.shape
+                    .iter()
+                    .fold(4u64, |a, &d| a.saturating_mul(d as u64))
+            })
+            .fold(0u64, u64::saturating_add);
+        if per_iteration.saturating_mul(count.saturating_mul(2)) > budget {
             return Ok(None);
         }
         let mut stacked_params: HashMap<usize, Value> = HashMap::new();
