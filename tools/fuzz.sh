@@ -21,11 +21,12 @@
 # for the sanitizer-coverage flags. Builds with optimisation and debug assertions, so that an
 # integer overflow or a broken partition panics instead of wrapping silently.
 #
-# FUZZ_SANITIZER picks cargo-fuzz's sanitizer (default: address). On a 2-core machine the
-# AddressSanitizer build of rten-gemm alone ran past 25 minutes in one rustc; with
-# FUZZ_SANITIZER=none the campaign still stops on every panic, abort, hang and memory
-# limit, but an out-of-bounds access inside `unsafe` code goes unseen, so run an address
-# campaign where the build time allows.
+# FUZZ_SANITIZER picks cargo-fuzz's sanitizer (default: address); FUZZ_CODEGEN_UNITS its
+# codegen units (default 16; cargo-fuzz's own default is 1). On a 2-core machine, with one
+# codegen unit, rten-gemm's instrumented build alone ran past 25 minutes in one rustc, with
+# the sanitizer and without. With FUZZ_SANITIZER=none the campaign still stops on every
+# panic, abort, hang and memory limit, but an out-of-bounds access inside `unsafe` code goes
+# unseen, so run an address campaign where the build time allows.
 set -euo pipefail
 cd "$(dirname "$0")/../fuzz"
 if [ $# -lt 2 ]; then
@@ -41,6 +42,7 @@ dirs=("corpus/$target")
 if [ -d "seeds/$target" ]; then dirs+=("seeds/$target"); fi
 if [ -d "regressions/$target" ]; then dirs+=("regressions/$target"); fi
 export RUSTC_BOOTSTRAP=1
-exec cargo fuzz run -O -a -s "${FUZZ_SANITIZER:-address}" "$target" "${dirs[@]}" -- \
+exec cargo fuzz run -O -a -s "${FUZZ_SANITIZER:-address}" \
+    --codegen-units "${FUZZ_CODEGEN_UNITS:-16}" "$target" "${dirs[@]}" -- \
     -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=2048 \
     -detect_leaks=0 -len_control=0 -print_final_stats=1 "$@"
