@@ -30,6 +30,7 @@ use irun_tensor::{bf16, f16, with_float, Dim, ElementType, PartialShape, Tensor}
 
 use crate::attrs::AttrReader;
 use crate::fact::Fact;
+use crate::kernel::try_with_capacity;
 use crate::op::{codes, expect_inputs, take_inputs, Op, OpError, Value};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -120,9 +121,14 @@ fn philox(mut c: [u32; 4], mut k: [u32; 2]) -> [u32; 4] {
 
 /// `count` u32 from Philox calls `first, first + 1, ...` (each call's counter `n` carries into
 /// the op seed's words).
-fn philox_stream(global_seed: u64, op_seed: u64, first: u64, count: usize) -> Vec<u32> {
+fn philox_stream(
+    global_seed: u64,
+    op_seed: u64,
+    first: u64,
+    count: usize,
+) -> Result<Vec<u32>, OpError> {
     let key = [global_seed as u32, (global_seed >> 32) as u32];
-    let mut out = Vec::with_capacity(count.next_multiple_of(4));
+    let mut out = try_with_capacity(count.saturating_add(3))?;
     let (mut n, mut op) = (first, op_seed);
     while out.len() < count {
         out.extend(philox(
@@ -135,11 +141,11 @@ fn philox_stream(global_seed: u64, op_seed: u64, first: u64, count: usize) -> Ve
         }
     }
     out.truncate(count);
-    out
+    Ok(out)
 }
 
 /// MT19937 as torch's CPU generator runs it, seeded with `seed`: `count` tempered u32.
-fn mersenne_stream(seed: u64, count: usize) -> Vec<u32> {
+fn mersenne_stream(seed: u64, count: usize) -> Result<Vec<u32>, OpError> {
     const N: usize = 624;
     const M: usize = 397;
     let mut state = [0u32; N];
@@ -154,7 +160,7 @@ fn mersenne_stream(seed: u64, count: usize) -> Vec<u32> {
         let mixed = (u & 0x8000_0000) | (v & 0x7FFF_FFFF);
         (mixed >> 1) ^ if v & 1 == 1 { 0x9908_B0DF } else { 0 }
     };
-    let mut out = Vec::with_capacity(count);
+    let mut out = try_with_capacity(count)?;
     let mut next = N;
     while out.len() < count {
         if next == N {
@@ -171,7 +177,15 @@ fn mersenne_stream(seed: u64, count: usize) -> Vec<u32> {
         y ^= y >> 18;
         out.push(y);
     }
-    out
+    Ok(out)
+}
+
+/// The values of `values` (`count` of them) in a `Vec` allocated first, so that an output
+/// too large for memory is an error rather than an abort.
+fn collected<T>(count: usize, values: impl Iterator<Item = T>) -> Result<Vec<T>, OpError> {
+    let mut out = try_with_capacity(count)?;
+    out.extend(values);
+    Ok(out)
 }
 
 /// What a draw is mapped into: `[min, max)` as f32 (every float type draws through f32, as
@@ -360,27 +374,33 @@ impl Op for RandomUniform {
                 let first = self
                     .next
                     .fetch_add(256u64.saturating_mul(count as u64), Ordering::Relaxed);
-                philox_stream(self.global_seed, self.op_seed, first, count)
+                philox_stream(self.global_seed, self.op_seed, first, count)?
             }
-            Alignment::Pytorch => mersenne_stream(self.global_seed, count),
+            Alignment::Pytorch => mersenne_stream(self.global_seed, count)?,
         };
         let out = match bounds {
             Bounds::Float(lo, hi) => {
                 let values = draws.iter().map(|&x| self.float(x, lo, hi));
                 match ty {
-                    ElementType::F16 => Tensor::from_f16(dims, values.map(f16::from_f32).collect()),
-                    ElementType::Bf16 => {
-                        Tensor::from_bf16(dims, values.map(bf16::from_f32).collect())
+                    ElementType::F16 => {
+                        Tensor::from_f16(dims, collected(count, values.map(f16::from_f32))?)
                     }
-                    ElementType::F64 => Tensor::from_f64(dims, values.map(f64::from).collect()),
-                    _ => Tensor::from_f32(dims, values.collect()),
+                    ElementType::Bf16 => {
+                        Tensor::from_bf16(dims, collected(count, values.map(bf16::from_f32))?)
+                    }
+                    ElementType::F64 => {
+                        Tensor::from_f64(dims, collected(count, values.map(f64::from))?)
+                    }
+                    _ => Tensor::from_f32(dims, collected(count, values)?),
                 }
             }
             Bounds::Int { min, range } => {
                 let values = draws.iter().map(|&x| i64::from(x % range) + min);
                 match ty {
-                    ElementType::I32 => Tensor::from_i32(dims, values.map(|v| v as i32).collect()),
-                    _ => Tensor::from_i64(dims, values.collect()),
+                    ElementType::I32 => {
+                        Tensor::from_i32(dims, collected(count, values.map(|v| v as i32))?)
+                    }
+                    _ => Tensor::from_i64(dims, collected(count, values)?),
                 }
             }
         }
@@ -418,6 +438,36 @@ mod tests {
     }
 
     /// The specification's examples (seeds 150/10 for f32, 80/100 for i32 in [50, 100)).
+    /// A shape whose element count fits a `usize` but not memory (a fuzzed model asked for
+    /// 2^60 values) is an error in both alignments and for every output type, not a panic
+    /// or an abort.
+    #[test]
+    fn an_output_too_large_for_memory_is_an_error() {
+        for alignment in [Alignment::Tensorflow, Alignment::Pytorch] {
+            for (ty, min, max) in [
+                (
+                    ElementType::F32,
+                    Tensor::from_f32(vec![], vec![0.0]),
+                    Tensor::from_f32(vec![], vec![1.0]),
+                ),
+                (
+                    ElementType::I64,
+                    Tensor::from_i64(vec![], vec![0]),
+                    Tensor::from_i64(vec![], vec![9]),
+                ),
+            ] {
+                let op = op(ty, 1, 2, alignment);
+                let err = run(&op, &[1 << 40, 1 << 20], min.unwrap(), max.unwrap()).unwrap_err();
+                assert_eq!(
+                    err.code,
+                    codes::MEMORY,
+                    "{alignment:?} {ty}: {}",
+                    err.message
+                );
+            }
+        }
+    }
+
     #[test]
     fn the_specifications_examples() {
         let t = run(
