@@ -167,11 +167,7 @@ impl Executable {
         if self.op_name(m) != Some("Add-1") || slot > 1 || !self.same_fact(m, n) {
             return Ok(None);
         }
-        let numpy = self.graph.layer(m).data.as_ref().is_none_or(|d| {
-            d.attrs
-                .iter()
-                .all(|a| a.name != "auto_broadcast" || a.value.eq_ignore_ascii_case("numpy"))
-        });
+        let numpy = broadcasts_numpy(self.graph.layer(m));
         let other = self.graph.nodes[m].inputs.get(1 - slot).copied().flatten();
         let Some(c) = other.filter(|o| o.slot == 0).map(|o| o.node) else {
             return Ok(None);
@@ -210,4 +206,14 @@ impl Executable {
             _ => false,
         }
     }
+}
+
+/// Whether an elementwise layer broadcasts numpy-style: its `auto_broadcast` is `numpy` (in
+/// any case) or absent, the default of the binary ops.
+pub(crate) fn broadcasts_numpy(layer: &irun_ir::Layer) -> bool {
+    layer.data.as_ref().is_none_or(|d| {
+        d.attrs
+            .iter()
+            .all(|a| a.name != "auto_broadcast" || a.value.eq_ignore_ascii_case("numpy"))
+    })
 }

@@ -382,11 +382,7 @@ fn kind_of(
     let g = &*exe.graph;
     let layer = g.layer(n);
     let name = op.name();
-    let numpy = layer.data.as_ref().is_none_or(|d| {
-        d.attrs
-            .iter()
-            .all(|a| a.name != "auto_broadcast" || a.value.eq_ignore_ascii_case("numpy"))
-    });
+    let numpy = crate::fuse::broadcasts_numpy(layer);
     let stacked_first = ranks[0].0 && !ranks[1..].iter().any(|&(s, _)| s);
     Ok(match name {
         "Squeeze-1" | "Unsqueeze-1" | "Reshape-1" if stacked_first => Some(Kind::Reshape),
