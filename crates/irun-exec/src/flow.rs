@@ -257,7 +257,7 @@ impl Executable {
             if let Some((h, stacked)) = &hoisted {
                 let row = stacked
                     .row(i as usize)
-                    .map_err(|e| self.hoisted_error(n, body, h, h.given[0], e))?;
+                    .map_err(|(node, e)| self.hoisted_error(n, body, h, node, e))?;
                 inputs.extend(row);
             }
             let results = exe

@@ -111,7 +111,7 @@ pub(crate) struct Hoisted {
     steps: Vec<Step>,
     /// The hoisted nodes that the rest of the body reads, in the order the body receives
     /// their values after its Parameters.
-    pub(crate) given: Vec<NodeId>,
+    given: Vec<NodeId>,
     /// The sliced Parameters the steps read, with their static per-iteration shapes.
     sliced: Vec<(usize, Vec<usize>)>,
     /// A placeholder for each sliced Parameter that only hoisted nodes read, by Parameter
@@ -268,7 +268,7 @@ impl Hoisted {
             .iter()
             .map(|node| {
                 let step = self.steps.iter().find(|s| s.node == *node).expect("given");
-                (stacked[node].clone(), step.shape.clone())
+                (*node, stacked[node].clone(), step.shape.clone())
             })
             .collect();
         Ok(Some(Stacked { given }))
@@ -505,33 +505,37 @@ fn stack(data: &Value, axis: usize, reverse: bool, t: usize) -> Result<Value, Op
 /// The hoisted nodes' values for every iteration: `[t, *shape]` each, in the order the body
 /// receives them.
 pub(crate) struct Stacked {
-    given: Vec<(Value, Vec<usize>)>,
+    /// Each given node, its stacked value and its per-iteration shape.
+    given: Vec<(NodeId, Value, Vec<usize>)>,
 }
 
 impl Stacked {
     /// Iteration `i`'s values, copied out as it starts: the copies of one iteration are
     /// freed before the next, so they reuse the same memory.
-    pub(crate) fn row(&self, i: usize) -> Result<Vec<Value>, OpError> {
+    pub(crate) fn row(&self, i: usize) -> Result<Vec<Value>, (NodeId, OpError)> {
         self.given
             .iter()
-            .map(|(value, shape)| {
-                let values = value.values::<f32>().ok_or_else(|| {
-                    OpError::new(
-                        codes::INTERNAL,
-                        "internal error: a hoisted value is not f32",
-                    )
-                })?;
-                let len = shape.iter().product::<usize>();
-                let row = values.get(i * len..(i + 1) * len).ok_or_else(|| {
-                    OpError::new(
-                        codes::INTERNAL,
-                        format!("internal error: a hoisted value has no row {i}"),
-                    )
-                })?;
-                Tensor::from_f32(shape.clone(), row.to_vec())
-                    .map(Arc::new)
-                    .map_err(|e| OpError::new(codes::RUN_SHAPE, e.to_string()))
-            })
+            .map(|(node, value, shape)| row_of(value, shape, i).map_err(|e| (*node, e)))
             .collect()
     }
+}
+
+/// Row `i` of the stacked f32 `value`, a value of `shape`.
+fn row_of(value: &Value, shape: &[usize], i: usize) -> Result<Value, OpError> {
+    let values = value.values::<f32>().ok_or_else(|| {
+        OpError::new(
+            codes::INTERNAL,
+            "internal error: a hoisted value is not f32",
+        )
+    })?;
+    let len = shape.iter().product::<usize>();
+    let row = values.get(i * len..(i + 1) * len).ok_or_else(|| {
+        OpError::new(
+            codes::INTERNAL,
+            format!("internal error: a hoisted value has no row {i}"),
+        )
+    })?;
+    Tensor::from_f32(shape.to_vec(), row.to_vec())
+        .map(Arc::new)
+        .map_err(|e| OpError::new(codes::RUN_SHAPE, e.to_string()))
 }
