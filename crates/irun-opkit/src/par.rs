@@ -275,6 +275,27 @@ impl<T: Copy> Filler<'_, T> {
         self.slots.len() - self.len
     }
 
+    /// Appends `count` values that `init` writes into the next `count` slots, proving it by
+    /// handing the same slots back initialised (as [`MaybeUninit::write_copy_of_slice`]
+    /// does): for a kernel that writes them out of order, never zero-filled first.
+    ///
+    /// Panics when `init` returns any other slice (a kernel bug, never unsound).
+    #[inline]
+    pub fn init_with(
+        &mut self,
+        count: usize,
+        init: impl FnOnce(&mut [MaybeUninit<T>]) -> &mut [T],
+    ) {
+        let slots = &mut self.slots[self.len..][..count];
+        let at = slots.as_ptr() as *const T;
+        let done = init(slots);
+        assert!(
+            std::ptr::eq(done.as_ptr(), at) && done.len() == count,
+            "init_with: the kernel returned other slots"
+        );
+        self.len += count;
+    }
+
     /// Appends `v` `count` times.
     #[inline]
     pub fn repeat(&mut self, v: T, count: usize) {
@@ -418,6 +439,42 @@ mod tests {
             })
         });
         assert!(past.is_err());
+    }
+
+    /// `init_with` counts the slots its kernel hands back initialised, written in any
+    /// order; handing back other slots (a shorter run, or a copy elsewhere) panics.
+    #[test]
+    fn init_with_takes_the_slots_written_out_of_order() {
+        for threads in [1, 2] {
+            pool(threads).install(|| {
+                let n = PAR_MIN_ELEMENTS * 2 + 5;
+                let v = build(n, 10, &|start, f| {
+                    let len = f.remaining();
+                    f.init_with(len, |slots| {
+                        for (i, s) in slots.iter_mut().enumerate().rev() {
+                            s.write((start + i) as u32);
+                        }
+                        // SAFETY: each slot was written just above.
+                        unsafe { &mut *(slots as *mut [MaybeUninit<u32>] as *mut [u32]) }
+                    });
+                    assert_eq!(f.remaining(), 0);
+                })
+                .unwrap();
+                assert_eq!(v, (0..n as u32).collect::<Vec<_>>());
+            });
+        }
+        let shorter = std::panic::catch_unwind(|| {
+            build(4, 4, &|_, f: &mut Filler<'_, u8>| {
+                f.init_with(4, |slots| slots[..3].write_copy_of_slice(&[1, 2, 3]));
+            })
+        });
+        assert!(shorter.is_err());
+        let elsewhere = std::panic::catch_unwind(|| {
+            build(4, 4, &|_, f: &mut Filler<'_, u8>| {
+                f.init_with(4, |_| Box::leak(Box::new([1u8; 4])).as_mut_slice());
+            })
+        });
+        assert!(elsewhere.is_err());
     }
 
     /// `map` writes every element of its uninitialised output (the proof behind its

@@ -7,6 +7,8 @@
 //! AVX2 registers (a tile cut by the edge by masked loads), or without AVX2 through arrays.
 //! A gather per position costs several times as much, and a scalar loop a store per value.
 
+use std::mem::MaybeUninit;
+
 const LANES: usize = 16;
 
 /// `dst[16 * j + i] = src[i * step + j]` for `j < cols`, `i < rows`, and `0` for
@@ -90,6 +92,21 @@ pub fn block(
     cols: usize,
     (dst, dst_step): (&mut [u32], usize),
 ) {
+    // SAFETY: `MaybeUninit<u32>` has `u32`'s layout, and `block_uninit` writes only
+    // initialised values, so `dst` holds initialised `u32`s whatever it does.
+    let dst = unsafe { &mut *(dst as *mut [u32] as *mut [MaybeUninit<u32>]) };
+    block_uninit((src, src_step), rows, cols, (dst, dst_step));
+}
+
+/// [`block`] into memory that may not be initialised yet: what it writes is initialised,
+/// the rest of `dst` left as it was.
+#[inline]
+fn block_uninit(
+    (src, src_step): (&[u32], usize),
+    rows: usize,
+    cols: usize,
+    (dst, dst_step): (&mut [MaybeUninit<u32>], usize),
+) {
     let fits = |n: usize, step: usize, width: usize, have: usize| {
         n == 0
             || width == 0
@@ -144,24 +161,56 @@ pub fn block(
 /// channel-last output).
 ///
 /// Panics when either slice is not `rows * cols` long (a caller's bug).
-pub fn matrix_into(src: &[f32], rows: usize, cols: usize, dst: &mut [f32]) {
+pub fn matrix_into<'a>(
+    src: &[f32],
+    rows: usize,
+    cols: usize,
+    dst: &'a mut [MaybeUninit<f32>],
+) -> &'a mut [f32] {
     assert!(
         rows.checked_mul(cols)
             .is_some_and(|n| src.len() == n && dst.len() == n),
         "matrix transpose of the wrong size"
     );
-    let (src, dst): (&[u32], &mut [u32]) =
-        (bytemuck::cast_slice(src), bytemuck::cast_slice_mut(dst));
+    transposed_into((src, cols), rows, cols, dst)
+}
+
+/// `dst[j * rows + i] = src[i * step + j]` for `i < rows`, `j < cols`: columns `0..cols` of
+/// `rows` runs `step` apart, transposed by [`block`]s into the whole of `dst`, which may not
+/// have been initialised (writing zeros first was a tenth of a convolution's time); returned
+/// initialised.
+///
+/// Panics when `dst` is not `rows * cols` long or `src` does not reach (a caller's bug).
+pub fn transposed_into<'a>(
+    (src, step): (&[f32], usize),
+    rows: usize,
+    cols: usize,
+    dst: &'a mut [MaybeUninit<f32>],
+) -> &'a mut [f32] {
+    assert!(
+        rows.checked_mul(cols).is_some_and(|n| dst.len() == n),
+        "transpose into a slice of the wrong size"
+    );
+    let src: &[u32] = bytemuck::cast_slice(src);
+    // SAFETY: `MaybeUninit<f32>` and `MaybeUninit<u32>` have one layout, and only `u32`
+    // bit patterns (each valid as an `f32`) are written through the cast.
+    let dst32 = unsafe { &mut *(dst as *mut [MaybeUninit<f32>] as *mut [MaybeUninit<u32>]) };
     for i0 in (0..rows).step_by(LANES) {
         for j0 in (0..cols).step_by(LANES) {
-            block(
-                (&src[i0 * cols + j0..], cols),
+            // `block_uninit` checks that `src` reaches row `i0 + 15`'s columns.
+            block_uninit(
+                (&src[(i0 * step + j0).min(src.len())..], step),
                 LANES.min(rows - i0),
                 LANES.min(cols - j0),
-                (&mut dst[j0 * rows + i0..], rows),
+                (&mut dst32[j0 * rows + i0..], rows),
             );
         }
     }
+    // SAFETY: the blocks tile `0..rows x 0..cols`, and the block at `(i0, j0)` wrote
+    // `dst[j * rows + i]` for each of its `i`, `j`: together every index `j * rows + i`
+    // with `i < rows`, `j < cols`, which is each of the `rows * cols` slots of `dst` (its
+    // length, asserted). `MaybeUninit<f32>` has `f32`'s layout.
+    unsafe { &mut *(dst as *mut [MaybeUninit<f32>] as *mut [f32]) }
 }
 
 /// [`block`] without AVX-512 or AVX2: whole 8 x 8 tiles through fixed-size arrays, the
@@ -171,7 +220,7 @@ fn block_by_eights(
     (src, src_step): (&[u32], usize),
     rows: usize,
     cols: usize,
-    (dst, dst_step): (&mut [u32], usize),
+    (dst, dst_step): (&mut [MaybeUninit<u32>], usize),
 ) {
     const T: usize = 8;
     let (whole_rows, whole_cols) = (rows / T * T, cols / T * T);
@@ -185,7 +234,7 @@ fn block_by_eights(
             for j in 0..T {
                 let row = &mut dst[(j0 + j) * dst_step + i0..][..T];
                 for (i, v) in row.iter_mut().enumerate() {
-                    *v = tile[i][j];
+                    v.write(tile[i][j]);
                 }
             }
         }
@@ -193,7 +242,7 @@ fn block_by_eights(
     for i in 0..rows {
         let from = if i < whole_rows { whole_cols } else { 0 };
         for j in from..cols {
-            dst[j * dst_step + i] = src[i * src_step + j];
+            dst[j * dst_step + i].write(src[i * src_step + j]);
         }
     }
 }
@@ -217,18 +266,8 @@ pub fn channels_last(
         while fill.remaining() > 0 {
             let (item, p0) = (pixel / plane, pixel % plane);
             let len = LANES.min(plane - p0).min(fill.remaining() / c);
-            let dst = fill.repeat_mut(0.0, len * c);
-            for c0 in (0..channels).step_by(LANES) {
-                block(
-                    (
-                        bytemuck::cast_slice(&x[(item * c + c0) * plane + p0..]),
-                        plane,
-                    ),
-                    LANES.min(channels - c0),
-                    len,
-                    (bytemuck::cast_slice_mut(&mut dst[c0..]), c),
-                );
-            }
+            let src = &x[(item * c * plane + p0).min(x.len())..];
+            fill.init_with(len * c, |dst| transposed_into((src, plane), c, len, dst));
             pixel += len;
         }
     })
@@ -521,7 +560,18 @@ mod tests {
             };
             return;
         }
-        block_by_eights(src, rows, cols, dst);
+        by_eights(src, rows, cols, dst);
+    }
+
+    /// [`block_by_eights`] into initialised values, which it leaves as they were where it
+    /// does not write.
+    fn by_eights(src: (&[u32], usize), rows: usize, cols: usize, dst: (&mut [u32], usize)) {
+        let mut slots: Vec<MaybeUninit<u32>> = dst.0.iter().map(|&v| MaybeUninit::new(v)).collect();
+        block_by_eights(src, rows, cols, (&mut slots, dst.1));
+        for (d, s) in dst.0.iter_mut().zip(&slots) {
+            // SAFETY: every slot was initialised from `dst` above and only written since.
+            *d = unsafe { s.assume_init() };
+        }
     }
 
     /// Blocks of every size up to 16 x 16 between steps wider than the block, as the
@@ -539,7 +589,7 @@ mod tests {
             })
             .collect();
         type Transpose = fn((&[u32], usize), usize, usize, (&mut [u32], usize));
-        let ways: [Transpose; 3] = [block, by_avx2, block_by_eights];
+        let ways: [Transpose; 3] = [block, by_avx2, by_eights];
         for (rows, cols) in (0..=16).flat_map(|r| (0..=16).map(move |c| (r, c))) {
             for way in ways {
                 let mut dst = vec![u32::MAX; 16 * ds];
@@ -573,12 +623,26 @@ mod tests {
             let src: Vec<f32> = (0..rows * cols)
                 .map(|v| f32::from_bits(0x7fc0_0000 | v as u32))
                 .collect();
-            let mut dst = vec![0.0f32; rows * cols];
-            matrix_into(&src, rows, cols, &mut dst);
+            let mut slots = vec![MaybeUninit::uninit(); rows * cols];
+            let dst = matrix_into(&src, rows, cols, &mut slots);
             for i in 0..rows {
                 for j in 0..cols {
                     let (got, want) = (dst[j * rows + i], src[i * cols + j]);
                     assert_eq!(got.to_bits(), want.to_bits(), "{rows}x{cols} at {i},{j}");
+                }
+            }
+            // The first `cols` columns of rows 3 values longer.
+            let step = cols + 3;
+            let wide: Vec<f32> = (0..rows * step).map(|v| v as f32).collect();
+            let mut slots = vec![MaybeUninit::uninit(); rows * cols];
+            let dst = transposed_into((&wide, step), rows, cols, &mut slots);
+            for i in 0..rows {
+                for j in 0..cols {
+                    assert_eq!(
+                        dst[j * rows + i],
+                        wide[i * step + j],
+                        "{rows}x{cols} at {i},{j}"
+                    );
                 }
             }
         }
@@ -587,7 +651,7 @@ mod tests {
     #[test]
     #[should_panic(expected = "wrong size")]
     fn refuses_a_matrix_of_the_wrong_size() {
-        matrix_into(&[0.0; 6], 2, 3, &mut [0.0; 5]);
+        matrix_into(&[0.0; 6], 2, 3, &mut [MaybeUninit::uninit(); 5]);
     }
 
     #[test]

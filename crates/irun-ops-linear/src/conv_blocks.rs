@@ -213,7 +213,9 @@ impl Geometry {
                 }
             };
             if channels_last {
-                irun_opkit::transpose16::matrix_into(c, self.co, cols, share.zeros(0, c.len()));
+                share.init_with(0, c.len(), |dst| {
+                    irun_opkit::transpose16::matrix_into(c, self.co, cols, dst)
+                });
             } else {
                 for (o, row) in c.chunks_exact(cols).enumerate() {
                     share.push(o, row);

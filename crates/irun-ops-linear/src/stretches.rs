@@ -40,6 +40,28 @@ impl Share<'_> {
         *done += values.len();
     }
 
+    /// Writes the next `n` values of stretch `p` by `init`, which proves it by handing the
+    /// same slots back initialised (a transpose that writes them out of order).
+    ///
+    /// Panics when they run past the stretch's end or `init` returns other slots (a
+    /// caller's bug, never unsound).
+    pub(crate) fn init_with(
+        &mut self,
+        p: usize,
+        n: usize,
+        init: impl FnOnce(&mut [MaybeUninit<f32>]) -> &mut [f32],
+    ) {
+        let (stretch, done) = &mut self.stretches[p];
+        let slots = &mut stretch[*done..][..n];
+        let at = slots.as_ptr() as *const f32;
+        let written = init(slots);
+        assert!(
+            std::ptr::eq(written.as_ptr(), at) && written.len() == n,
+            "init_with: the kernel returned other slots"
+        );
+        *done += n;
+    }
+
     /// Writes `n` zeros next in stretch `p` and hands them back to be added into.
     ///
     /// Panics when they run past the stretch's end (a caller's bug).
@@ -106,7 +128,8 @@ mod tests {
     use super::*;
 
     /// Stretches in any order and at any thread count land where they belong; a stretch
-    /// left short is an error, not uninitialised values.
+    /// left short is an error, not uninitialised values, and slots said to be written that
+    /// are not the stretch's are a panic.
     #[test]
     fn every_stretch_lands_in_its_plane_or_the_output_is_refused() {
         for threads in 1..=3 {
@@ -120,6 +143,13 @@ mod tests {
                             .collect();
                         share.push(p, &values);
                         let (first, rest) = (share.first + half, share.len() - half);
+                        if p == 1 {
+                            let values: Vec<f32> = (first..first + rest)
+                                .map(|j| (plane * 10 + j) as f32)
+                                .collect();
+                            share.init_with(p, rest, |slots| slots.write_copy_of_slice(&values));
+                            continue;
+                        }
                         for (i, v) in share.zeros(p, rest).iter_mut().enumerate() {
                             *v += (plane * 10 + first + i) as f32;
                         }
@@ -136,5 +166,12 @@ mod tests {
             Ok(())
         });
         assert!(short.is_err());
+        let elsewhere = std::panic::catch_unwind(|| {
+            write_in_stretches(1, 1, 4, 4, &|_, share| {
+                share.init_with(0, 4, |_| Box::leak(Box::new([1.0f32; 4])).as_mut_slice());
+                Ok(())
+            })
+        });
+        assert!(elsewhere.is_err(), "slots handed back from elsewhere");
     }
 }
