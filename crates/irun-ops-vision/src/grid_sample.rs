@@ -134,6 +134,7 @@ impl GridSample {
 
     /// Appends the plane offsets and weights a grid point `(x, y)` reads on an `h x w`
     /// image to `taps`.
+    #[inline(always)]
     fn taps(&self, x: f64, y: f64, h: usize, w: usize, taps: &mut Vec<(usize, f64)>) {
         if !(x.is_finite() && y.is_finite()) {
             return;
@@ -148,6 +149,47 @@ impl GridSample {
             }
         }
     }
+
+    /// The f32 sampling of `x [n, c, h, w]` at the points of `grid` (`[n, points, 2]`), with
+    /// channels in the inner loop: the image moved channel-last, each point's taps found (in the
+    /// same vector context, where `floor` is one instruction, not a call) and summed over groups
+    /// of channels in f64 vectors into `[n, points, c]`, which is moved back. Per channel the
+    /// sums of [`weighted_sum`], in its order, so the same bits (tested); the plane-by-plane loop
+    /// was a scalar multiply-add and a store `points` apart per tap of each output, and a list
+    /// of every point's taps made first took as long as the sums.
+    fn by_pixels(
+        &self,
+        x: &[f32],
+        [n, c, h, w]: [usize; 4],
+        grid: &[f64],
+    ) -> Result<Vec<f32>, OpError> {
+        let (plane, points) = (h * w, grid.len() / 2 / n.max(1));
+        let pixels = irun_opkit::transpose16::channels_last(x, n, c)?;
+        let groups = c / GROUP * GROUP;
+        let last = irun_opkit::par::build(n * points * c, c, &|at, out| {
+            let mut taps = Vec::with_capacity(16);
+            for q in at / c..at / c + out.remaining() / c {
+                let img = &pixels[q / points.max(1) * plane * c..][..plane * c];
+                irun_opkit::simd::widest(
+                    #[inline(always)]
+                    || {
+                        taps.clear();
+                        self.taps(grid[2 * q], grid[2 * q + 1], h, w, &mut taps);
+                        for first in (0..groups).step_by(GROUP) {
+                            let sums = weighted_sums::<GROUP>(img, c, first, taps.iter().copied());
+                            out.extend_from_slice(&sums.map(|v| v as f32));
+                        }
+                        for ch in groups..c {
+                            let [v] = weighted_sums::<1>(img, c, ch, taps.iter().copied());
+                            out.push(v as f32);
+                        }
+                    },
+                );
+            }
+        })?;
+        // Each image's `[points, c]` is its `[c, points]` transposed.
+        irun_opkit::transpose16::channels_last(&last, n, points)
+    }
 }
 
 /// `Σ weight * src[offset]` over `taps`, in order from -0.0 in f64 (`Iterator::sum`'s
@@ -160,43 +202,6 @@ fn weighted_sum<T: Number>(src: &[T], taps: &[(usize, f64)]) -> f64 {
         [a, b, c, d] => term(a) + term(b) + term(c) + term(d),
         _ => taps.iter().map(term).sum(),
     }
-}
-
-/// The f32 sampling of `x [n, c, plane]` at `points` points per image whose taps are
-/// `taps[starts[q]..starts[q + 1]]` for point `q`, with channels in the inner loop: the image
-/// moved channel-last, each point's taps summed over groups of channels in f64 vectors into
-/// `[n, points, c]`, which is moved back. Per channel the sums of [`weighted_sum`], in its
-/// order, so the same bits (tested); the plane-by-plane loop was a scalar multiply-add and
-/// a store `points` apart per tap of each output.
-fn by_pixels(
-    x: &[f32],
-    [n, c, plane, points]: [usize; 4],
-    starts: &[usize],
-    taps: &[(usize, f64)],
-) -> Result<Vec<f32>, OpError> {
-    let pixels = irun_opkit::transpose16::channels_last(x, n, c)?;
-    let groups = c / GROUP * GROUP;
-    let last = irun_opkit::par::build(n * points * c, c, &|at, out| {
-        for q in at / c..at / c + out.remaining() / c {
-            let img = &pixels[q / points.max(1) * plane * c..][..plane * c];
-            let taps = &taps[starts[q]..starts[q + 1]];
-            irun_opkit::simd::widest(
-                #[inline(always)]
-                || {
-                    for first in (0..groups).step_by(GROUP) {
-                        let sums = weighted_sums::<GROUP>(img, c, first, taps.iter().copied());
-                        out.extend_from_slice(&sums.map(|v| v as f32));
-                    }
-                    for ch in groups..c {
-                        let [v] = weighted_sums::<1>(img, c, ch, taps.iter().copied());
-                        out.push(v as f32);
-                    }
-                },
-            );
-        }
-    })?;
-    // Each image's `[points, c]` is its `[c, points]` transposed.
-    irun_opkit::transpose16::channels_last(&last, n, points)
 }
 
 impl Op for GridSample {
@@ -267,6 +272,17 @@ impl Op for GridSample {
                 format!("GridSample-9: a grid of {gty}"),
             )
         })?;
+        let ty = data.element_type();
+        let out_shape = vec![n, c, gs[1], gs[2]];
+        if ty == ElementType::F32 && c >= GROUP {
+            let x = data
+                .values::<f32>()
+                .ok_or_else(|| OpError::new(codes::INTERNAL, "storage"))?;
+            let y = self.by_pixels(x, [n, c, h, w], &g)?;
+            let out = Tensor::from_f32(out_shape, y)
+                .map_err(|e| OpError::new(codes::RUN_SHAPE, e.to_string()))?;
+            return Ok(vec![std::sync::Arc::new(out)]);
+        }
         // Every point's taps in one flat list (point p's are `starts[p]..starts[p + 1]`): a
         // list per point was a pointer to chase per output element of every channel.
         // Found by blocks of points in parallel (one at a time, three small allocations
@@ -289,17 +305,6 @@ impl Op for GridSample {
             let base = taps.len();
             starts.extend(ends.iter().map(|e| base + e));
             taps.extend(part);
-        }
-        let ty = data.element_type();
-        let out_shape = vec![n, c, gs[1], gs[2]];
-        if ty == ElementType::F32 && c >= GROUP {
-            let x = data
-                .values::<f32>()
-                .ok_or_else(|| OpError::new(codes::INTERNAL, "storage"))?;
-            let y = by_pixels(x, [n, c, h * w, points], &starts, &taps)?;
-            let out = Tensor::from_f32(out_shape, y)
-                .map_err(|e| OpError::new(codes::RUN_SHAPE, e.to_string()))?;
-            return Ok(vec![std::sync::Arc::new(out)]);
         }
         let out = with_number!(ty, T => {
             let x = data.values::<T>().ok_or_else(|| OpError::new(codes::INTERNAL, "storage"))?;

@@ -180,14 +180,13 @@ impl RoiAlign {
         let plane = h * w;
         let bins = self.pooled_h * self.pooled_w;
         debug_assert_eq!(pixels.len(), n * plane * c);
-        let mut y = crate::kernel::try_zeroed::<f32>(batch.len() * c * bins)?;
-        if y.is_empty() {
-            return Ok(y);
+        let per_roi = c * bins;
+        if batch.len() * per_roi == 0 {
+            return Ok(Vec::new());
         }
-        irun_opkit::par::for_each_split_mut(&mut y, c * bins, &|at, chunk| {
+        irun_opkit::par::build(batch.len() * per_roi, per_roi, &|at, fill| {
             let mut by_bin = Vec::new();
-            for (i, dst) in chunk.chunks_mut(c * bins).enumerate() {
-                let r = at / (c * bins) + i;
+            for r in at / per_roi..(at + fill.remaining()) / per_roi {
                 let roi = rois[4 * r..4 * r + 4].try_into().expect("4 values");
                 let (samples, per_bin) = self.samples(roi, h, w);
                 let img = &pixels[batch[r] as usize * plane * c..][..plane * c];
@@ -219,15 +218,13 @@ impl RoiAlign {
                     },
                 );
                 // The bins were written channel-last, a vector store per group; the output is
-                // channel-first.
-                for (ch, out) in dst.chunks_mut(bins).enumerate() {
-                    for (b, o) in out.iter_mut().enumerate() {
-                        *o = by_bin[b * c + ch];
-                    }
-                }
+                // channel-first: moved by 16 x 16 blocks (a strided read per value was about a
+                // twelfth of the op).
+                fill.init_with(per_roi, |dst| {
+                    irun_opkit::transpose16::matrix_into(&by_bin, bins, c, dst)
+                });
             }
-        });
-        Ok(y)
+        })
     }
 }
 
