@@ -315,6 +315,75 @@ fn tensors_and_decoded_constants_count_against_the_memory_limit() {
     assert_eq!(&bits[..8], &[1, 0, 1, 0, 0, 1, 0, 1]);
 }
 
+/// An output whose shape is computed at run time (Broadcast to a shape the model gets as an
+/// input) is checked against the memory limit on its actual shape before its kernel
+/// allocates it: 128 MiB refused under a 1 MB limit, 60 bytes allowed.
+#[test]
+fn outputs_of_shapes_computed_at_run_time_count_against_the_memory_limit() {
+    use irun_graph::testing::{edge, ir, layer, parameter, port, result};
+    let d = scratch_dir("run_cli_runtime_shape");
+    let xml = ir(
+        &[
+            parameter(0, "shape", "i64", "2", "I64", &[2]),
+            layer(
+                1,
+                "value",
+                "Const",
+                "opset1",
+                Some("element_type=\"f32\" shape=\"\" offset=\"0\" size=\"4\""),
+                &[],
+                &[port(0, "FP32", &[])],
+            ),
+            layer(
+                2,
+                "spread",
+                "Broadcast",
+                "opset3",
+                Some("mode=\"numpy\""),
+                &[port(0, "FP32", &[]), port(1, "I64", &[2])],
+                &[port(2, "FP32", &[-1, -1])],
+            ),
+            result(3, "out", "FP32", &[-1, -1]),
+        ],
+        &[edge(1, 0, 2, 0), edge(0, 0, 2, 1), edge(2, 2, 3, 0)],
+    );
+    std::fs::write(d.join("model.xml"), xml).unwrap();
+    std::fs::write(d.join("model.bin"), 1.5f32.to_le_bytes()).unwrap();
+    let model = d.join("model.xml");
+    let model = model.to_str().unwrap();
+    let shape = |dims: Vec<i64>| {
+        npz(
+            &d,
+            vec![("shape", Tensor::from_i64(vec![2], dims).unwrap())],
+        )
+    };
+    let limit = ["--memory-limit", "1000000"];
+    let o = irun(
+        &[
+            &["run", model, "--inputs", &shape(vec![4096, 8192])],
+            &limit[..],
+        ]
+        .concat(),
+    );
+    expect(&o, 1, "its outputs need 134217728 bytes");
+    assert!(o.stderr.contains("spread"), "{}", o.stderr);
+    let out = d.join("out.npz");
+    let small = shape(vec![3, 5]);
+    let args = [
+        "run",
+        model,
+        "--inputs",
+        &small,
+        "--outputs",
+        out.to_str().unwrap(),
+    ];
+    let o = irun(&[&args[..], &limit[..]].concat());
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let got = read_npz(std::fs::File::open(&out).unwrap()).unwrap();
+    assert_eq!(got[0].1.shape(), &[3, 5]);
+    assert!(got[0].1.values::<f32>().unwrap().iter().all(|&v| v == 1.5));
+}
+
 #[test]
 fn bench_prints_the_benchmark_app_block() {
     let model = format!("{CASE}/model.xml");

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use irun_graph::NodeId;
 use irun_ops::{Fact, Value};
-use irun_tensor::{ElementType, Tensor};
+use irun_tensor::{ElementType, PartialShape, Tensor};
 
 use crate::{Executable, RunError, RunErrorKind};
 
@@ -77,7 +77,41 @@ impl Executable {
             .map_err(|e| self.layer_error(n, RunErrorKind::InvalidModel, e))
     }
 
-    /// Bytes of node `n`'s outputs, from their (now static) facts.
+    /// Bytes of op node `n`'s outputs, from their facts, or, where a fact's shape is still not
+    /// static (a shape computed at run time: RandomUniform's, Broadcast's target), from its
+    /// op's inference redone on its actual inputs (`values`, by outlet; shapes, types and the
+    /// values the op reads), so that an output of a value-dependent shape is checked against
+    /// the memory limit before its kernel allocates it. An inference that fails leaves the
+    /// error to the kernel, which reports it with its own words.
+    pub(crate) fn op_output_bytes(
+        &self,
+        n: NodeId,
+        facts: &[Fact],
+        inputs: &[usize],
+        values: &[Option<Value>],
+    ) -> Result<u64, RunError> {
+        let op = self.graph.ops[n].as_ref();
+        let (Some(op), false) = (op, facts.iter().all(|f| f.shape.is_static())) else {
+            return self.output_bytes(n, facts);
+        };
+        let reads = op.value_inputs();
+        let actual: Option<Vec<Fact>> = inputs
+            .iter()
+            .enumerate()
+            .map(|(slot, &o)| {
+                let v = values[o].as_ref()?;
+                let mut f = Fact::new(v.element_type(), PartialShape::fixed(v.shape()));
+                f.value = reads.contains(&slot).then(|| v.clone());
+                Some(f)
+            })
+            .collect();
+        match actual.map(|a| op.infer(&a)) {
+            Some(Ok(refined)) => self.output_bytes(n, &refined),
+            _ => self.output_bytes(n, facts),
+        }
+    }
+
+    /// Bytes of node `n`'s outputs, from their facts (those of shapes not static count 0).
     pub(crate) fn output_bytes(&self, n: NodeId, facts: &[Fact]) -> Result<u64, RunError> {
         let mut total: u64 = 0;
         for f in facts {

@@ -276,7 +276,7 @@ impl<T: Copy> Filler<'_, T> {
     }
 
     /// Appends `count` values that `init` writes into the next `count` slots, proving it by
-    /// handing the same slots back initialised (as [`MaybeUninit::write_copy_of_slice`]
+    /// handing the same slots back initialised (as `write_copy_of_slice` on `[MaybeUninit<T>]`
     /// does): for a kernel that writes them out of order, never zero-filled first.
     ///
     /// Panics when `init` returns any other slice (a kernel bug, never unsound).
