@@ -286,13 +286,7 @@ impl<T: Copy> Filler<'_, T> {
         count: usize,
         init: impl FnOnce(&mut [MaybeUninit<T>]) -> &mut [T],
     ) {
-        let slots = &mut self.slots[self.len..][..count];
-        let at = slots.as_ptr() as *const T;
-        let done = init(slots);
-        assert!(
-            std::ptr::eq(done.as_ptr(), at) && done.len() == count,
-            "init_with: the kernel returned other slots"
-        );
+        init_slots(&mut self.slots[self.len..][..count], init);
         self.len += count;
     }
 
@@ -303,6 +297,24 @@ impl<T: Copy> Filler<'_, T> {
         self.slots[self.len..end].fill(MaybeUninit::new(v));
         self.len = end;
     }
+}
+
+/// Runs `init` on `slots` and checks that it handed back those very slots as `&mut [T]`,
+/// which safe code can hold only once they are initialised: the proof a writer of
+/// uninitialised memory gives before its slots are counted as written ([`Filler::init_with`],
+/// the convolution's stretches).
+///
+/// Panics when `init` returns any other slice (a kernel bug, never unsound).
+pub fn init_slots<T>(
+    slots: &mut [MaybeUninit<T>],
+    init: impl FnOnce(&mut [MaybeUninit<T>]) -> &mut [T],
+) {
+    let (at, count) = (slots.as_ptr() as *const T, slots.len());
+    let done = init(slots);
+    assert!(
+        std::ptr::eq(done.as_ptr(), at) && done.len() == count,
+        "init_with: the kernel returned other slots"
+    );
 }
 
 /// A vector of `n` values written in parallel chunks (as [`for_each_split_mut`] cuts them,
