@@ -119,10 +119,6 @@ fn every_model_matches_openvino_at_1_and_2_threads() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
-/// A model with dynamic inputs keeps the facts it inferred for the last input shapes: runs on
-/// other shapes must not reuse them. GAT on its inputs, on a smaller graph (the first 16 nodes
-/// and the edges among them), then on its inputs again: each run equals a run of a fresh
-/// executable, and the first equals OpenVINO's output.
 /// Compile-time work changes no bit: every model gives the same outputs with its constants
 /// prepared (packed filters and weights, planned scatters), the Add/ReLU epilogues fused
 /// into the GEMM kernels before them, and the scatters of the GNNs reading their indices
@@ -198,6 +194,10 @@ fn a_max_over_rows_is_fused_into_the_product() {
     assert_eq!(got[1].1.shape(), &[2, 3, 1, 24]);
 }
 
+/// A model with dynamic inputs keeps the facts it inferred for the last input shapes: runs on
+/// other shapes must not reuse them. GAT on its inputs, on a smaller graph (the first 16 nodes
+/// and the edges among them), then on its inputs again: each run equals a run of a fresh
+/// executable, and the first equals OpenVINO's output.
 #[test]
 fn dynamic_shapes_alternate_without_stale_facts() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("models/real/gat");

@@ -81,33 +81,43 @@ impl Executable {
     /// static (a shape computed at run time: RandomUniform's, Broadcast's target), from its
     /// op's inference redone on its actual inputs (`values`, by outlet; shapes, types and the
     /// values the op reads), so that an output of a value-dependent shape is checked against
-    /// the memory limit before its kernel allocates it. An inference that fails leaves the
+    /// the memory limit before its kernel allocates it. An input handed over channel-last
+    /// (`fuse.rs`) is laid out in another shape than the op infers from: its own fact (`facts`
+    /// of every node, for this run) gives its shape. An inference that fails leaves the
     /// error to the kernel, which reports it with its own words.
     pub(crate) fn op_output_bytes(
         &self,
         n: NodeId,
-        facts: &[Fact],
+        facts: &[Vec<Fact>],
         inputs: &[usize],
         values: &[Option<Value>],
     ) -> Result<u64, RunError> {
         let op = self.graph.ops[n].as_ref();
-        let (Some(op), false) = (op, facts.iter().all(|f| f.shape.is_static())) else {
-            return self.output_bytes(n, facts);
+        let (Some(op), false) = (op, facts[n].iter().all(|f| f.shape.is_static())) else {
+            return self.output_bytes(n, &facts[n]);
         };
         let reads = op.value_inputs();
+        let producers = &self.graph.nodes[n].inputs;
         let actual: Option<Vec<Fact>> = inputs
             .iter()
+            .zip(producers)
             .enumerate()
-            .map(|(slot, &o)| {
+            .map(|(slot, (&o, producer))| {
                 let v = values[o].as_ref()?;
-                let mut f = Fact::new(v.element_type(), PartialShape::fixed(v.shape()));
+                let shape = match producer {
+                    Some(p) if self.channels_last_out[p.node] => {
+                        facts[p.node].get(p.slot)?.shape.clone()
+                    }
+                    _ => PartialShape::fixed(v.shape()),
+                };
+                let mut f = Fact::new(v.element_type(), shape);
                 f.value = reads.contains(&slot).then(|| v.clone());
                 Some(f)
             })
             .collect();
         match actual.map(|a| op.infer(&a)) {
             Some(Ok(refined)) => self.output_bytes(n, &refined),
-            _ => self.output_bytes(n, facts),
+            _ => self.output_bytes(n, &facts[n]),
         }
     }
 

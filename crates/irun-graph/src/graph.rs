@@ -27,10 +27,8 @@ pub struct Node {
     pub consumers: Vec<Vec<(NodeId, usize)>>,
 }
 
-/// A graph built from an [`IrModel`]. Structure problems are in `diagnostics`; when any of them
-/// is an error, `order` holds only what could be ordered.
-/// Structure problems and op/inference problems are in `diagnostics`; when any of them is an
-/// error, `order` holds only what could be ordered.
+/// A graph built from an [`IrModel`]. Structure problems and op/inference problems are in
+/// `diagnostics`; when any of them is an error, `order` holds only what could be ordered.
 #[derive(Debug)]
 pub struct Graph {
     pub model: IrModel,
