@@ -7,8 +7,7 @@
 use irun::{Model, Options, Tensor};
 use irun_tensor::read_npz;
 
-#[allow(dead_code)] // the helpers other tests use
-mod goldens;
+use crate::goldens;
 
 const CASE: &str = "models/ops/control_flow";
 

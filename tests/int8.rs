@@ -12,7 +12,7 @@ use std::path::Path;
 use irun::{Model, Options, Tensor};
 use irun_tensor::read_npz;
 
-mod goldens;
+use crate::goldens;
 
 fn npz(path: &Path) -> Vec<(String, Tensor)> {
     read_npz(std::fs::File::open(path).unwrap()).unwrap()

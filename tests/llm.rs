@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use irun::{end_tokens, Model, Options};
 use irun_tensor::{read_npz, Tensor};
 
-mod goldens;
+use crate::goldens;
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("models/llm")

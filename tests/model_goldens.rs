@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use irun::{Model, Options};
 use irun_tensor::{read_npz, Storage, Tensor};
 
-mod goldens;
+use crate::goldens;
 
 /// Every golden model, as the families' manifests list them (a missing file fails).
 fn cases() -> Vec<PathBuf> {

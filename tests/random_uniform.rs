@@ -7,7 +7,7 @@
 use irun::{Model, Options, Tensor};
 use irun_tensor::{read_npz, Storage};
 
-mod goldens;
+use crate::goldens;
 
 fn npz(path: &std::path::Path) -> Vec<(String, Tensor)> {
     read_npz(std::fs::File::open(path).unwrap()).unwrap()

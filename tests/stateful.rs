@@ -60,7 +60,7 @@ fn assert_outputs(what: &str, got: &[(String, Tensor)], want: &[(String, Tensor)
     }
 }
 
-mod goldens;
+use crate::goldens;
 
 fn replay(name: &str, threads: usize) {
     let dir = case(name);
