@@ -648,7 +648,7 @@ impl Executable {
                     let need = match self.fused[n] {
                         Some(_) => 0,
                         None if self.flows[n].is_some() => self.output_bytes(n, &facts[n])?,
-                        None => self.op_output_bytes(n, &facts, &step.inputs, &values)?,
+                        None => self.op_output_bytes(n, facts, &step.inputs, &values)?,
                     };
                     self.check_memory(n, need, live_bytes)?;
                     let args: Vec<Value> = step
