@@ -175,18 +175,25 @@ impl DirectFilters {
     }
 
     /// Whether the direct kernels run `s` on this CPU at least as fast as the convolution's
-    /// GEMM. On AVX-512 always: the channel tiles take what the position tiles run slowly.
+    /// GEMM. Not small filters at a stride, on either unit: their strided reads leave the
+    /// position tiles short of work (AVX2: 3x3 stride 2, 32 -> 64 channels onto 160x160, 24
+    /// against 20 ms; AVX-512 on a Zen 4: 64 -> 20 channels onto 161x161, 17-19 against 9-11
+    /// ms, 32 -> 64 onto 160x160 7-8 against 6.7-7.6, ResNet-18's stride-2 layers even). Else
+    /// on AVX-512 always: the channel tiles take what the position tiles run slowly.
     /// On AVX2 (8-lane blocks of 4 channels, no channel tiles), measured on one and two
     /// threads against the GEMM: the planes Winograd takes (ResNet-18's 56x56 layers 2.4
     /// against 4.4 ms) and other stride-1 filters (a 64 -> 5 channel 3x3 head on 160x160: 5
     /// against 9 ms), and filters of 25 taps or more (a 7x7 stride-2 stem: 4.7 against 6.3
     /// ms); not small planes of many channels, the ones `lanes::suits` gives the channel
-    /// tiles (ResNet-18's 14x14 layers: 5.2 against 3.9 ms; its 7x7 ones even), nor small
-    /// filters at a stride (3x3 stride 2, 32 -> 64 channels onto 160x160: 24 against 20 ms).
+    /// tiles (ResNet-18's 14x14 layers: 5.2 against 3.9 ms; its 7x7 ones even).
     /// Nor the planes of Winograd's F(2x2, 3x3): the GEMM by position rows runs ResNet-18's
     /// 28x28 layers of 128 channels in 4.0-4.2 ms against 4.65-4.7 at one thread, 2.5-2.6
     /// against 2.9-3.1 at two.
     pub fn runs(&self, s: &Shape2) -> bool {
+        let [kh, kw] = self.kernel;
+        if s.stride != [1, 1] && kh * kw < 25 {
+            return false;
+        }
         if unit() == Unit::Avx512 {
             return true;
         }
@@ -194,10 +201,6 @@ impl DirectFilters {
             Some(winograd::Tiles::F4) => return true,
             Some(winograd::Tiles::F2) => return false,
             None => {}
-        }
-        let [kh, kw] = self.kernel;
-        if s.stride != [1, 1] && kh * kw < 25 {
-            return false;
         }
         let wp = s.out[1] + s.tap_at(kw - 1, 1).1;
         let flat = s.out[0] * wp;
