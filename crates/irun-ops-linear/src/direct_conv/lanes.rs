@@ -236,9 +236,19 @@ fn to_planes(
 /// sums tell, unless the position tiles waste a tenth of their work or are one vector wide
 /// (8 broadcasts and a load per 8 multiply-adds: bound by loads): a 1x1 stride-2 layer with
 /// k = 128 onto 14x14 (one vector) runs 33% faster by channels, one with k = 64 onto 28x28
-/// 9% slower, a 3-channel 7x7 stem (k = 147, 3% padding, 3 vectors) 10% slower.
-pub(super) fn suits(l: &Layout, k: usize) -> bool {
-    suits_sizes(l.flat(), l.out, l.vectors, k)
+/// 9% slower, a 3-channel 7x7 stem (k = 147, 3% padding, 3 vectors) 10% slower. Nor when
+/// `co` output channels leave more than an eighth of the tiles' [`OC`] lanes empty: a
+/// detector's 64 -> 5 channel 3x3 head onto 160x160 (k = 576) filled 5 of 32 lanes and ran
+/// in 9.3-9.8 ms, against 1.3-1.5 by position tiles; 64 -> 20 channels 9.5-10.1 against
+/// 4.1-4.5 (Zen 4, 2 threads). Full tiles keep their lead there (ResNet-18's 7x7 layers
+/// 1.1-1.4 ms against 1.4-1.7, the model 18.2-18.6 against 19.3-23).
+pub(super) fn suits(l: &Layout, k: usize, co: usize) -> bool {
+    fills_lanes(co) && suits_sizes(l.flat(), l.out, l.vectors, k)
+}
+
+/// Whether `co` output channels fill at least seven eighths of the channel tiles' lanes.
+pub(super) fn fills_lanes(co: usize) -> bool {
+    co.next_multiple_of(OC) * 8 <= co * 9
 }
 
 /// [`suits`] from the layout's sizes: `flat` positions computed for the `out` plane, by

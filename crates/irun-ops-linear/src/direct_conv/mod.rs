@@ -300,7 +300,7 @@ impl DirectFilters {
         };
         let by_channels = lanes::available()
             && match tiling {
-                Tiling::Fastest => lanes::suits(&layout, self.ci * kh * kw),
+                Tiling::Fastest => lanes::suits(&layout, self.ci * kh * kw, self.co),
                 #[cfg(test)]
                 Tiling::Positions => false,
                 #[cfg(test)]

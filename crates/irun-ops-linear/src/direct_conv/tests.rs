@@ -364,3 +364,24 @@ fn the_tile_is_one_fused_chain_per_output_in_step_order() {
         }
     }
 }
+
+/// The channel tiles run only output channel counts that fill their 32 lanes but for an
+/// eighth: a detector head's 5 channels and a 20-channel layer go to the position tiles,
+/// ResNet's 64 to 512 and 300 (10 tiles, 6% empty) to the channel tiles.
+#[test]
+fn channel_tiles_take_only_channel_counts_that_fill_them() {
+    for (co, fills) in [
+        (1, false),
+        (5, false),
+        (20, false),
+        (28, false),
+        (29, true),
+        (32, true),
+        (48, false),
+        (64, true),
+        (300, true),
+        (512, true),
+    ] {
+        assert_eq!(super::lanes::fills_lanes(co), fills, "{co} channels");
+    }
+}
