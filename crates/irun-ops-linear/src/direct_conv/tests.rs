@@ -385,3 +385,32 @@ fn channel_tiles_take_only_channel_counts_that_fill_them() {
         assert_eq!(super::lanes::fills_lanes(co), fills, "{co} channels");
     }
 }
+
+/// Filters of fewer than 25 taps at a stride leave the direct kernels for the GEMM on every
+/// unit (their strided reads starve the position tiles); at stride 1, and with 25 taps or
+/// more at a stride, AVX-512 keeps them.
+#[test]
+fn strided_small_filters_go_to_the_gemm() {
+    if !DirectFilters::supported() {
+        return;
+    }
+    let (co, ci) = (20, 8);
+    for (k, stride, avx512_runs) in [
+        ([3, 3], [2, 2], false),
+        ([1, 1], [2, 2], false),
+        ([3, 3], [1, 2], false),
+        ([5, 5], [2, 2], true),
+        ([7, 7], [2, 2], true),
+        ([3, 3], [1, 1], true),
+    ] {
+        let s = geometry(1, [40, 40], k, stride, [1, 1], [[1, 1], [1, 1]]).unwrap();
+        let w = values(co * ci * k[0] * k[1], 5);
+        let f = DirectFilters::new(&filters(&w), co, ci, k).unwrap();
+        let runs = f.runs(&s);
+        if !avx512_runs {
+            assert!(!runs, "{k:?} at stride {stride:?}");
+        } else if crate::simd::unit() == crate::simd::Unit::Avx512 {
+            assert!(runs, "{k:?} at stride {stride:?}");
+        }
+    }
+}
