@@ -23,6 +23,7 @@ pub mod strided;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 pub mod transpose16;
+pub mod two_taps;
 pub mod util;
 
 pub use epilogue::{Activation, Epilogue};

@@ -9,6 +9,7 @@
 
 use crate::op::OpError;
 use crate::par;
+use irun_opkit::two_taps::TwoTaps;
 
 /// `coordinate_transformation_mode`.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -234,7 +235,7 @@ pub fn pass(src: &[f64], shape: &[usize], axis: usize, taps: &[Taps]) -> Vec<f64
 
 /// `dst[i] += w * row(k)[i]` for each tap `(k, w)` in order: one output row of a pass over a
 /// non-last axis, from the input rows its taps name.
-#[inline]
+#[inline(always)]
 fn add_rows<'a, T: Copy + Into<f64> + 'a>(
     dst: &mut [f64],
     taps: &[(usize, f64)],
@@ -248,10 +249,12 @@ fn add_rows<'a, T: Copy + Into<f64> + 'a>(
 }
 
 /// One axis's taps for every output in one array (output `x`'s are `flat[ends[x - 1]..
-/// ends[x]]`): a list per output was a pointer to chase per output element.
+/// ends[x]]`): a list per output was a pointer to chase per output element. Where every
+/// output has two taps (linear filters), they are also kept as [`TwoTaps`].
 struct FlatTaps {
     flat: Vec<(usize, f64)>,
     ends: Vec<usize>,
+    pairs: Option<TwoTaps>,
 }
 
 impl FlatTaps {
@@ -263,21 +266,36 @@ impl FlatTaps {
                 Some(*end)
             })
             .collect();
+        let pairs = taps
+            .iter()
+            .all(|t| t.len() == 2)
+            .then(|| TwoTaps::new(taps.iter().map(|t| [t[0], t[1]])));
         FlatTaps {
             flat: taps.concat(),
             ends,
+            pairs,
         }
     }
 
     /// `put(d, Σ w * row[k])` for each output `d` of `dst` and its taps, in order
-    /// (`Iterator::sum`).
-    #[inline]
+    /// (`Iterator::sum`, which starts from -0.0).
+    #[inline(always)]
     fn dots<T>(&self, row: &[f64], dst: &mut [T], put: impl Fn(&mut T, f64)) {
         let mut begin = 0;
         for (d, &end) in dst.iter_mut().zip(&self.ends) {
             let taps = &self.flat[begin..end];
             put(d, taps.iter().map(|&(k, w)| w * row[k]).sum::<f64>());
             begin = end;
+        }
+    }
+
+    /// [`Self::dots`] rounded to f32 into `dst`: the same bits, two-tap filters by
+    /// [`TwoTaps::dots_f32`].
+    #[inline(always)]
+    fn dots_f32(&self, row: &[f64], dst: &mut [f32]) {
+        match &self.pairs {
+            Some(p) => p.dots_f32(row, dst),
+            None => self.dots(row, dst, |d, v| *d = v as f32),
         }
     }
 }
@@ -301,16 +319,21 @@ pub fn last_two_f32(
     let len = planes * ho * wo;
     // Written straight into the output's capacity: zeroing 8 MB first was a sixth of the time.
     par::build(len, wo.max(1), &|start, fill| {
-        let mut column = vec![0f64; wi];
-        let mut row = start / wo.max(1);
-        while fill.remaining() > 0 {
-            let (plane, o) = (row / ho, row % ho);
-            column.fill(0.0);
-            add_rows(&mut column, &th[o], |k| &src[(plane * hi + k) * wi..][..wi]);
-            let dst = fill.repeat_mut(0.0, wo);
-            tw.dots(&column, dst, |d, v| *d = v as f32);
-            row += 1;
-        }
+        irun_opkit::simd::widest(
+            #[inline(always)]
+            || {
+                let mut column = vec![0f64; wi];
+                let mut row = start / wo.max(1);
+                while fill.remaining() > 0 {
+                    let (plane, o) = (row / ho, row % ho);
+                    column.fill(0.0);
+                    add_rows(&mut column, &th[o], |k| &src[(plane * hi + k) * wi..][..wi]);
+                    let dst = fill.repeat_mut(0.0, wo);
+                    tw.dots_f32(&column, dst);
+                    row += 1;
+                }
+            },
+        )
     })
 }
 
