@@ -249,12 +249,10 @@ fn add_rows<'a, T: Copy + Into<f64> + 'a>(
 }
 
 /// One axis's taps for every output in one array (output `x`'s are `flat[ends[x - 1]..
-/// ends[x]]`): a list per output was a pointer to chase per output element. Where every
-/// output has two taps (linear filters), they are also kept as [`TwoTaps`].
+/// ends[x]]`): a list per output was a pointer to chase per output element.
 struct FlatTaps {
     flat: Vec<(usize, f64)>,
     ends: Vec<usize>,
-    pairs: Option<TwoTaps>,
 }
 
 impl FlatTaps {
@@ -266,14 +264,9 @@ impl FlatTaps {
                 Some(*end)
             })
             .collect();
-        let pairs = taps
-            .iter()
-            .all(|t| t.len() == 2)
-            .then(|| TwoTaps::new(taps.iter().map(|t| [t[0], t[1]])));
         FlatTaps {
             flat: taps.concat(),
             ends,
-            pairs,
         }
     }
 
@@ -288,14 +281,30 @@ impl FlatTaps {
             begin = end;
         }
     }
+}
 
-    /// [`Self::dots`] rounded to f32 into `dst`: the same bits, two-tap filters by
-    /// [`TwoTaps::dots_f32`].
+/// The last axis's taps as f32 rows read them fastest: two per output (linear filters) as
+/// [`TwoTaps`], any other count as [`FlatTaps`]. The same sums, so the same bits.
+enum RowTaps {
+    Two(TwoTaps),
+    Any(FlatTaps),
+}
+
+impl RowTaps {
+    fn new(taps: &[Taps]) -> RowTaps {
+        if taps.iter().all(|t| t.len() == 2) {
+            RowTaps::Two(TwoTaps::new(taps.iter().map(|t| [t[0], t[1]])))
+        } else {
+            RowTaps::Any(FlatTaps::new(taps))
+        }
+    }
+
+    /// [`FlatTaps::dots`] of `row`, rounded to f32 into `dst`.
     #[inline(always)]
     fn dots_f32(&self, row: &[f64], dst: &mut [f32]) {
-        match &self.pairs {
-            Some(p) => p.dots_f32(row, dst),
-            None => self.dots(row, dst, |d, v| *d = v as f32),
+        match self {
+            RowTaps::Two(t) => t.dots_f32(row, dst),
+            RowTaps::Any(t) => t.dots(row, dst, |d, v| *d = v as f32),
         }
     }
 }
@@ -315,7 +324,7 @@ pub fn last_two_f32(
     let (hi, wi) = (shape[r - 2], shape[r - 1]);
     let planes: usize = shape[..r - 2].iter().product();
     let (ho, wo) = (th.len(), tw.len());
-    let tw = FlatTaps::new(tw);
+    let tw = RowTaps::new(tw);
     let len = planes * ho * wo;
     // Written straight into the output's capacity: zeroing 8 MB first was a sixth of the time.
     par::build(len, wo.max(1), &|start, fill| {
