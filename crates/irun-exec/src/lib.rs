@@ -25,6 +25,7 @@ mod fuse_index;
 pub mod generate;
 mod hoist;
 mod inputs;
+mod int8;
 mod memory;
 mod options;
 mod plan;
@@ -271,6 +272,7 @@ impl Executable {
         exe.use_compressed_weights()?;
         if options.prepare_constants {
             exe.fold_constants()?;
+            exe.use_int8_convolutions()?;
             exe.prepare()?;
             exe.fuse_epilogues()?;
         }

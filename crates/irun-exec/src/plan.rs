@@ -207,6 +207,19 @@ impl Plan {
     /// Makes the steps of `nodes` (one-output ops) read nothing and take their value as run
     /// input `first_input + j` instead (the `j`-th of `nodes`), then drops the steps left
     /// without readers: a body whose loop-invariant part ran before its loop (`hoist.rs`).
+    /// Has `node`'s step read `outlet` through input `slot` instead of what it read.
+    pub fn rewire(&mut self, node: NodeId, slot: usize, outlet: usize) {
+        let Some(step) = self.steps.iter_mut().find(|s| s.node == node) else {
+            return;
+        };
+        let Some(o) = step.inputs.get_mut(slot) else {
+            return;
+        };
+        self.readers[*o] -= 1;
+        self.readers[outlet] += 1;
+        *o = outlet;
+    }
+
     pub fn give(&mut self, nodes: &[NodeId], first_input: usize) {
         for (j, &node) in nodes.iter().enumerate() {
             let Some(step) = self.steps.iter_mut().find(|s| s.node == node) else {

@@ -38,6 +38,7 @@ pub mod direct_conv;
 pub mod einsum;
 pub mod gemm;
 pub mod group_convolution;
+pub mod int8_conv;
 mod lanes_epilogue;
 pub mod matmul;
 pub mod max_pool;

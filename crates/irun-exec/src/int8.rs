@@ -1,0 +1,168 @@
+//! INT8 convolutions: a Convolution whose input is a FakeQuantize of one range (at most 256
+//! levels) and whose filters are NNCF's compressed weights,
+//!
+//! ```text
+//! Const i8 [Cout, Cin, KH, KW] -> Convert f32 -> Multiply (scale: one per output channel)
+//! ```
+//!
+//! runs in integers on the FakeQuantize's input ([`irun_ops::linear::int8_conv`]): the
+//! convolution reads `x` itself, computes each input's level by the FakeQuantize's own
+//! formula, and sums u8 x i8 products exactly. The FakeQuantize and the filter subgraph stay
+//! in the plan only for other readers. The result equals the f32 graph's up to f32 rounding (it
+//! is the exact sum of the quantized values, rounded once). Only where the CPU has AVX-512
+//! VNNI: elsewhere the f32 kernels are faster than exact integer products.
+
+use irun_graph::{NodeId, Outlet};
+use irun_ops::attrs::AttrReader;
+use irun_ops::linear::int8_conv::{ActivationLevels, Int8Conv};
+use irun_ops::linear::spatial::Spatial;
+use irun_tensor::ElementType;
+
+use crate::plan::Source;
+use crate::{Executable, RunError};
+
+impl Executable {
+    /// Gives every Convolution of the form above its integer kernel.
+    pub(crate) fn use_int8_convolutions(&mut self) -> Result<(), RunError> {
+        if !Int8Conv::fast_here() {
+            return Ok(());
+        }
+        let mut found: Vec<(NodeId, Int8Conv, Outlet)> = Vec::new();
+        for step in &self.plan.steps {
+            let n = step.node;
+            let layer = self.graph.layer(n);
+            if !matches!(step.source, Source::Op)
+                || layer.type_name != "Convolution"
+                || self.folded[n].is_some()
+                || self.prepared[n].is_some()
+            {
+                continue;
+            }
+            let input = |slot: usize| self.graph.nodes[n].inputs.get(slot).copied().flatten();
+            let (Some(data), Some(filters)) = (input(0), input(1)) else {
+                continue;
+            };
+            let Some((x, levels)) = self.activation_levels(data)? else {
+                continue;
+            };
+            let Some((codes, shape, scales)) = self.int8_filters(filters)? else {
+                continue;
+            };
+            let Ok(spatial) = Spatial::read(&AttrReader::new(layer), false, false, true) else {
+                continue;
+            };
+            if let Some(kernel) = Int8Conv::new(&spatial, &codes, &shape, &scales, levels) {
+                found.push((n, kernel, x));
+            }
+        }
+        for (n, kernel, x) in found {
+            let outlet = self.plan.outlet(x.node, x.slot);
+            self.plan.rewire(n, 0, outlet);
+            self.plan.keep_inputs(n, &[0]);
+            self.prepared_bytes += irun_ops::Prepared::byte_size(&kernel) as u64;
+            self.prepared[n] = Some(Box::new(kernel));
+        }
+        self.plan.prune();
+        Ok(())
+    }
+
+    /// For the output `o` of a FakeQuantize-1 of an f32 `[N, C, H, W]` input with one value in
+    /// each range input: its input and ranges.
+    fn activation_levels(&self, o: Outlet) -> Result<Option<(Outlet, ActivationLevels)>, RunError> {
+        let n = o.node;
+        let layer = self.graph.layer(n);
+        if layer.type_name != "FakeQuantize" {
+            return Ok(None);
+        }
+        let Ok(levels) = AttrReader::new(layer).i64_or("levels", None) else {
+            return Ok(None);
+        };
+        let inputs = &self.graph.nodes[n].inputs;
+        let Some(Some(x)) = inputs.first().copied() else {
+            return Ok(None);
+        };
+        let fact = &self.graph.facts[x.node][x.slot];
+        if fact.ty != ElementType::F32 || fact.shape.rank() != Some(4) {
+            return Ok(None);
+        }
+        let mut range = [0f32; 4];
+        for (slot, r) in range.iter_mut().enumerate() {
+            let Some(Some(src)) = inputs.get(slot + 1).copied() else {
+                return Ok(None);
+            };
+            let Some(value) = self.constant_input(src.node, src.slot)? else {
+                return Ok(None);
+            };
+            match value.values::<f32>() {
+                Some([first, rest @ ..]) if rest.iter().all(|v| v.to_bits() == first.to_bits()) => {
+                    *r = *first;
+                }
+                _ => return Ok(None),
+            }
+        }
+        let Ok(levels) = u32::try_from(levels) else {
+            return Ok(None);
+        };
+        Ok(Some((
+            x,
+            ActivationLevels {
+                input_low: range[0],
+                input_high: range[1],
+                output_low: range[2],
+                output_high: range[3],
+                levels,
+            },
+        )))
+    }
+
+    /// For filters computed as `Convert(Const i8 [Cout, Cin, KH, KW]) * scale` (either side),
+    /// the scale constant with one value per output channel (`[Cout, 1, 1, 1]`) or one in
+    /// all: the codes, their shape and the scales.
+    #[allow(clippy::type_complexity)]
+    fn int8_filters(&self, o: Outlet) -> Result<Option<(Vec<i8>, Vec<usize>, Vec<f32>)>, RunError> {
+        let m = o.node;
+        if self.graph.layer(m).type_name != "Multiply"
+            || self.graph.facts[m][0].ty != ElementType::F32
+        {
+            return Ok(None);
+        }
+        let side = |slot: usize| self.graph.nodes[m].inputs.get(slot).copied().flatten();
+        let (Some(a), Some(b)) = (side(0), side(1)) else {
+            return Ok(None);
+        };
+        let (convert, scale) = if self.graph.layer(a.node).type_name == "Convert" {
+            (a, b)
+        } else {
+            (b, a)
+        };
+        if self.graph.layer(convert.node).type_name != "Convert"
+            || self.graph.facts[convert.node][0].ty != ElementType::F32
+        {
+            return Ok(None);
+        }
+        let Some(Some(c)) = self.graph.nodes[convert.node].inputs.first().copied() else {
+            return Ok(None);
+        };
+        if self.graph.layer(c.node).type_name != "Const" {
+            return Ok(None);
+        }
+        let codes = self.constant(c.node, self.memory_limit)?;
+        let (Some(values), &[co, _, _, _]) = (codes.values::<i8>(), codes.shape()) else {
+            return Ok(None);
+        };
+        let Some(scale) = self.constant_input(scale.node, scale.slot)? else {
+            return Ok(None);
+        };
+        let Some(scales) = scale.values::<f32>() else {
+            return Ok(None);
+        };
+        if scales.len() != 1 && scale.shape() != [co, 1, 1, 1] {
+            return Ok(None);
+        }
+        Ok(Some((
+            values.to_vec(),
+            codes.shape().to_vec(),
+            scales.to_vec(),
+        )))
+    }
+}

@@ -1,0 +1,154 @@
+//! A block's integer sums on AVX-512 VNNI: for each tap and channel group, one load of 16
+//! positions' words per vector and one broadcast weight word per output channel, and
+//! `vpdpbusd` adds the four u8 x i8 products of each lane into its i32 accumulator (exact:
+//! `Int8Conv::new` bounds the window so no sum overflows).
+
+use super::layout::{Geometry, LANES, MAX_SPAN};
+use super::{ActivationLevels, CO_BLOCK};
+
+/// Whether the CPU has AVX-512 F, BW and VNNI.
+pub(super) fn available() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::is_x86_feature_detected as has;
+        has!("avx512f") && has!("avx512bw") && has!("avx512vnni")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// [`super::layout::block_scalar`], vectorised.
+///
+/// # Safety
+/// AVX-512 F, BW and VNNI must be available ([`available`]); `words` must hold every word the
+/// block reads: `grp * g.group_stride + tap + p + i` for each group, tap and `i < g.span()`
+/// (the geometry's planes are sized for `p + span <= g.positions`); `weights` must hold
+/// `g.taps.len() * g.groups * CO_BLOCK` words.
+#[cfg(target_arch = "x86_64")]
+pub(super) unsafe fn block(
+    words: &[u32],
+    p: usize,
+    g: &Geometry,
+    weights: &[i32],
+    sums: &mut [[i32; MAX_SPAN]; CO_BLOCK],
+) {
+    debug_assert!(p + g.span() <= g.positions);
+    debug_assert!(weights.len() >= g.taps.len() * g.groups * CO_BLOCK);
+    debug_assert!(g
+        .taps
+        .iter()
+        .all(|&t| (g.groups - 1) * g.group_stride + t + p + g.span() <= words.len()));
+    match g.vectors {
+        1 => vnni::block::<1>(words, p, g, weights, sums),
+        2 => vnni::block::<2>(words, p, g, weights, sums),
+        _ => vnni::block::<3>(words, p, g, weights, sums),
+    }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+pub(super) unsafe fn block(
+    words: &[u32],
+    p: usize,
+    g: &Geometry,
+    weights: &[i32],
+    sums: &mut [[i32; MAX_SPAN]; CO_BLOCK],
+) {
+    super::layout::block_scalar(words, p, g, weights, sums)
+}
+
+/// [`super::layout::pack_words`] on AVX-512: the same f32 operations (subtract, divide,
+/// multiply, round half to even), 16 positions at a time, the last vector masked.
+///
+/// # Safety
+/// AVX-512 F must be available; every row must hold `dst.len()` values.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+pub(super) unsafe fn pack_words<const N: usize>(
+    levels: &ActivationLevels,
+    rows: [&[f32]; N],
+    rest: u32,
+    dst: &mut [u32],
+) -> bool {
+    use std::arch::x86_64::*;
+    let n = dst.len();
+    debug_assert!(rows.iter().all(|r| r.len() >= n));
+    let low = _mm512_set1_ps(levels.input_low);
+    let high = _mm512_set1_ps(levels.input_high);
+    let range = _mm512_set1_ps(levels.input_high - levels.input_low);
+    let last = _mm512_set1_ps((levels.levels - 1) as f32);
+    let zero = _mm512_setzero_ps();
+    let mut nan: __mmask16 = 0;
+    let mut x = 0;
+    while x < n {
+        // The last vector is partial: its lanes past `n` neither load nor store.
+        let lanes: __mmask16 = if n - x >= LANES {
+            !0
+        } else {
+            (1u16 << (n - x)) - 1
+        };
+        let mut word = _mm512_set1_epi32(rest as i32);
+        for (c, row) in rows.iter().enumerate() {
+            // Lanes `x..min(x + 16, n)`, and `n <= row.len()`.
+            let v = _mm512_maskz_loadu_ps(lanes, row.as_ptr().add(x));
+            let t = _mm512_mul_ps(_mm512_div_ps(_mm512_sub_ps(v, low), range), last);
+            let t = _mm512_roundscale_ps::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(t);
+            let t = _mm512_mask_mov_ps(t, _mm512_cmp_ps_mask::<_CMP_LE_OQ>(v, low), zero);
+            let t = _mm512_mask_mov_ps(t, _mm512_cmp_ps_mask::<_CMP_GT_OQ>(v, high), last);
+            let unordered = _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(v, v);
+            nan |= unordered & lanes;
+            let k = _mm512_cvttps_epi32(_mm512_mask_mov_ps(t, unordered, zero));
+            word = _mm512_or_si512(word, _mm512_sllv_epi32(k, _mm512_set1_epi32(8 * c as i32)));
+        }
+        _mm512_mask_storeu_epi32(dst.as_mut_ptr().add(x).cast(), lanes, word);
+        x += LANES;
+    }
+    nan != 0
+}
+
+#[cfg(target_arch = "x86_64")]
+mod vnni {
+    use std::arch::x86_64::*;
+
+    use super::*;
+
+    /// `V` vectors of 16 positions by `CO_BLOCK` output channels, all in registers.
+    ///
+    /// # Safety
+    /// As [`super::block`], with `V == g.vectors`.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
+    #[allow(clippy::needless_range_loop)] // indices keep the accumulators in registers
+    pub(super) unsafe fn block<const V: usize>(
+        words: &[u32],
+        p: usize,
+        g: &Geometry,
+        weights: &[i32],
+        sums: &mut [[i32; MAX_SPAN]; CO_BLOCK],
+    ) {
+        let mut acc = [[_mm512_setzero_si512(); CO_BLOCK]; V];
+        let mut w = weights.as_ptr();
+        for &tap in &g.taps {
+            // Every read below is at `grp * group_stride + tap + p + v * 16 + (0..16)` with
+            // `v < V`, inside `words` by the caller's contract.
+            let mut at = words.as_ptr().add(tap + p);
+            for _ in 0..g.groups {
+                let x: [__m512i; V] =
+                    std::array::from_fn(|v| _mm512_loadu_si512(at.add(v * LANES).cast()));
+                for lane in 0..CO_BLOCK {
+                    let code = _mm512_set1_epi32(*w.add(lane));
+                    for v in 0..V {
+                        acc[v][lane] = _mm512_dpbusd_epi32(acc[v][lane], x[v], code);
+                    }
+                }
+                w = w.add(CO_BLOCK);
+                at = at.add(g.group_stride);
+            }
+        }
+        for (lane, row) in sums.iter_mut().enumerate() {
+            for (v, a) in acc.iter().enumerate() {
+                _mm512_storeu_si512(row.as_mut_ptr().add(v * LANES).cast(), a[lane]);
+            }
+        }
+    }
+}

@@ -1,0 +1,322 @@
+//! Where each word of the quantized input lives, the quantization pass that writes them, the
+//! scalar form of a block's sums, and the moves from computed positions to the output.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use irun_opkit::simd;
+
+use super::{ActivationLevels, CO_BLOCK};
+use crate::op::{codes, OpError};
+use crate::spatial::Spatial;
+
+/// Outputs per vector (i32 lanes of a 512-bit register).
+pub(super) const LANES: usize = 16;
+/// Position vectors per block, at most: 3 x 8 accumulators, 3 inputs and a broadcast fill 28
+/// of the 32 registers.
+pub(super) const MAX_VECTORS: usize = 3;
+pub(super) const MAX_SPAN: usize = LANES * MAX_VECTORS;
+
+/// One image's layout for one input size.
+#[derive(Debug)]
+pub(super) struct Geometry {
+    pub out_h: usize,
+    pub out_w: usize,
+    /// Words per row of a phase plane (the padded width over the column stride, rounded up).
+    pub pitch: usize,
+    /// Position vectors per block.
+    pub vectors: usize,
+    /// Positions computed: `out_h * pitch` rounded up to whole blocks.
+    pub positions: usize,
+    /// Channel groups of 4.
+    pub groups: usize,
+    /// Words per channel group: one plane per phase.
+    pub group_stride: usize,
+    /// Per tap (row-major over the kernel): its word offset inside a group.
+    pub taps: Vec<usize>,
+    in_h: usize,
+    in_w: usize,
+    pad_top: usize,
+    pad_left: usize,
+    strides: [usize; 2],
+    dilations: [usize; 2],
+    kernel: [usize; 2],
+    /// The `(row, column)` phases some tap reads, in the order of their planes.
+    phases: Vec<[usize; 2]>,
+    /// Words per phase plane.
+    plane: usize,
+}
+
+fn too_large() -> OpError {
+    OpError::new(codes::RUN_SHAPE, "int8 Convolution: the input is too large")
+}
+
+impl Geometry {
+    pub fn new(
+        spatial: &Spatial,
+        channels: usize,
+        input: [usize; 2],
+        kernel: [usize; 2],
+    ) -> Result<Geometry, OpError> {
+        let (pad_top, pad_bottom, out_h) = spatial.dim(0, input[0], kernel[0])?;
+        let (pad_left, pad_right, out_w) = spatial.dim(1, input[1], kernel[1])?;
+        let strides = [spatial.strides[0], spatial.strides[1]];
+        let dilations = [spatial.dilations[0], spatial.dilations[1]];
+        let padded_h = input[0] + pad_top + pad_bottom;
+        let padded_w = input[1] + pad_left + pad_right;
+        let rows = padded_h.div_ceil(strides[0]);
+        let pitch = padded_w.div_ceil(strides[1]);
+        let mut phases: Vec<[usize; 2]> = Vec::new();
+        let mut inner = Vec::new();
+        for i in 0..kernel[0] {
+            for j in 0..kernel[1] {
+                let (r, c) = (i * dilations[0], j * dilations[1]);
+                let phase = [r % strides[0], c % strides[1]];
+                let at = phases.iter().position(|&p| p == phase).unwrap_or_else(|| {
+                    phases.push(phase);
+                    phases.len() - 1
+                });
+                inner.push((at, (r / strides[0]) * pitch + c / strides[1]));
+            }
+        }
+        let needed = (out_h * pitch).div_ceil(LANES);
+        let padded = |v: usize| needed.div_ceil(v) * v;
+        // Three vectors a block unless fewer leave clearly less of the last block empty
+        // (a 7x7 output of pitch 9 needs 4 vectors: 6 in blocks of 3, 4 in blocks of 2).
+        let vectors = (1..MAX_VECTORS)
+            .rev()
+            .find(|&v| padded(v) * 100 < padded(MAX_VECTORS) * 85)
+            .unwrap_or(MAX_VECTORS);
+        let positions = padded(vectors) * LANES;
+        let reach = inner.iter().map(|&(_, off)| off).max().unwrap_or(0);
+        let plane = (rows * pitch).max(positions + reach);
+        let group_stride = plane.checked_mul(phases.len()).ok_or_else(too_large)?;
+        group_stride
+            .checked_mul(channels.div_ceil(4))
+            .ok_or_else(too_large)?;
+        Ok(Geometry {
+            out_h,
+            out_w,
+            pitch,
+            vectors,
+            positions,
+            groups: channels.div_ceil(4),
+            group_stride,
+            taps: inner.iter().map(|&(ph, off)| ph * plane + off).collect(),
+            in_h: input[0],
+            in_w: input[1],
+            pad_top,
+            pad_left,
+            strides,
+            dilations,
+            kernel,
+            phases,
+            plane,
+        })
+    }
+
+    /// Positions per block.
+    pub fn span(&self) -> usize {
+        self.vectors * LANES
+    }
+
+    /// Writes computed positions `p..p + row.len()` that are outputs into `dst`, one output
+    /// channel's plane.
+    pub fn scatter_block(&self, p: usize, row: &[f32], dst: &mut [f32]) {
+        let mut i = 0;
+        while i < row.len() {
+            let (oh, ow) = ((p + i) / self.pitch, (p + i) % self.pitch);
+            if oh >= self.out_h {
+                break;
+            }
+            let run = (self.pitch - ow).min(row.len() - i);
+            if ow < self.out_w {
+                let n = (self.out_w - ow).min(run);
+                dst[oh * self.out_w + ow..][..n].copy_from_slice(&row[i..i + n]);
+            }
+            i += run;
+        }
+    }
+}
+
+/// An image's quantized words, and whether any input was NaN.
+pub(super) struct Quantized {
+    pub words: Vec<u32>,
+    pub nan: bool,
+}
+
+/// Quantizes one image `[C, H, W]` into the words `g` lays out: every word first the zero
+/// level's (the padding, and the channels past `C` of the last group, whose weights are 0),
+/// then each input position's 4 levels in the planes of the phases that read it.
+pub(super) fn quantize(
+    src: &[f32],
+    channels: usize,
+    g: &Geometry,
+    levels: &ActivationLevels,
+    zero: u8,
+    vectorised: bool,
+) -> Result<Quantized, OpError> {
+    let total = g.groups * g.group_stride;
+    let mut words = irun_opkit::kernel::try_with_capacity::<u32>(total)?;
+    words.resize(total, u32::from_ne_bytes([zero; 4]));
+    let nan = AtomicBool::new(false);
+    let (h, w) = (g.in_h, g.in_w);
+    irun_opkit::par::for_each_chunk_mut(&mut words, g.group_stride.max(1), &|start, chunk| {
+        let group = start / g.group_stride.max(1);
+        let present = channels.saturating_sub(group * 4).min(4);
+        let sw = g.strides[1];
+        // A row's words before the column phases take them apart (strided layers only).
+        let mut packed = vec![0u32; if sw == 1 { 0 } else { w }];
+        let mut any_nan = false;
+        for y in 0..h {
+            let r = y + g.pad_top;
+            let (row_phase, row_q) = (r % g.strides[0], r / g.strides[0]);
+            if !g.phases.iter().any(|p| p[0] == row_phase) {
+                continue;
+            }
+            let row = |k: usize| &src[((group * 4 + k) * h + y) * w..][..w];
+            let mut words_of = |dst: &mut [u32]| {
+                any_nan |= match present {
+                    1 => pack_words(levels, [row(0)], zero, dst, vectorised),
+                    2 => pack_words(levels, [row(0), row(1)], zero, dst, vectorised),
+                    3 => pack_words(levels, [row(0), row(1), row(2)], zero, dst, vectorised),
+                    _ => pack_words(
+                        levels,
+                        [row(0), row(1), row(2), row(3)],
+                        zero,
+                        dst,
+                        vectorised,
+                    ),
+                }
+            };
+            if sw != 1 {
+                words_of(&mut packed);
+            }
+            for (ph, phase) in g.phases.iter().enumerate() {
+                if phase[0] != row_phase {
+                    continue;
+                }
+                let base = ph * g.plane + row_q * g.pitch;
+                if sw == 1 {
+                    words_of(&mut chunk[base + g.pad_left..][..w]);
+                    continue;
+                }
+                // Columns x with (x + pad_left) % sw == phase[1].
+                let first = (phase[1] + sw - g.pad_left % sw) % sw;
+                let dst = &mut chunk[base + (first + g.pad_left) / sw..];
+                for (d, &word) in dst.iter_mut().zip(packed.iter().skip(first).step_by(sw)) {
+                    *d = word;
+                }
+            }
+        }
+        if any_nan {
+            nan.store(true, Ordering::Relaxed);
+        }
+    });
+    Ok(Quantized {
+        words,
+        nan: nan.into_inner(),
+    })
+}
+
+/// Each position's word of the `N` channel rows' levels (the channels past `N` at the zero
+/// level; NaN at level 0, reported by the return value).
+pub(super) fn pack_words<const N: usize>(
+    levels: &ActivationLevels,
+    rows: [&[f32]; N],
+    zero: u8,
+    dst: &mut [u32],
+    vectorised: bool,
+) -> bool {
+    let rest = (N..4).fold(0u32, |w, c| w | u32::from(zero) << (8 * c));
+    let rows = rows.map(|r| &r[..dst.len()]);
+    #[cfg(target_arch = "x86_64")]
+    if vectorised && simd::unit() == simd::Unit::Avx512 {
+        // SAFETY: AVX-512 F is present (`unit()` found it); every row holds `dst.len()`
+        // values (sliced above).
+        return unsafe { super::avx512::pack_words(levels, rows, rest, dst) };
+    }
+    let _ = vectorised;
+    pack_words_scalar(levels, rows, rest, dst)
+}
+
+/// [`pack_words`] one position at a time, with `rest` the bytes of the channels past `N`.
+pub(super) fn pack_words_scalar<const N: usize>(
+    levels: &ActivationLevels,
+    rows: [&[f32]; N],
+    rest: u32,
+    dst: &mut [u32],
+) -> bool {
+    let mut nan = false;
+    for (x, d) in dst.iter_mut().enumerate() {
+        let mut word = rest;
+        for (c, row) in rows.iter().enumerate() {
+            let v = row[x];
+            nan |= v.is_nan();
+            word |= (levels.level(v) as i32 as u32) << (8 * c);
+        }
+        *d = word;
+    }
+    nan
+}
+
+/// Sets to NaN every output whose window reads a NaN input (in f32 each such sum is NaN,
+/// whatever the weights; the levels put those inputs at level 0).
+pub(super) fn spread_nan(src: &[f32], channels: usize, g: &Geometry, dst: &mut [f32]) {
+    let (h, w) = (g.in_h, g.in_w);
+    let mut marked = vec![false; h * w];
+    for c in 0..channels {
+        for (m, x) in marked.iter_mut().zip(&src[c * h * w..(c + 1) * h * w]) {
+            *m |= x.is_nan();
+        }
+    }
+    let plane = g.out_h * g.out_w;
+    for oh in 0..g.out_h {
+        for ow in 0..g.out_w {
+            let reads_nan = (0..g.kernel[0]).any(|i| {
+                (0..g.kernel[1]).any(|j| {
+                    let y = (oh * g.strides[0] + i * g.dilations[0]).checked_sub(g.pad_top);
+                    let x = (ow * g.strides[1] + j * g.dilations[1]).checked_sub(g.pad_left);
+                    matches!((y, x), (Some(y), Some(x)) if y < h && x < w && marked[y * w + x])
+                })
+            });
+            if reads_nan {
+                for o in dst.chunks_exact_mut(plane.max(1)) {
+                    o[oh * g.out_w + ow] = f32::NAN;
+                }
+            }
+        }
+    }
+}
+
+/// The sum of the 4 products of a word's u8 levels and a weight word's i8 codes.
+#[inline(always)]
+pub(super) fn dot4(levels: u32, codes: i32) -> i32 {
+    let (l, c) = (levels.to_le_bytes(), codes.to_le_bytes());
+    (0..4)
+        .map(|b| i32::from(l[b]) * i32::from(c[b] as i8))
+        .sum()
+}
+
+/// A block's integer sums, one product at a time: `sums[lane][i]` for output channel `lane`
+/// of the block and position `p + i`. What the vector kernel computes.
+pub(super) fn block_scalar(
+    words: &[u32],
+    p: usize,
+    g: &Geometry,
+    weights: &[i32],
+    sums: &mut [[i32; MAX_SPAN]; CO_BLOCK],
+) {
+    for (lane, row) in sums.iter_mut().enumerate() {
+        for (i, s) in row[..g.span()].iter_mut().enumerate() {
+            let mut acc = 0i32;
+            for (t, &tap) in g.taps.iter().enumerate() {
+                for grp in 0..g.groups {
+                    let word = words[grp * g.group_stride + tap + p + i];
+                    let code = weights[(t * g.groups + grp) * CO_BLOCK + lane];
+                    acc = acc.wrapping_add(dot4(word, code));
+                }
+            }
+            *s = acc;
+        }
+    }
+}

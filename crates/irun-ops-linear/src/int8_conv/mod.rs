@@ -1,0 +1,305 @@
+//! A 2-D Convolution of quantized activations by i8 weights, computed in integers: what NNCF's
+//! INT8 networks write as
+//!
+//! ```text
+//! x -> FakeQuantize(levels <= 256, one range for the whole tensor) -> Convolution
+//!                         Const i8 -> Convert f32 -> Multiply(scale per output channel) -^
+//! ```
+//!
+//! The FakeQuantize maps each `x` to one of its levels `k` (0..levels), whose value is
+//! `low + k * step`; the filters are `code * scale[co]`. Where the level `zero` has the value
+//! 0 (the padding's value), each output is exactly
+//! `scale[co] * step * sum((k - zero) * code)` over its window: the sum of u8 x i8 products is
+//! an integer, computed exactly in i32 (AVX-512 VNNI's `vpdpbusd`, 64 products per
+//! instruction), and the one rounding is the final f32 multiply. The f32 graph rounds every
+//! product and partial sum instead, so the two differ by f32 rounding only, and this one is the
+//! closer to the real-number result. The level of each `x` is the FakeQuantize's own f32
+//! formula ([`ActivationLevels::level`]), so no input lands on another level than the op
+//! would give it; a NaN input makes every output whose window reads it NaN, as in f32.
+//!
+//! Layout: the input is quantized once per image into words of 4 channels' levels (one `u32`
+//! per position, `vpdpbusd`'s unit), split by stride phase (`s x s` planes for stride `s`, so
+//! that consecutive outputs read consecutive words), padded with the zero level, and laid flat
+//! with the padded row pitch: output position `p = oh * pitch + ow` reads word
+//! `p + offset(tap)` for every tap, so 16 consecutive outputs are one vector load per tap and
+//! channel group. Positions past a row's end are computed and dropped. The weights are packed
+//! at compile time as `[8 output channels][tap][channel group][8]` words.
+
+mod avx512;
+mod layout;
+#[cfg(test)]
+mod tests;
+
+use std::sync::Arc;
+
+use irun_opkit::epilogue::{Channels, Epilogue};
+use irun_tensor::Tensor;
+
+use crate::op::{codes, take_inputs, OpError, Prepared, Value};
+use crate::spatial::Spatial;
+use layout::Geometry;
+
+/// Output channels per block: the broadcast weights of one step.
+const CO_BLOCK: usize = 8;
+
+/// A FakeQuantize-1 with one range for the whole tensor, as the int8 convolution reads it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ActivationLevels {
+    pub input_low: f32,
+    pub input_high: f32,
+    pub output_low: f32,
+    pub output_high: f32,
+    pub levels: u32,
+}
+
+impl ActivationLevels {
+    /// The level FakeQuantize-1 gives `x` (as an f32 integer), by the op's own f32 formula:
+    /// 0 at or below `input_low`, the last above `input_high`, else
+    /// `round_half_even((x - input_low) / (input_high - input_low) * (levels - 1))`; NaN
+    /// for NaN.
+    #[inline(always)]
+    pub fn level(&self, x: f32) -> f32 {
+        let l = (self.levels - 1) as f32;
+        if x <= self.input_low {
+            0.0
+        } else if x > self.input_high {
+            l
+        } else {
+            ((x - self.input_low) / (self.input_high - self.input_low) * l).round_ties_even()
+        }
+    }
+
+    /// The output step between two levels, in f64.
+    fn step(&self) -> f64 {
+        (f64::from(self.output_high) - f64::from(self.output_low)) / f64::from(self.levels - 1)
+    }
+
+    /// The level whose value is 0, if one is (within f32 rounding of the ranges): the padding
+    /// and the offset of every product. None for ranges the kernel does not take (reversed,
+    /// not finite, more than 256 levels).
+    fn zero_level(&self) -> Option<u8> {
+        let finite = [
+            self.input_low,
+            self.input_high,
+            self.output_low,
+            self.output_high,
+        ]
+        .iter()
+        .all(|v| v.is_finite());
+        if !finite
+            || !(2..=256).contains(&self.levels)
+            || self.input_low >= self.input_high
+            || self.output_low >= self.output_high
+        {
+            return None;
+        }
+        let zero = -f64::from(self.output_low) / self.step();
+        let level = zero.round();
+        let on_grid = (zero - level).abs() <= 1e-3;
+        (on_grid && level >= 0.0 && level <= f64::from(self.levels - 1)).then_some(level as u8)
+    }
+}
+
+/// The prepared int8 convolution: one input (the FakeQuantize's input), output f32
+/// `[N, Cout, OH, OW]`, with the bias and activation after it as an epilogue.
+#[derive(Debug)]
+pub struct Int8Conv {
+    spatial: Spatial,
+    levels: ActivationLevels,
+    zero: u8,
+    out_channels: usize,
+    in_channels: usize,
+    kernel: [usize; 2],
+    /// `[co block][tap][channel group][CO_BLOCK]`, 4 i8 codes per word, channel `4g` lowest.
+    weights: Vec<i32>,
+    /// Per output channel: `zero * sum(codes)`, subtracted from the integer sum.
+    zero_sums: Vec<i32>,
+    /// Per output channel: `scale * step`, rounded to f32.
+    scales: Vec<f32>,
+    epilogue: Option<Epilogue>,
+}
+
+/// Why an integer sum cannot overflow: each product is at most 255 * 128 in size, and a
+/// window of fewer than `MAX_WINDOW` of them stays below 2^31.
+const MAX_WINDOW: usize = (i32::MAX as usize) / (255 * 128);
+
+impl Int8Conv {
+    /// The kernel for filters of i8 `codes` `[Cout, Cin, KH, KW]` scaled by `scales` (one per
+    /// output channel, or one for all), on activations quantized by `levels`; `None` where
+    /// the integer form is not exact (no level is 0, a window so large the sum could
+    /// overflow) or the geometry is not 2-D.
+    pub fn new(
+        spatial: &Spatial,
+        codes: &[i8],
+        shape: &[usize],
+        scales: &[f32],
+        levels: ActivationLevels,
+    ) -> Option<Int8Conv> {
+        let &[co, ci, kh, kw] = shape else {
+            return None;
+        };
+        if spatial.rank() != 2
+            || codes.len() != co * ci * kh * kw
+            || co == 0
+            || (scales.len() != co && scales.len() != 1)
+            || ci * kh * kw >= MAX_WINDOW
+            || scales.iter().any(|s| !s.is_finite())
+        {
+            return None;
+        }
+        let zero = levels.zero_level()?;
+        let groups = ci.div_ceil(4);
+        let taps = kh * kw;
+        let blocks = co.div_ceil(CO_BLOCK);
+        let mut packed = vec![0u32; blocks * taps * groups * CO_BLOCK];
+        let mut zero_sums = vec![0i32; co];
+        for o in 0..co {
+            let (block, lane) = (o / CO_BLOCK, o % CO_BLOCK);
+            for c in 0..ci {
+                for t in 0..taps {
+                    let code = codes[(o * ci + c) * taps + t];
+                    zero_sums[o] += i32::from(zero) * i32::from(code);
+                    let word = ((block * taps + t) * groups + c / 4) * CO_BLOCK + lane;
+                    packed[word] |= u32::from(code as u8) << (8 * (c % 4));
+                }
+            }
+        }
+        let step = levels.step();
+        let scales = (0..co)
+            .map(|o| (f64::from(scales[o % scales.len()]) * step) as f32)
+            .collect();
+        Some(Int8Conv {
+            spatial: spatial.clone(),
+            levels,
+            zero,
+            out_channels: co,
+            in_channels: ci,
+            kernel: [kh, kw],
+            weights: packed.into_iter().map(|w| w as i32).collect(),
+            zero_sums,
+            scales,
+            epilogue: None,
+        })
+    }
+
+    /// Whether this CPU runs the kernel at speed (AVX-512 with VNNI); elsewhere it runs, exactly
+    /// the same, one product at a time, and the executor keeps the f32 graph instead.
+    pub fn fast_here() -> bool {
+        avx512::available()
+    }
+
+    /// The output for `data` `[N, Cin, H, W]` f32.
+    pub fn run(&self, data: &Tensor, vectorised: bool) -> Result<Tensor, OpError> {
+        let shape = data.shape();
+        let x = data.values::<f32>().ok_or_else(|| {
+            OpError::new(
+                codes::UNSUPPORTED_TYPE,
+                format!(
+                    "int8 Convolution: the input is {}, not f32",
+                    data.element_type()
+                ),
+            )
+        })?;
+        let &[n, ci, h, w] = shape else {
+            return Err(OpError::new(
+                codes::RUN_SHAPE,
+                format!("int8 Convolution: input {shape:?} is not [N, C, H, W]"),
+            ));
+        };
+        if ci != self.in_channels {
+            return Err(OpError::new(
+                codes::RUN_SHAPE,
+                format!(
+                    "int8 Convolution: the input has {ci} channels, the filters {}",
+                    self.in_channels
+                ),
+            ));
+        }
+        let g = Geometry::new(&self.spatial, ci, [h, w], self.kernel)?;
+        let plane = g.out_h * g.out_w;
+        let co = self.out_channels;
+        let len = n
+            .checked_mul(co)
+            .and_then(|v| v.checked_mul(plane))
+            .ok_or_else(|| OpError::new(codes::RUN_SHAPE, "int8 Convolution: output too large"))?;
+        let mut out = irun_opkit::kernel::try_zeroed::<f32>(len)?;
+        let vectorised = vectorised && avx512::available();
+        for image in 0..n {
+            let src = &x[image * ci * h * w..(image + 1) * ci * h * w];
+            let words = layout::quantize(src, ci, &g, &self.levels, self.zero, vectorised)?;
+            let dst = &mut out[image * co * plane..(image + 1) * co * plane];
+            self.convolve(&words.words, &g, dst, vectorised);
+            if words.nan {
+                layout::spread_nan(src, ci, &g, dst);
+            }
+        }
+        Tensor::from_f32(vec![n, co, g.out_h, g.out_w], out)
+            .map_err(|e| OpError::new(codes::RUN_SHAPE, e.to_string()))
+    }
+
+    /// One image: every output channel block on its own task, position blocks in order.
+    fn convolve(&self, words: &[u32], g: &Geometry, out: &mut [f32], vectorised: bool) {
+        let plane = g.out_h * g.out_w;
+        let span = g.span();
+        let taps = g.taps.len();
+        let co = self.out_channels;
+        let layout = Channels::Planes {
+            channels: co,
+            plane: plane.max(1),
+        };
+        irun_opkit::par::for_each_chunk_mut(out, CO_BLOCK * plane.max(1), &|start, chunk| {
+            let block = start / (CO_BLOCK * plane.max(1));
+            let first = block * CO_BLOCK;
+            let weights =
+                &self.weights[block * taps * g.groups * CO_BLOCK..][..taps * g.groups * CO_BLOCK];
+            let mut sums = [[0i32; layout::MAX_SPAN]; CO_BLOCK];
+            let mut row = [0f32; layout::MAX_SPAN];
+            let mut p = 0;
+            while p < g.positions {
+                if vectorised {
+                    // SAFETY: `available()` found AVX-512 F, BW and VNNI; the geometry
+                    // sized `words` so that every block's reads (`p + offset + span` for
+                    // each tap, each group) are inside it (`Geometry::check_reach`), and
+                    // `weights` holds `taps * groups * CO_BLOCK` words.
+                    unsafe { avx512::block(words, p, g, weights, &mut sums) };
+                } else {
+                    layout::block_scalar(words, p, g, weights, &mut sums);
+                }
+                for (lane, sum) in sums.iter().enumerate() {
+                    let o = first + lane;
+                    if o >= co {
+                        break;
+                    }
+                    let (zero_sum, scale) = (self.zero_sums[o], self.scales[o]);
+                    for (y, &s) in row[..span].iter_mut().zip(&sum[..span]) {
+                        *y = (s.wrapping_sub(zero_sum)) as f32 * scale;
+                    }
+                    g.scatter_block(
+                        p,
+                        &row[..span],
+                        &mut chunk[lane * plane..(lane + 1) * plane],
+                    );
+                }
+                p += span;
+            }
+            if let Some(e) = &self.epilogue {
+                e.apply_at(chunk, start, layout);
+            }
+        });
+    }
+}
+
+impl Prepared for Int8Conv {
+    fn eval(&self, inputs: Vec<Value>) -> Result<Vec<Value>, OpError> {
+        let [data] = take_inputs::<1>(inputs, "int8 Convolution")?;
+        Ok(vec![Arc::new(self.run(&data, true)?)])
+    }
+
+    fn byte_size(&self) -> usize {
+        (self.weights.len() + self.zero_sums.len() + self.scales.len()) * 4
+    }
+
+    fn set_epilogue(&mut self, e: &Epilogue) -> bool {
+        e.keep_if_fits(&mut self.epilogue, self.out_channels, self.spatial.rank())
+    }
+}

@@ -1,0 +1,357 @@
+use irun_opkit::epilogue::{Activation, Epilogue};
+use irun_tensor::Tensor;
+
+use super::*;
+use crate::spatial::{AutoPad, Rounding};
+
+fn spatial(stride: usize, pad: [usize; 2], dilation: usize, auto_pad: AutoPad) -> Spatial {
+    Spatial {
+        strides: vec![stride; 2],
+        pads_begin: vec![pad[0]; 2],
+        pads_end: vec![pad[1]; 2],
+        dilations: vec![dilation; 2],
+        auto_pad,
+        rounding: Rounding::Floor,
+    }
+}
+
+/// A deterministic spread of values: `i`'s pseudo-random value in `[-1, 1)`.
+fn noise(i: usize, seed: usize) -> f32 {
+    let h = (i.wrapping_mul(2654435761) ^ seed.wrapping_mul(40503)).wrapping_mul(2246822519);
+    ((h >> 8) % 20001) as f32 / 10000.0 - 1.0
+}
+
+/// The definition: FakeQuantize-1 on every input (its formula, in f64 from the level the
+/// op picks), the filters `code * scale`, zero padding, each output the f64 sum of its window
+/// (NaN if it reads one), then the bias and ReLU.
+#[allow(clippy::too_many_arguments)]
+fn reference(
+    x: &[f32],
+    [n, ci, h, w]: [usize; 4],
+    codes: &[i8],
+    [co, kh, kw]: [usize; 3],
+    scales: &[f32],
+    sp: &Spatial,
+    q: &ActivationLevels,
+    bias: Option<&[f32]>,
+) -> (Vec<f64>, Vec<f64>, [usize; 2]) {
+    let (pt, _, oh) = sp.dim(0, h, kh).unwrap();
+    let (pl, _, ow) = sp.dim(1, w, kw).unwrap();
+    let l = f64::from(q.levels - 1);
+    let value = |v: f32| {
+        let k = f64::from(q.level(v));
+        k / l * (f64::from(q.output_high) - f64::from(q.output_low)) + f64::from(q.output_low)
+    };
+    let mut out = vec![0f64; n * co * oh * ow];
+    let mut magnitude = vec![0f64; n * co * oh * ow];
+    for b in 0..n {
+        for o in 0..co {
+            for y in 0..oh {
+                for xo in 0..ow {
+                    let (mut s, mut m) = (0f64, 0f64);
+                    for c in 0..ci {
+                        for i in 0..kh {
+                            for j in 0..kw {
+                                let yy = (y * sp.strides[0] + i * sp.dilations[0]) as isize
+                                    - pt as isize;
+                                let xx = (xo * sp.strides[1] + j * sp.dilations[1]) as isize
+                                    - pl as isize;
+                                if yy < 0 || xx < 0 || yy >= h as isize || xx >= w as isize {
+                                    continue;
+                                }
+                                let v =
+                                    value(x[((b * ci + c) * h + yy as usize) * w + xx as usize]);
+                                let wt = f64::from(codes[((o * ci + c) * kh + i) * kw + j])
+                                    * f64::from(scales[o % scales.len()]);
+                                s += v * wt;
+                                m += (v * wt).abs();
+                            }
+                        }
+                    }
+                    let at = ((b * co + o) * oh + y) * ow + xo;
+                    let s = s + bias.map_or(0.0, |bs| f64::from(bs[o]));
+                    out[at] = if s.is_nan() || s > 0.0 || bias.is_none() {
+                        s
+                    } else {
+                        0.0
+                    };
+                    magnitude[at] = m;
+                }
+            }
+        }
+    }
+    (out, magnitude, [oh, ow])
+}
+
+struct Case {
+    n: usize,
+    ci: usize,
+    co: usize,
+    hw: [usize; 2],
+    k: [usize; 2],
+    sp: Spatial,
+}
+
+fn check(case: &Case, q: ActivationLevels, nan_at: Option<usize>, with_epilogue: bool) {
+    let Case {
+        n,
+        ci,
+        co,
+        hw,
+        k,
+        ref sp,
+    } = *case;
+    let mut x: Vec<f32> = (0..n * ci * hw[0] * hw[1])
+        .map(|i| noise(i, ci * 31 + co) * 1.3)
+        .collect();
+    if let Some(i) = nan_at {
+        x[i] = f32::NAN;
+    }
+    let codes: Vec<i8> = (0..co * ci * k[0] * k[1])
+        .map(|i| (noise(i, 7 + co) * 127.5).clamp(-128.0, 127.0) as i8)
+        .collect();
+    let scales: Vec<f32> = (0..co).map(|o| 0.01 + 0.002 * o as f32).collect();
+    let bias: Vec<f32> = (0..co).map(|o| noise(o, 99) * 0.5).collect();
+    let mut conv = Int8Conv::new(sp, &codes, &[co, ci, k[0], k[1]], &scales, q)
+        .expect("an exact integer form");
+    if with_epilogue {
+        let e = Epilogue {
+            bias: Some(bias.clone()),
+            bias_axis_from_end: 2,
+            activation: Activation::Relu,
+        };
+        assert!(conv.set_epilogue(&e));
+    }
+    let input = Tensor::from_f32(vec![n, ci, hw[0], hw[1]], x.clone()).unwrap();
+    let scalar = conv.run(&input, false).unwrap();
+    let (want, magnitude, [oh, ow]) = reference(
+        &x,
+        [n, ci, hw[0], hw[1]],
+        &codes,
+        [co, k[0], k[1]],
+        &scales,
+        sp,
+        &q,
+        with_epilogue.then_some(&bias[..]),
+    );
+    assert_eq!(scalar.shape(), &[n, co, oh, ow]);
+    let got = scalar.values::<f32>().unwrap();
+    for (i, ((&g, &e), &m)) in got.iter().zip(&want).zip(&magnitude).enumerate() {
+        let close = (f64::from(g) - e).abs() <= 1e-6 * (m + e.abs()) + 1e-30;
+        assert!(
+            close || (g.is_nan() && e.is_nan()),
+            "output {i} of {}: {g} against {e}",
+            got.len()
+        );
+    }
+    if Int8Conv::fast_here() {
+        let fast = conv.run(&input, true).unwrap();
+        let bits = |t: &Tensor| -> Vec<u32> {
+            t.values::<f32>()
+                .unwrap()
+                .iter()
+                .map(|v| v.to_bits())
+                .collect()
+        };
+        assert_eq!(
+            bits(&fast),
+            bits(&scalar),
+            "the vector kernel's sums differ"
+        );
+    }
+}
+
+/// Unsigned levels (after a ReLU: level 0 is 0.0) and signed ones (level 128 is 0.0).
+fn both_signs() -> [ActivationLevels; 2] {
+    [
+        ActivationLevels {
+            input_low: 0.0,
+            input_high: 1.1,
+            output_low: 0.0,
+            output_high: 1.1,
+            levels: 256,
+        },
+        ActivationLevels {
+            input_low: -0.9,
+            input_high: 0.9 * 127.0 / 128.0,
+            output_low: -0.9,
+            output_high: 0.9 * 127.0 / 128.0,
+            levels: 256,
+        },
+    ]
+}
+
+/// Every geometry the layout distinguishes: channel counts that fill no group or block, strides
+/// 1 and 2 (one phase, four phases, one phase of four read), a 7x7 stem, dilation, `same_upper`,
+/// two images; each against the f64 definition and, where the CPU has VNNI, the vector
+/// kernel bit for bit against the scalar one.
+#[test]
+fn every_geometry_gives_the_quantized_convolution() {
+    let cases = [
+        Case {
+            n: 1,
+            ci: 3,
+            co: 16,
+            hw: [11, 13],
+            k: [3, 3],
+            sp: spatial(1, [1, 1], 1, AutoPad::Explicit),
+        },
+        Case {
+            n: 1,
+            ci: 5,
+            co: 9,
+            hw: [9, 9],
+            k: [3, 3],
+            sp: spatial(2, [1, 1], 1, AutoPad::Explicit),
+        },
+        Case {
+            n: 1,
+            ci: 8,
+            co: 8,
+            hw: [7, 7],
+            k: [1, 1],
+            sp: spatial(2, [0, 0], 1, AutoPad::Explicit),
+        },
+        Case {
+            n: 1,
+            ci: 4,
+            co: 24,
+            hw: [8, 10],
+            k: [7, 7],
+            sp: spatial(2, [3, 3], 1, AutoPad::Explicit),
+        },
+        Case {
+            n: 1,
+            ci: 6,
+            co: 10,
+            hw: [10, 9],
+            k: [3, 3],
+            sp: spatial(1, [2, 2], 2, AutoPad::Explicit),
+        },
+        Case {
+            n: 2,
+            ci: 5,
+            co: 7,
+            hw: [9, 8],
+            k: [5, 5],
+            sp: spatial(2, [0, 0], 1, AutoPad::SameUpper),
+        },
+        Case {
+            n: 1,
+            ci: 20,
+            co: 17,
+            hw: [30, 4],
+            k: [1, 3],
+            sp: spatial(1, [0, 1], 1, AutoPad::Explicit),
+        },
+    ];
+    for case in &cases {
+        for q in both_signs() {
+            check(case, q, None, false);
+            check(case, q, None, true);
+        }
+    }
+}
+
+/// A NaN input makes exactly the outputs whose windows read it NaN (in every channel), the
+/// others stay as the definition gives them.
+#[test]
+fn a_nan_input_spreads_to_the_windows_that_read_it() {
+    let case = Case {
+        n: 1,
+        ci: 5,
+        co: 9,
+        hw: [9, 9],
+        k: [3, 3],
+        sp: spatial(2, [1, 1], 1, AutoPad::Explicit),
+    };
+    for q in both_signs() {
+        check(&case, q, Some(2 * 81 + 4 * 9 + 4), true);
+        check(&case, q, Some(0), false);
+    }
+}
+
+/// Ranges where no level is 0.0 have no exact integer form (the padding would need a
+/// level between two), nor do reversed ones or windows whose sums could overflow.
+#[test]
+fn only_exact_integer_forms_are_built() {
+    let sp = spatial(1, [1, 1], 1, AutoPad::Explicit);
+    let off_grid = ActivationLevels {
+        input_low: -0.3,
+        input_high: 1.0,
+        output_low: -0.3,
+        output_high: 1.0,
+        levels: 256,
+    };
+    let codes = vec![1i8; 4 * 3 * 3 * 3];
+    assert!(Int8Conv::new(&sp, &codes, &[4, 3, 3, 3], &[1.0], off_grid).is_none());
+    let reversed = ActivationLevels {
+        input_low: 1.0,
+        input_high: 0.0,
+        ..both_signs()[0]
+    };
+    assert!(Int8Conv::new(&sp, &codes, &[4, 3, 3, 3], &[1.0], reversed).is_none());
+    let huge = vec![1i8; 8000 * 9];
+    assert!(Int8Conv::new(&sp, &huge, &[1, 8000, 3, 3], &[1.0], both_signs()[0]).is_none());
+    assert!(Int8Conv::new(&sp, &codes, &[4, 3, 3, 3], &[1.0], both_signs()[1]).is_some());
+}
+
+/// The words hold, byte by byte, the level FakeQuantize-1's formula gives each input, on the
+/// vector path and the scalar one alike: the range's ends and their neighbours, exact ties
+/// (half a level: to even), infinities, NaN (level 0, reported), a row length with a tail.
+#[test]
+fn words_hold_the_fake_quantize_levels() {
+    let q = ActivationLevels {
+        levels: 256,
+        ..both_signs()[1]
+    };
+    let step = (q.input_high - q.input_low) / 255.0;
+    let mut specials = vec![
+        q.input_low,
+        q.input_high,
+        f32::from_bits(q.input_low.to_bits() - 1),
+        f32::from_bits(q.input_low.to_bits() + 1),
+        f32::from_bits(q.input_high.to_bits() - 1),
+        f32::from_bits(q.input_high.to_bits() + 1),
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        0.0,
+        -0.0,
+        1e-40,
+    ];
+    specials.extend((0..60).map(|k| q.input_low + (k as f32 + 0.5) * step * 3.0));
+    for len in [specials.len(), 16, 5] {
+        let rows: Vec<Vec<f32>> = (0..3)
+            .map(|c| {
+                specials
+                    .iter()
+                    .cycle()
+                    .skip(c * 7)
+                    .take(len)
+                    .copied()
+                    .collect()
+            })
+            .collect();
+        for with_nan in [false, true] {
+            let mut rows = rows.clone();
+            if with_nan {
+                rows[1][len - 1] = f32::NAN;
+            }
+            let r = [&rows[0][..], &rows[1][..], &rows[2][..]];
+            let (mut fast, mut slow) = (vec![0u32; len], vec![0u32; len]);
+            let nan_fast = layout::pack_words(&q, r, 200, &mut fast, true);
+            let nan_slow = layout::pack_words(&q, r, 200, &mut slow, false);
+            assert_eq!((nan_fast, nan_slow), (with_nan, with_nan));
+            assert_eq!(fast, slow, "length {len}");
+            for (x, word) in slow.iter().enumerate() {
+                let bytes = word.to_le_bytes();
+                for c in 0..3 {
+                    let v = rows[c][x];
+                    let want = if v.is_nan() { 0 } else { q.level(v) as u8 };
+                    assert_eq!(bytes[c], want, "row {c} value {v}");
+                }
+                assert_eq!(bytes[3], 200);
+            }
+        }
+    }
+}
