@@ -37,9 +37,16 @@ impl Executable {
             if !epilogue.is_empty() && !kernel.set_epilogue(&epilogue) {
                 continue;
             }
-            let last = fused.last().map_or(n, |&(m, _)| m);
+            let mut last = fused.last().map_or(n, |&(m, _)| m);
             for (m, slot) in fused {
                 self.fused[m] = Some(slot);
+            }
+            if let Some((m, q)) = self.fake_quantize_after(last)? {
+                let kernel = self.prepared[n].as_mut().expect("checked");
+                if kernel.set_output_quantize(&q) {
+                    self.fused[m] = Some(0);
+                    last = m;
+                }
             }
             if let Some((m, keep_dims)) = self.row_max_after(n, last)? {
                 let kernel = self.prepared[n].as_mut().expect("checked");

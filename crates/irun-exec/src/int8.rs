@@ -16,6 +16,7 @@ use irun_graph::{NodeId, Outlet};
 use irun_ops::attrs::AttrReader;
 use irun_ops::linear::int8_conv::{ActivationLevels, Int8Conv};
 use irun_ops::linear::spatial::Spatial;
+use irun_ops::quantize::FakeQuantizeRange;
 use irun_tensor::ElementType;
 
 use crate::plan::Source;
@@ -66,9 +67,67 @@ impl Executable {
         Ok(())
     }
 
+    /// The FakeQuantize-1 of one range that is the one reader of `last`'s output, where a
+    /// kernel may apply it as it writes that output: it still runs (no int8 convolution
+    /// reads its input instead, so its input has no other reader in the plan).
+    pub(crate) fn fake_quantize_after(
+        &self,
+        last: NodeId,
+    ) -> Result<Option<(NodeId, FakeQuantizeRange)>, RunError> {
+        let facts = &self.graph.facts[last];
+        if facts.len() != 1 || facts[0].ty != ElementType::F32 {
+            return Ok(None);
+        }
+        let Some(&[(m, 0)]) = self.graph.nodes[last].consumers.first().map(Vec::as_slice) else {
+            return Ok(None);
+        };
+        let in_plan = self.plan.steps.iter().any(|s| s.node == m);
+        if !in_plan || self.plan.readers[self.plan.outlet(last, 0)] != 1 {
+            return Ok(None);
+        }
+        let output = Outlet { node: m, slot: 0 };
+        Ok(self.fake_quantize_levels(output)?.map(|(_, l)| {
+            (
+                m,
+                FakeQuantizeRange {
+                    input_low: l.input_low,
+                    input_high: l.input_high,
+                    output_low: l.output_low,
+                    output_high: l.output_high,
+                    last_level: (l.levels - 1) as f32,
+                },
+            )
+        }))
+    }
+
     /// For the output `o` of a FakeQuantize-1 of an f32 `[N, C, H, W]` input with one value in
-    /// each range input: its input and ranges.
+    /// each range input: its input and ranges. For the values of a MaxPool of such an output,
+    /// which are levels of the FakeQuantize themselves: that output, read with the output
+    /// range as input range too (each value is then its own level: `(v - low) / step` is
+    /// within a few f32 roundings of an integer of at most 255).
     fn activation_levels(&self, o: Outlet) -> Result<Option<(Outlet, ActivationLevels)>, RunError> {
+        let layer = self.graph.layer(o.node);
+        if layer.type_name == "MaxPool" && o.slot == 0 {
+            let Some(Some(pooled)) = self.graph.nodes[o.node].inputs.first().copied() else {
+                return Ok(None);
+            };
+            return Ok(self.activation_levels(pooled)?.map(|(_, levels)| {
+                let on_grid = ActivationLevels {
+                    input_low: levels.output_low,
+                    input_high: levels.output_high,
+                    ..levels
+                };
+                (o, on_grid)
+            }));
+        }
+        self.fake_quantize_levels(o)
+    }
+
+    /// [`Self::activation_levels`] of a FakeQuantize's output.
+    fn fake_quantize_levels(
+        &self,
+        o: Outlet,
+    ) -> Result<Option<(Outlet, ActivationLevels)>, RunError> {
         let n = o.node;
         let layer = self.graph.layer(n);
         if layer.type_name != "FakeQuantize" {

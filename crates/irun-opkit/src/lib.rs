@@ -17,6 +17,7 @@ pub mod kernel;
 pub mod number;
 pub mod op;
 pub mod par;
+pub mod quantize;
 pub mod simd;
 pub mod stream;
 pub mod strided;

@@ -138,6 +138,14 @@ pub trait Prepared: Debug + Send + Sync {
         false
     }
 
+    /// Offers the FakeQuantize-1 (one value per range input) that reads the output after the
+    /// epilogue, as the epilogue's last step; whether the kernel applies it (the graph's
+    /// FakeQuantize then passes its input through).
+    fn set_output_quantize(&mut self, q: &crate::quantize::FakeQuantizeRange) -> bool {
+        let _ = q;
+        false
+    }
+
     /// Writes the one output `[n, c, *spatial]` channel-last, as a tensor of shape `[n,
     /// *spatial, c]` with the same values, from now on (`on`), or as declared again (`!on`),
     /// for a reader that takes it so ([`Prepared::set_channels_last_input`]): the values

@@ -41,23 +41,7 @@ pub fn build(a: &AttrReader) -> Result<Box<dyn Op>, OpError> {
     }))
 }
 
-/// The formula in one float type.
-macro_rules! quantize_in {
-    ($name:ident, $f:ty) => {
-        #[inline(always)]
-        fn $name(x: $f, il: $f, ih: $f, ol: $f, oh: $f, l: $f) -> $f {
-            if x <= il.min(ih) {
-                ol
-            } else if x > il.max(ih) {
-                oh
-            } else {
-                ((x - il) / (ih - il) * l).round_ties_even() / l * (oh - ol) + ol
-            }
-        }
-    };
-}
-quantize_in!(quantize_f32, f32);
-quantize_in!(quantize_f64, f64);
+use irun_opkit::quantize::{fake_quantize_f32 as quantize_f32, fake_quantize_f64 as quantize_f64};
 
 impl FakeQuantize {
     /// f32 without conversions: rows along which the four ranges are constant (per-tensor

@@ -11,7 +11,9 @@
 pub mod known;
 pub mod registry;
 
-pub use irun_opkit::{attrs, epilogue, fact, kernel, op, par, Activation, Epilogue, Fact};
+pub use irun_opkit::{
+    attrs, epilogue, fact, kernel, op, par, quantize, Activation, Epilogue, Fact,
+};
 pub use irun_opkit::{codes, Op, OpError, Prepared, Value, VariableAccess};
 pub use irun_ops_core as core;
 pub use irun_ops_elementwise as elementwise;

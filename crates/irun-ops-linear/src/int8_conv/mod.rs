@@ -33,6 +33,7 @@ mod tests;
 use std::sync::Arc;
 
 use irun_opkit::epilogue::{Channels, Epilogue};
+use irun_opkit::quantize::FakeQuantizeRange;
 use irun_tensor::Tensor;
 
 use crate::op::{codes, take_inputs, OpError, Prepared, Value};
@@ -117,6 +118,8 @@ pub struct Int8Conv {
     /// Per output channel: `scale * step`, rounded to f32.
     scales: Vec<f32>,
     epilogue: Option<Epilogue>,
+    /// The FakeQuantize after the epilogue, if the kernel took it over.
+    quantize: Option<FakeQuantizeRange>,
 }
 
 /// Why an integer sum cannot overflow: each product is at most 255 * 128 in size, and a
@@ -179,6 +182,7 @@ impl Int8Conv {
             zero_sums,
             scales,
             epilogue: None,
+            quantize: None,
         })
     }
 
@@ -285,6 +289,9 @@ impl Int8Conv {
             if let Some(e) = &self.epilogue {
                 e.apply_at(chunk, start, layout);
             }
+            if let Some(q) = &self.quantize {
+                q.apply_all(chunk);
+            }
         });
     }
 }
@@ -301,5 +308,10 @@ impl Prepared for Int8Conv {
 
     fn set_epilogue(&mut self, e: &Epilogue) -> bool {
         e.keep_if_fits(&mut self.epilogue, self.out_channels, self.spatial.rank())
+    }
+
+    fn set_output_quantize(&mut self, q: &FakeQuantizeRange) -> bool {
+        self.quantize = Some(*q);
+        true
     }
 }

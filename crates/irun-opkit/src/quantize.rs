@@ -1,0 +1,61 @@
+//! FakeQuantize-1's formula, shared by the op and the kernels that apply it to their output:
+//! `x` at or below the lower of the input range's ends gives `output_low`, above the higher
+//! `output_high`, else the level `round_half_even((x - il) / (ih - il) * (levels - 1))`
+//! scaled back into the output range, every step in the one float type.
+
+/// The formula in one float type (`l` is `levels - 1`).
+macro_rules! fake_quantize_in {
+    ($name:ident, $f:ty) => {
+        #[inline(always)]
+        pub fn $name(x: $f, il: $f, ih: $f, ol: $f, oh: $f, l: $f) -> $f {
+            if x <= il.min(ih) {
+                ol
+            } else if x > il.max(ih) {
+                oh
+            } else {
+                ((x - il) / (ih - il) * l).round_ties_even() / l * (oh - ol) + ol
+            }
+        }
+    };
+}
+fake_quantize_in!(fake_quantize_f32, f32);
+fake_quantize_in!(fake_quantize_f64, f64);
+
+/// One FakeQuantize-1 with a single value in each range input, as a kernel applies it to its
+/// output.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct FakeQuantizeRange {
+    pub input_low: f32,
+    pub input_high: f32,
+    pub output_low: f32,
+    pub output_high: f32,
+    /// `levels - 1`, as f32.
+    pub last_level: f32,
+}
+
+impl FakeQuantizeRange {
+    /// The op's f32 result for `x`.
+    #[inline(always)]
+    pub fn apply(&self, x: f32) -> f32 {
+        fake_quantize_f32(
+            x,
+            self.input_low,
+            self.input_high,
+            self.output_low,
+            self.output_high,
+            self.last_level,
+        )
+    }
+
+    /// Applies it to every element of `v`, at the widest vector unit.
+    pub fn apply_all(&self, v: &mut [f32]) {
+        crate::simd::widest(
+            #[inline(always)]
+            || {
+                for x in v.iter_mut() {
+                    *x = self.apply(*x);
+                }
+            },
+        )
+    }
+}
