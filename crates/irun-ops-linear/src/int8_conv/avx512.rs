@@ -1,9 +1,10 @@
-//! A block's integer sums on AVX-512 VNNI: for each tap and channel group, one load of 16
+//! A block's outputs on AVX-512 VNNI: for each tap and channel group, one load of 16
 //! positions' words per vector and one broadcast weight word per output channel, and
 //! `vpdpbusd` adds the four u8 x i8 products of each lane into its i32 accumulator (exact:
-//! `Int8Conv::new` bounds the window so no sum overflows).
+//! `Int8Conv::new` bounds the window so no sum overflows), then each sum converted to its
+//! output in the registers.
 
-use super::layout::{Geometry, LANES, MAX_SPAN};
+use super::layout::{BlockScales, Geometry, LANES, MAX_SPAN};
 use super::{ActivationLevels, CO_BLOCK};
 
 /// Whether the CPU has AVX-512 F, BW and VNNI.
@@ -32,7 +33,8 @@ pub(super) unsafe fn block(
     p: usize,
     g: &Geometry,
     weights: &[i32],
-    sums: &mut [[i32; MAX_SPAN]; CO_BLOCK],
+    scales: &BlockScales,
+    out: &mut [[f32; MAX_SPAN]; CO_BLOCK],
 ) {
     debug_assert!(p + g.span() <= g.positions);
     debug_assert!(weights.len() >= g.taps.len() * g.groups * CO_BLOCK);
@@ -41,9 +43,9 @@ pub(super) unsafe fn block(
         .iter()
         .all(|&t| (g.groups - 1) * g.group_stride + t + p + g.span() <= words.len()));
     match g.vectors {
-        1 => vnni::block::<1>(words, p, g, weights, sums),
-        2 => vnni::block::<2>(words, p, g, weights, sums),
-        _ => vnni::block::<3>(words, p, g, weights, sums),
+        1 => vnni::block::<1>(words, p, g, weights, scales, out),
+        2 => vnni::block::<2>(words, p, g, weights, scales, out),
+        _ => vnni::block::<3>(words, p, g, weights, scales, out),
     }
 }
 
@@ -53,9 +55,10 @@ pub(super) unsafe fn block(
     p: usize,
     g: &Geometry,
     weights: &[i32],
-    sums: &mut [[i32; MAX_SPAN]; CO_BLOCK],
+    scales: &BlockScales,
+    out: &mut [[f32; MAX_SPAN]; CO_BLOCK],
 ) {
-    super::layout::block_scalar(words, p, g, weights, sums)
+    super::layout::block_scalar(words, p, g, weights, scales, out)
 }
 
 /// [`super::layout::pack_words`] on AVX-512: the same f32 operations (subtract, divide,
@@ -124,7 +127,8 @@ mod vnni {
         p: usize,
         g: &Geometry,
         weights: &[i32],
-        sums: &mut [[i32; MAX_SPAN]; CO_BLOCK],
+        scales: &BlockScales,
+        out: &mut [[f32; MAX_SPAN]; CO_BLOCK],
     ) {
         let mut acc = [[_mm512_setzero_si512(); CO_BLOCK]; V];
         let mut w = weights.as_ptr();
@@ -145,9 +149,16 @@ mod vnni {
                 at = at.add(g.group_stride);
             }
         }
-        for (lane, row) in sums.iter_mut().enumerate() {
+        // `(sum - zero_sum) as f32 * scale`: the conversion rounds to nearest as `as f32`.
+        for (lane, row) in out.iter_mut().enumerate() {
+            let zero_sum = _mm512_set1_epi32(scales.zero_sums[lane]);
+            let scale = _mm512_set1_ps(scales.scales[lane]);
             for (v, a) in acc.iter().enumerate() {
-                _mm512_storeu_si512(row.as_mut_ptr().add(v * LANES).cast(), a[lane]);
+                let y = _mm512_mul_ps(
+                    _mm512_cvtepi32_ps(_mm512_sub_epi32(a[lane], zero_sum)),
+                    scale,
+                );
+                _mm512_storeu_ps(row.as_mut_ptr().add(v * LANES), y);
             }
         }
     }

@@ -297,17 +297,26 @@ pub(super) fn dot4(levels: u32, codes: i32) -> i32 {
         .sum()
 }
 
-/// A block's integer sums, one product at a time: `sums[lane][i]` for output channel `lane`
-/// of the block and position `p + i`. What the vector kernel computes.
+/// What turns a block's integer sums into outputs, per output channel of the block:
+/// `(sum - zero_sum) as f32 * scale` (0 and 0.0 for channels past the last).
+pub(super) struct BlockScales {
+    pub zero_sums: [i32; CO_BLOCK],
+    pub scales: [f32; CO_BLOCK],
+}
+
+/// A block's outputs, one product at a time: `out[lane][i]` for output channel `lane` of the
+/// block and position `p + i`, the exact integer sum converted as [`BlockScales`] says. What
+/// the vector kernel computes.
 pub(super) fn block_scalar(
     words: &[u32],
     p: usize,
     g: &Geometry,
     weights: &[i32],
-    sums: &mut [[i32; MAX_SPAN]; CO_BLOCK],
+    scales: &BlockScales,
+    out: &mut [[f32; MAX_SPAN]; CO_BLOCK],
 ) {
-    for (lane, row) in sums.iter_mut().enumerate() {
-        for (i, s) in row[..g.span()].iter_mut().enumerate() {
+    for (lane, row) in out.iter_mut().enumerate() {
+        for (i, y) in row[..g.span()].iter_mut().enumerate() {
             let mut acc = 0i32;
             for (t, &tap) in g.taps.iter().enumerate() {
                 for grp in 0..g.groups {
@@ -316,7 +325,7 @@ pub(super) fn block_scalar(
                     acc = acc.wrapping_add(dot4(word, code));
                 }
             }
-            *s = acc;
+            *y = acc.wrapping_sub(scales.zero_sums[lane]) as f32 * scales.scales[lane];
         }
     }
 }

@@ -38,7 +38,7 @@ use irun_tensor::Tensor;
 
 use crate::op::{codes, take_inputs, OpError, Prepared, Value};
 use crate::spatial::Spatial;
-use layout::Geometry;
+use layout::{BlockScales, Geometry};
 
 /// Output channels per block: the broadcast weights of one step.
 const CO_BLOCK: usize = 8;
@@ -256,28 +256,28 @@ impl Int8Conv {
             let first = block * CO_BLOCK;
             let weights =
                 &self.weights[block * taps * g.groups * CO_BLOCK..][..taps * g.groups * CO_BLOCK];
-            let mut sums = [[0i32; layout::MAX_SPAN]; CO_BLOCK];
-            let mut row = [0f32; layout::MAX_SPAN];
+            let mut scales = BlockScales {
+                zero_sums: [0; CO_BLOCK],
+                scales: [0.0; CO_BLOCK],
+            };
+            let lanes = CO_BLOCK.min(co - first);
+            for lane in 0..lanes {
+                scales.zero_sums[lane] = self.zero_sums[first + lane];
+                scales.scales[lane] = self.scales[first + lane];
+            }
+            let mut rows = [[0f32; layout::MAX_SPAN]; CO_BLOCK];
             let mut p = 0;
             while p < g.positions {
                 if vectorised {
                     // SAFETY: `available()` found AVX-512 F, BW and VNNI; the geometry
                     // sized `words` so that every block's reads (`p + offset + span` for
-                    // each tap, each group) are inside it (`Geometry::check_reach`), and
-                    // `weights` holds `taps * groups * CO_BLOCK` words.
-                    unsafe { avx512::block(words, p, g, weights, &mut sums) };
+                    // each tap, each group) are inside it, and `weights` holds
+                    // `taps * groups * CO_BLOCK` words.
+                    unsafe { avx512::block(words, p, g, weights, &scales, &mut rows) };
                 } else {
-                    layout::block_scalar(words, p, g, weights, &mut sums);
+                    layout::block_scalar(words, p, g, weights, &scales, &mut rows);
                 }
-                for (lane, sum) in sums.iter().enumerate() {
-                    let o = first + lane;
-                    if o >= co {
-                        break;
-                    }
-                    let (zero_sum, scale) = (self.zero_sums[o], self.scales[o]);
-                    for (y, &s) in row[..span].iter_mut().zip(&sum[..span]) {
-                        *y = (s.wrapping_sub(zero_sum)) as f32 * scale;
-                    }
+                for (lane, row) in rows[..lanes].iter().enumerate() {
                     g.scatter_block(
                         p,
                         &row[..span],
