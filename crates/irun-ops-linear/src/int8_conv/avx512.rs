@@ -4,6 +4,7 @@
 //! `Int8Conv::new` bounds the window so no sum overflows), then each sum converted to its
 //! output in the registers.
 
+use super::channel_lanes::{CHANNELS, MAX_POSITIONS};
 use super::layout::{BlockScales, Geometry, LANES, MAX_SPAN};
 use super::{ActivationLevels, CO_BLOCK};
 
@@ -110,6 +111,52 @@ pub(super) unsafe fn pack_words<const N: usize>(
     nan != 0
 }
 
+/// [`super::channel_lanes::block_scalar`], vectorised.
+///
+/// # Safety
+/// AVX-512 F, BW and VNNI must be available; `8 <= flat.len() <= 12`; `words` must hold
+/// `grp * g.group_stride + tap + flat[j]` for every group, tap and position; `weights` must
+/// hold `g.taps.len() * g.groups * 32` words.
+#[cfg(target_arch = "x86_64")]
+#[allow(clippy::too_many_arguments)]
+pub(super) unsafe fn channel_block(
+    words: &[u32],
+    flat: &[usize],
+    g: &Geometry,
+    weights: &[i32],
+    zero_sums: &[i32; CHANNELS],
+    scales: &[f32; CHANNELS],
+    out: &mut [[f32; CHANNELS]; MAX_POSITIONS],
+) {
+    debug_assert!(weights.len() >= g.taps.len() * g.groups * CHANNELS);
+    debug_assert!(flat.iter().all(|&f| g
+        .taps
+        .iter()
+        .all(|&t| (g.groups - 1) * g.group_stride + t + f < words.len())));
+    let s = (zero_sums, scales);
+    match flat.len() {
+        8 => vnni::channel_block::<8>(words, flat, g, weights, s, out),
+        9 => vnni::channel_block::<9>(words, flat, g, weights, s, out),
+        10 => vnni::channel_block::<10>(words, flat, g, weights, s, out),
+        11 => vnni::channel_block::<11>(words, flat, g, weights, s, out),
+        _ => vnni::channel_block::<12>(words, flat, g, weights, s, out),
+    }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+#[allow(clippy::too_many_arguments)]
+pub(super) unsafe fn channel_block(
+    words: &[u32],
+    flat: &[usize],
+    g: &Geometry,
+    weights: &[i32],
+    zero_sums: &[i32; CHANNELS],
+    scales: &[f32; CHANNELS],
+    out: &mut [[f32; CHANNELS]; MAX_POSITIONS],
+) {
+    super::channel_lanes::block_scalar(words, flat, g, weights, zero_sums, scales, out)
+}
+
 #[cfg(target_arch = "x86_64")]
 mod vnni {
     use std::arch::x86_64::*;
@@ -159,6 +206,52 @@ mod vnni {
                     scale,
                 );
                 _mm512_storeu_ps(row.as_mut_ptr().add(v * LANES), y);
+            }
+        }
+    }
+
+    /// `P` positions by 32 output channels, all in registers.
+    ///
+    /// # Safety
+    /// As [`super::channel_block`], with `P == flat.len()`.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
+    #[allow(clippy::needless_range_loop)] // indices keep the accumulators in registers
+    pub(super) unsafe fn channel_block<const P: usize>(
+        words: &[u32],
+        flat: &[usize],
+        g: &Geometry,
+        weights: &[i32],
+        (zero_sums, scales): (&[i32; CHANNELS], &[f32; CHANNELS]),
+        out: &mut [[f32; CHANNELS]; MAX_POSITIONS],
+    ) {
+        let mut acc = [[_mm512_setzero_si512(); 2]; P];
+        let at: [*const u32; P] = std::array::from_fn(|j| words.as_ptr().add(flat[j]));
+        let mut w = weights.as_ptr();
+        for &tap in &g.taps {
+            let mut offset = tap;
+            for _ in 0..g.groups {
+                // Reads `grp * group_stride + tap + flat[j]`, inside `words` by the
+                // caller's contract, and 32 weight words of the block.
+                let low = _mm512_loadu_si512(w.cast());
+                let high = _mm512_loadu_si512(w.add(16).cast());
+                for j in 0..P {
+                    let x = _mm512_set1_epi32(*at[j].add(offset) as i32);
+                    acc[j][0] = _mm512_dpbusd_epi32(acc[j][0], x, low);
+                    acc[j][1] = _mm512_dpbusd_epi32(acc[j][1], x, high);
+                }
+                w = w.add(CHANNELS);
+                offset += g.group_stride;
+            }
+        }
+        for half in 0..2 {
+            let zero_sum = _mm512_loadu_si512(zero_sums.as_ptr().add(half * 16).cast());
+            let scale = _mm512_loadu_ps(scales.as_ptr().add(half * 16));
+            for j in 0..P {
+                let y = _mm512_mul_ps(
+                    _mm512_cvtepi32_ps(_mm512_sub_epi32(acc[j][half], zero_sum)),
+                    scale,
+                );
+                _mm512_storeu_ps(out[j].as_mut_ptr().add(half * 16), y);
             }
         }
     }

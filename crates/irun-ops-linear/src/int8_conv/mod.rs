@@ -26,6 +26,7 @@
 //! at compile time as `[8 output channels][tap][channel group][8]` words.
 
 mod avx512;
+mod channel_lanes;
 mod layout;
 #[cfg(test)]
 mod tests;
@@ -113,6 +114,9 @@ pub struct Int8Conv {
     kernel: [usize; 2],
     /// `[co block][tap][channel group][CO_BLOCK]`, 4 i8 codes per word, channel `4g` lowest.
     weights: Vec<i32>,
+    /// The same weights for the channel-lane blocks (`channel_lanes.rs`), when the output
+    /// channels fill them.
+    channel_weights: Vec<i32>,
     /// Per output channel: `zero * sum(codes)`, subtracted from the integer sum.
     zero_sums: Vec<i32>,
     /// Per output channel: `scale * step`, rounded to f32.
@@ -171,6 +175,12 @@ impl Int8Conv {
         let scales = (0..co)
             .map(|o| (f64::from(scales[o % scales.len()]) * step) as f32)
             .collect();
+        let weights: Vec<i32> = packed.into_iter().map(|w| w as i32).collect();
+        let channel_weights = if co.is_multiple_of(channel_lanes::CHANNELS) {
+            channel_lanes::pack(&weights, co, taps, groups)
+        } else {
+            Vec::new()
+        };
         Some(Int8Conv {
             spatial: spatial.clone(),
             levels,
@@ -178,7 +188,8 @@ impl Int8Conv {
             out_channels: co,
             in_channels: ci,
             kernel: [kh, kw],
-            weights: packed.into_iter().map(|w| w as i32).collect(),
+            weights,
+            channel_weights,
             zero_sums,
             scales,
             epilogue: None,
@@ -232,7 +243,12 @@ impl Int8Conv {
             let src = &x[image * ci * h * w..(image + 1) * ci * h * w];
             let words = layout::quantize(src, ci, &g, &self.levels, self.zero, vectorised)?;
             let dst = &mut out[image * co * plane..(image + 1) * co * plane];
-            self.convolve(&words.words, &g, dst, vectorised);
+            match channel_lanes::positions_per_block(&g, co) {
+                Some(per_block) => {
+                    self.convolve_channels(&words.words, &g, per_block, dst, vectorised)
+                }
+                None => self.convolve(&words.words, &g, dst, vectorised),
+            }
             if words.nan {
                 layout::spread_nan(src, ci, &g, dst);
             }
@@ -296,6 +312,71 @@ impl Int8Conv {
     }
 }
 
+impl Int8Conv {
+    /// One image in blocks of 32 output channels by `per_block` output positions, each
+    /// block of channels on its own task.
+    fn convolve_channels(
+        &self,
+        words: &[u32],
+        g: &Geometry,
+        per_block: usize,
+        out: &mut [f32],
+        vectorised: bool,
+    ) {
+        use channel_lanes::{CHANNELS, MAX_POSITIONS};
+        let plane = g.out_h * g.out_w;
+        let taps = g.taps.len();
+        let co = self.out_channels;
+        let layout = Channels::Planes {
+            channels: co,
+            plane: plane.max(1),
+        };
+        irun_opkit::par::for_each_chunk_mut(out, CHANNELS * plane.max(1), &|start, chunk| {
+            let first = start / plane.max(1);
+            let block = first / CHANNELS;
+            let weights = &self.channel_weights[block * taps * g.groups * CHANNELS..]
+                [..taps * g.groups * CHANNELS];
+            let zero_sums: [i32; CHANNELS] =
+                std::array::from_fn(|lane| self.zero_sums[first + lane]);
+            let scales: [f32; CHANNELS] = std::array::from_fn(|lane| self.scales[first + lane]);
+            let mut tile = [[0f32; CHANNELS]; MAX_POSITIONS];
+            let mut q = 0;
+            while q < plane {
+                let flat = channel_lanes::flat_positions(g, q, per_block);
+                let flat = &flat[..per_block];
+                if vectorised {
+                    // SAFETY: `available()` found AVX-512 F, BW and VNNI; 8 <= per_block <=
+                    // 12; every position is an output's (`flat_positions`), whose words
+                    // the geometry holds for every tap and group; the block's weights
+                    // are `taps * groups * 32` words.
+                    unsafe {
+                        avx512::channel_block(
+                            words, flat, g, weights, &zero_sums, &scales, &mut tile,
+                        )
+                    };
+                } else {
+                    channel_lanes::block_scalar(
+                        words, flat, g, weights, &zero_sums, &scales, &mut tile,
+                    );
+                }
+                let real = per_block.min(plane - q);
+                for (lane, dst) in chunk.chunks_exact_mut(plane).enumerate() {
+                    for (j, d) in dst[q..q + real].iter_mut().enumerate() {
+                        *d = tile[j][lane];
+                    }
+                }
+                q += per_block;
+            }
+            if let Some(e) = &self.epilogue {
+                e.apply_at(chunk, start, layout);
+            }
+            if let Some(q) = &self.quantize {
+                q.apply_all(chunk);
+            }
+        });
+    }
+}
+
 impl Prepared for Int8Conv {
     fn eval(&self, inputs: Vec<Value>) -> Result<Vec<Value>, OpError> {
         let [data] = take_inputs::<1>(inputs, "int8 Convolution")?;
@@ -303,7 +384,8 @@ impl Prepared for Int8Conv {
     }
 
     fn byte_size(&self) -> usize {
-        (self.weights.len() + self.zero_sums.len() + self.scales.len()) * 4
+        (self.weights.len() + self.channel_weights.len() + self.zero_sums.len() + self.scales.len())
+            * 4
     }
 
     fn set_epilogue(&mut self, e: &Epilogue) -> bool {

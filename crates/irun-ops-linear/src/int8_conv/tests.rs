@@ -244,6 +244,31 @@ fn every_geometry_gives_the_quantized_convolution() {
             k: [1, 3],
             sp: spatial(1, [0, 1], 1, AutoPad::Explicit),
         },
+        // Small planes with whole blocks of 32 channels: the channel-lane blocks.
+        Case {
+            n: 1,
+            ci: 20,
+            co: 32,
+            hw: [7, 7],
+            k: [3, 3],
+            sp: spatial(1, [1, 1], 1, AutoPad::Explicit),
+        },
+        Case {
+            n: 2,
+            ci: 9,
+            co: 64,
+            hw: [27, 27],
+            k: [3, 3],
+            sp: spatial(2, [1, 1], 1, AutoPad::Explicit),
+        },
+        Case {
+            n: 1,
+            ci: 16,
+            co: 32,
+            hw: [13, 13],
+            k: [1, 1],
+            sp: spatial(2, [0, 0], 1, AutoPad::Explicit),
+        },
     ];
     for case in &cases {
         for q in both_signs() {
@@ -251,6 +276,28 @@ fn every_geometry_gives_the_quantized_convolution() {
             check(case, q, None, true);
         }
     }
+}
+
+/// Which blocking each plane takes: the channel lanes where they compute clearly fewer
+/// positions (so the cases above run both kernels), the position blocks elsewhere.
+#[test]
+fn small_planes_of_whole_channel_blocks_take_the_channel_lanes() {
+    let geometry = |hw: usize, k: usize, s: usize, p: usize| {
+        layout::Geometry::new(
+            &spatial(s, [p, p], 1, AutoPad::Explicit),
+            64,
+            [hw, hw],
+            [k, k],
+        )
+        .unwrap()
+    };
+    let choice = |g: &layout::Geometry, co: usize| channel_lanes::positions_per_block(g, co);
+    assert_eq!(choice(&geometry(7, 3, 1, 1), 512), Some(10));
+    assert_eq!(choice(&geometry(7, 3, 1, 1), 48), None);
+    assert!(choice(&geometry(14, 3, 1, 1), 256).is_some());
+    assert!(choice(&geometry(27, 3, 2, 1), 64).is_some());
+    assert_eq!(choice(&geometry(56, 3, 1, 1), 64), None);
+    assert_eq!(choice(&geometry(28, 3, 1, 1), 128), None);
 }
 
 /// A NaN input makes exactly the outputs whose windows read it NaN (in every channel), the
