@@ -4,7 +4,7 @@
 //! `Int8Conv::new` bounds the window so no sum overflows), then each sum converted to its
 //! output in the registers.
 
-use super::channel_lanes::{CHANNELS, MAX_POSITIONS};
+use super::channel_lanes::{ChannelScales, CHANNELS, MAX_POSITIONS};
 use super::layout::{BlockScales, Geometry, LANES, MAX_SPAN};
 use super::{ActivationLevels, CO_BLOCK};
 
@@ -28,7 +28,6 @@ pub(super) fn available() -> bool {
 /// block reads: `grp * g.group_stride + tap + p + i` for each group, tap and `i < g.span()`
 /// (the geometry's planes are sized for `p + span <= g.positions`); `weights` must hold
 /// `g.taps.len() * g.groups * CO_BLOCK` words.
-#[cfg(target_arch = "x86_64")]
 pub(super) unsafe fn block(
     words: &[u32],
     p: usize,
@@ -43,22 +42,13 @@ pub(super) unsafe fn block(
         .taps
         .iter()
         .all(|&t| (g.groups - 1) * g.group_stride + t + p + g.span() <= words.len()));
+    #[cfg(target_arch = "x86_64")]
     match g.vectors {
         1 => vnni::block::<1>(words, p, g, weights, scales, out),
         2 => vnni::block::<2>(words, p, g, weights, scales, out),
         _ => vnni::block::<3>(words, p, g, weights, scales, out),
     }
-}
-
-#[cfg(not(target_arch = "x86_64"))]
-pub(super) unsafe fn block(
-    words: &[u32],
-    p: usize,
-    g: &Geometry,
-    weights: &[i32],
-    scales: &BlockScales,
-    out: &mut [[f32; MAX_SPAN]; CO_BLOCK],
-) {
+    #[cfg(not(target_arch = "x86_64"))]
     super::layout::block_scalar(words, p, g, weights, scales, out)
 }
 
@@ -117,15 +107,12 @@ pub(super) unsafe fn pack_words<const N: usize>(
 /// AVX-512 F, BW and VNNI must be available; `8 <= flat.len() <= 12`; `words` must hold
 /// `grp * g.group_stride + tap + flat[j]` for every group, tap and position; `weights` must
 /// hold `g.taps.len() * g.groups * 32` words.
-#[cfg(target_arch = "x86_64")]
-#[allow(clippy::too_many_arguments)]
 pub(super) unsafe fn channel_block(
     words: &[u32],
     flat: &[usize],
     g: &Geometry,
     weights: &[i32],
-    zero_sums: &[i32; CHANNELS],
-    scales: &[f32; CHANNELS],
+    scales: &ChannelScales,
     out: &mut [[f32; CHANNELS]; MAX_POSITIONS],
 ) {
     debug_assert!(weights.len() >= g.taps.len() * g.groups * CHANNELS);
@@ -133,28 +120,16 @@ pub(super) unsafe fn channel_block(
         .taps
         .iter()
         .all(|&t| (g.groups - 1) * g.group_stride + t + f < words.len())));
-    let s = (zero_sums, scales);
+    #[cfg(target_arch = "x86_64")]
     match flat.len() {
-        8 => vnni::channel_block::<8>(words, flat, g, weights, s, out),
-        9 => vnni::channel_block::<9>(words, flat, g, weights, s, out),
-        10 => vnni::channel_block::<10>(words, flat, g, weights, s, out),
-        11 => vnni::channel_block::<11>(words, flat, g, weights, s, out),
-        _ => vnni::channel_block::<12>(words, flat, g, weights, s, out),
+        8 => vnni::channel_block::<8>(words, flat, g, weights, scales, out),
+        9 => vnni::channel_block::<9>(words, flat, g, weights, scales, out),
+        10 => vnni::channel_block::<10>(words, flat, g, weights, scales, out),
+        11 => vnni::channel_block::<11>(words, flat, g, weights, scales, out),
+        _ => vnni::channel_block::<12>(words, flat, g, weights, scales, out),
     }
-}
-
-#[cfg(not(target_arch = "x86_64"))]
-#[allow(clippy::too_many_arguments)]
-pub(super) unsafe fn channel_block(
-    words: &[u32],
-    flat: &[usize],
-    g: &Geometry,
-    weights: &[i32],
-    zero_sums: &[i32; CHANNELS],
-    scales: &[f32; CHANNELS],
-    out: &mut [[f32; CHANNELS]; MAX_POSITIONS],
-) {
-    super::channel_lanes::block_scalar(words, flat, g, weights, zero_sums, scales, out)
+    #[cfg(not(target_arch = "x86_64"))]
+    super::channel_lanes::block_scalar(words, flat, g, weights, scales, out)
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -221,7 +196,7 @@ mod vnni {
         flat: &[usize],
         g: &Geometry,
         weights: &[i32],
-        (zero_sums, scales): (&[i32; CHANNELS], &[f32; CHANNELS]),
+        scales: &ChannelScales,
         out: &mut [[f32; CHANNELS]; MAX_POSITIONS],
     ) {
         let mut acc = [[_mm512_setzero_si512(); 2]; P];
@@ -244,8 +219,8 @@ mod vnni {
             }
         }
         for half in 0..2 {
-            let zero_sum = _mm512_loadu_si512(zero_sums.as_ptr().add(half * 16).cast());
-            let scale = _mm512_loadu_ps(scales.as_ptr().add(half * 16));
+            let zero_sum = _mm512_loadu_si512(scales.zero_sums.as_ptr().add(half * 16).cast());
+            let scale = _mm512_loadu_ps(scales.scales.as_ptr().add(half * 16));
             for j in 0..P {
                 let y = _mm512_mul_ps(
                     _mm512_cvtepi32_ps(_mm512_sub_epi32(acc[j][half], zero_sum)),

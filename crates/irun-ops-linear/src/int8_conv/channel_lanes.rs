@@ -5,11 +5,14 @@
 //! outputs are computed (the last block repeats the last position), at the same ratio of
 //! loads to products (2 weight vectors and `P` broadcasts for `2P` `vpdpbusd`).
 
-use super::layout::{Geometry, MAX_SPAN};
+use super::layout::{Geometry, Scales, MAX_SPAN};
 use super::CO_BLOCK;
 
 /// Output channels per block: two vectors of 16.
 pub(super) const CHANNELS: usize = 32;
+/// [`Scales`] of a block's 32 channels.
+pub(super) type ChannelScales = Scales<CHANNELS>;
+
 /// Positions per block, at most (24 accumulators, 2 weights and a broadcast in registers).
 pub(super) const MAX_POSITIONS: usize = 12;
 
@@ -58,15 +61,13 @@ pub(super) fn flat_positions(g: &Geometry, q: usize, per_block: usize) -> [usize
 }
 
 /// A block's outputs one product at a time: `out[j][lane]` for position `flat[j]` and
-/// output channel `lane` of the block, `(sum - zero_sums[lane]) as f32 * scales[lane]`.
-#[allow(clippy::too_many_arguments)]
+/// output channel `lane` of the block, converted as [`Scales`] says.
 pub(super) fn block_scalar(
     words: &[u32],
     flat: &[usize],
     g: &Geometry,
     weights: &[i32],
-    zero_sums: &[i32; CHANNELS],
-    scales: &[f32; CHANNELS],
+    scales: &ChannelScales,
     out: &mut [[f32; CHANNELS]; MAX_POSITIONS],
 ) {
     for (j, &f) in flat.iter().enumerate() {
@@ -79,7 +80,7 @@ pub(super) fn block_scalar(
                     acc = acc.wrapping_add(super::layout::dot4(word, code));
                 }
             }
-            out[j][lane] = acc.wrapping_sub(zero_sums[lane]) as f32 * scales[lane];
+            out[j][lane] = acc.wrapping_sub(scales.zero_sums[lane]) as f32 * scales.scales[lane];
         }
     }
 }

@@ -297,11 +297,24 @@ pub(super) fn dot4(levels: u32, codes: i32) -> i32 {
         .sum()
 }
 
-/// What turns a block's integer sums into outputs, per output channel of the block:
+/// What turns a block's integer sums into outputs, per output channel of a block of `N`:
 /// `(sum - zero_sum) as f32 * scale` (0 and 0.0 for channels past the last).
-pub(super) struct BlockScales {
-    pub zero_sums: [i32; CO_BLOCK],
-    pub scales: [f32; CO_BLOCK],
+pub(super) struct Scales<const N: usize> {
+    pub zero_sums: [i32; N],
+    pub scales: [f32; N],
+}
+
+/// [`Scales`] of the position blocks' 8 channels.
+pub(super) type BlockScales = Scales<CO_BLOCK>;
+
+impl<const N: usize> Scales<N> {
+    /// Those of output channels `first..first + N` of `zero_sums` and `scales`.
+    pub fn of(zero_sums: &[i32], scales: &[f32], first: usize) -> Scales<N> {
+        Scales {
+            zero_sums: std::array::from_fn(|i| zero_sums.get(first + i).copied().unwrap_or(0)),
+            scales: std::array::from_fn(|i| scales.get(first + i).copied().unwrap_or(0.0)),
+        }
+    }
 }
 
 /// A block's outputs, one product at a time: `out[lane][i]` for output channel `lane` of the

@@ -272,15 +272,8 @@ impl Int8Conv {
             let first = block * CO_BLOCK;
             let weights =
                 &self.weights[block * taps * g.groups * CO_BLOCK..][..taps * g.groups * CO_BLOCK];
-            let mut scales = BlockScales {
-                zero_sums: [0; CO_BLOCK],
-                scales: [0.0; CO_BLOCK],
-            };
+            let scales = BlockScales::of(&self.zero_sums, &self.scales, first);
             let lanes = CO_BLOCK.min(co - first);
-            for lane in 0..lanes {
-                scales.zero_sums[lane] = self.zero_sums[first + lane];
-                scales.scales[lane] = self.scales[first + lane];
-            }
             let mut rows = [[0f32; layout::MAX_SPAN]; CO_BLOCK];
             let mut p = 0;
             while p < g.positions {
@@ -336,9 +329,7 @@ impl Int8Conv {
             let block = first / CHANNELS;
             let weights = &self.channel_weights[block * taps * g.groups * CHANNELS..]
                 [..taps * g.groups * CHANNELS];
-            let zero_sums: [i32; CHANNELS] =
-                std::array::from_fn(|lane| self.zero_sums[first + lane]);
-            let scales: [f32; CHANNELS] = std::array::from_fn(|lane| self.scales[first + lane]);
+            let scales = channel_lanes::ChannelScales::of(&self.zero_sums, &self.scales, first);
             let mut tile = [[0f32; CHANNELS]; MAX_POSITIONS];
             let mut q = 0;
             while q < plane {
@@ -349,15 +340,9 @@ impl Int8Conv {
                     // 12; every position is an output's (`flat_positions`), whose words
                     // the geometry holds for every tap and group; the block's weights
                     // are `taps * groups * 32` words.
-                    unsafe {
-                        avx512::channel_block(
-                            words, flat, g, weights, &zero_sums, &scales, &mut tile,
-                        )
-                    };
+                    unsafe { avx512::channel_block(words, flat, g, weights, &scales, &mut tile) };
                 } else {
-                    channel_lanes::block_scalar(
-                        words, flat, g, weights, &zero_sums, &scales, &mut tile,
-                    );
+                    channel_lanes::block_scalar(words, flat, g, weights, &scales, &mut tile);
                 }
                 let real = per_block.min(plane - q);
                 for (lane, dst) in chunk.chunks_exact_mut(plane).enumerate() {
