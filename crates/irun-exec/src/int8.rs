@@ -67,13 +67,14 @@ impl Executable {
         Ok(())
     }
 
-    /// The FakeQuantize-1 of one range that is the one reader of `last`'s output, where a
-    /// kernel may apply it as it writes that output: it still runs (no int8 convolution
-    /// reads its input instead, so its input has no other reader in the plan).
+    /// The FakeQuantize-1 that is the one reader of `last`'s output, with one range or one
+    /// per channel (dim 1), where a kernel may apply it as it writes that output: it still
+    /// runs (no int8 convolution reads its input instead, so its input has no other reader
+    /// in the plan). Its ranges, one or one per channel.
     pub(crate) fn fake_quantize_after(
         &self,
         last: NodeId,
-    ) -> Result<Option<(NodeId, FakeQuantizeRange)>, RunError> {
+    ) -> Result<Option<(NodeId, Vec<FakeQuantizeRange>)>, RunError> {
         let facts = &self.graph.facts[last];
         if facts.len() != 1 || facts[0].ty != ElementType::F32 {
             return Ok(None);
@@ -85,19 +86,77 @@ impl Executable {
         if !in_plan || self.plan.readers[self.plan.outlet(last, 0)] != 1 {
             return Ok(None);
         }
-        let output = Outlet { node: m, slot: 0 };
-        Ok(self.fake_quantize_levels(output)?.map(|(_, l)| {
-            (
-                m,
-                FakeQuantizeRange {
-                    input_low: l.input_low,
-                    input_high: l.input_high,
-                    output_low: l.output_low,
-                    output_high: l.output_high,
-                    last_level: (l.levels - 1) as f32,
-                },
-            )
-        }))
+        let Some((_, ranges, levels)) = self.fake_quantize_ranges(m)? else {
+            return Ok(None);
+        };
+        let count = ranges.iter().map(Vec::len).max().unwrap_or(1);
+        let at = |r: &Vec<f32>, c: usize| r[if r.len() == 1 { 0 } else { c }];
+        let per_channel = (0..count)
+            .map(|c| FakeQuantizeRange {
+                input_low: at(&ranges[0], c),
+                input_high: at(&ranges[1], c),
+                output_low: at(&ranges[2], c),
+                output_high: at(&ranges[3], c),
+                last_level: (levels - 1) as f32,
+            })
+            .collect();
+        Ok(Some((m, per_channel)))
+    }
+
+    /// FakeQuantize-1 node `n` of an f32 `[N, C, H, W]` input: its input, its four ranges
+    /// (each one value, or `C` values along dim 1) and its levels.
+    #[allow(clippy::type_complexity)]
+    fn fake_quantize_ranges(
+        &self,
+        n: NodeId,
+    ) -> Result<Option<(Outlet, [Vec<f32>; 4], u32)>, RunError> {
+        let layer = self.graph.layer(n);
+        if layer.type_name != "FakeQuantize" {
+            return Ok(None);
+        }
+        let Ok(Ok(levels)) = AttrReader::new(layer)
+            .i64_or("levels", None)
+            .map(u32::try_from)
+        else {
+            return Ok(None);
+        };
+        let inputs = &self.graph.nodes[n].inputs;
+        let Some(Some(x)) = inputs.first().copied() else {
+            return Ok(None);
+        };
+        let fact = &self.graph.facts[x.node][x.slot];
+        if fact.ty != ElementType::F32 || fact.shape.rank() != Some(4) {
+            return Ok(None);
+        }
+        let channels = fact.shape.dims().and_then(|d| d[1].get_static());
+        let mut ranges: [Vec<f32>; 4] = Default::default();
+        for (slot, r) in ranges.iter_mut().enumerate() {
+            let Some(Some(src)) = inputs.get(slot + 1).copied() else {
+                return Ok(None);
+            };
+            let Some(value) = self.constant_input(src.node, src.slot)? else {
+                return Ok(None);
+            };
+            let Some(v) = value.values::<f32>() else {
+                return Ok(None);
+            };
+            let shape = value.shape();
+            let along_channels = shape.len() <= 4
+                && channels == Some(v.len() as u64)
+                && shape
+                    .iter()
+                    .rev()
+                    .enumerate()
+                    .all(|(d, &s)| s == 1 || d == 2);
+            *r = match v {
+                [first, rest @ ..] if rest.iter().all(|x| x.to_bits() == first.to_bits()) => {
+                    vec![*first]
+                }
+                _ if along_channels => v.to_vec(),
+                _ => return Ok(None),
+            };
+        }
+        Ok(Some((x, ranges, levels)))
     }
 
     /// For the output `o` of a FakeQuantize-1 of an f32 `[N, C, H, W]` input with one value in
@@ -123,52 +182,24 @@ impl Executable {
         self.fake_quantize_levels(o)
     }
 
-    /// [`Self::activation_levels`] of a FakeQuantize's output.
+    /// [`Self::activation_levels`] of a FakeQuantize's output: one value in each range.
     fn fake_quantize_levels(
         &self,
         o: Outlet,
     ) -> Result<Option<(Outlet, ActivationLevels)>, RunError> {
-        let n = o.node;
-        let layer = self.graph.layer(n);
-        if layer.type_name != "FakeQuantize" {
-            return Ok(None);
-        }
-        let Ok(levels) = AttrReader::new(layer).i64_or("levels", None) else {
+        let Some((x, ranges, levels)) = self.fake_quantize_ranges(o.node)? else {
             return Ok(None);
         };
-        let inputs = &self.graph.nodes[n].inputs;
-        let Some(Some(x)) = inputs.first().copied() else {
-            return Ok(None);
-        };
-        let fact = &self.graph.facts[x.node][x.slot];
-        if fact.ty != ElementType::F32 || fact.shape.rank() != Some(4) {
+        if ranges.iter().any(|r| r.len() != 1) {
             return Ok(None);
         }
-        let mut range = [0f32; 4];
-        for (slot, r) in range.iter_mut().enumerate() {
-            let Some(Some(src)) = inputs.get(slot + 1).copied() else {
-                return Ok(None);
-            };
-            let Some(value) = self.constant_input(src.node, src.slot)? else {
-                return Ok(None);
-            };
-            match value.values::<f32>() {
-                Some([first, rest @ ..]) if rest.iter().all(|v| v.to_bits() == first.to_bits()) => {
-                    *r = *first;
-                }
-                _ => return Ok(None),
-            }
-        }
-        let Ok(levels) = u32::try_from(levels) else {
-            return Ok(None);
-        };
         Ok(Some((
             x,
             ActivationLevels {
-                input_low: range[0],
-                input_high: range[1],
-                output_low: range[2],
-                output_high: range[3],
+                input_low: ranges[0][0],
+                input_high: ranges[1][0],
+                output_low: ranges[2][0],
+                output_high: ranges[3][0],
                 levels,
             },
         )))

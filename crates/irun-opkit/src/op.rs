@@ -138,10 +138,10 @@ pub trait Prepared: Debug + Send + Sync {
         false
     }
 
-    /// Offers the FakeQuantize-1 (one value per range input) that reads the output after the
-    /// epilogue, as the epilogue's last step; whether the kernel applies it (the graph's
-    /// FakeQuantize then passes its input through).
-    fn set_output_quantize(&mut self, q: &crate::quantize::FakeQuantizeRange) -> bool {
+    /// Offers the FakeQuantize-1 that reads the output after the epilogue, as the epilogue's
+    /// last step: its ranges, one for all or one per output channel (dim 1); whether the
+    /// kernel applies it (the graph's FakeQuantize then passes its input through).
+    fn set_output_quantize(&mut self, q: &[crate::quantize::FakeQuantizeRange]) -> bool {
         let _ = q;
         false
     }

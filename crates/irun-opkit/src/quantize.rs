@@ -21,8 +21,8 @@ macro_rules! fake_quantize_in {
 fake_quantize_in!(fake_quantize_f32, f32);
 fake_quantize_in!(fake_quantize_f64, f64);
 
-/// One FakeQuantize-1 with a single value in each range input, as a kernel applies it to its
-/// output.
+/// The ranges of one FakeQuantize-1 for one channel (or for all), as a kernel applies it
+/// to its output.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct FakeQuantizeRange {
     pub input_low: f32,

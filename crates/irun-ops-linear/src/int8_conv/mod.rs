@@ -122,8 +122,9 @@ pub struct Int8Conv {
     /// Per output channel: `scale * step`, rounded to f32.
     scales: Vec<f32>,
     epilogue: Option<Epilogue>,
-    /// The FakeQuantize after the epilogue, if the kernel took it over.
-    quantize: Option<FakeQuantizeRange>,
+    /// The FakeQuantize after the epilogue, if the kernel took it over: one range, or one
+    /// per output channel.
+    quantize: Vec<FakeQuantizeRange>,
 }
 
 /// Why an integer sum cannot overflow: each product is at most 255 * 128 in size, and a
@@ -193,7 +194,7 @@ impl Int8Conv {
             zero_sums,
             scales,
             epilogue: None,
-            quantize: None,
+            quantize: Vec::new(),
         })
     }
 
@@ -298,14 +299,23 @@ impl Int8Conv {
             if let Some(e) = &self.epilogue {
                 e.apply_at(chunk, start, layout);
             }
-            if let Some(q) = &self.quantize {
-                q.apply_all(chunk);
-            }
+            self.quantize_planes(chunk, first, plane);
         });
     }
 }
 
 impl Int8Conv {
+    /// Applies the FakeQuantize taken over to `planes`, the output planes of channels
+    /// `first..`.
+    fn quantize_planes(&self, planes: &mut [f32], first: usize, plane: usize) {
+        if self.quantize.is_empty() {
+            return;
+        }
+        for (i, values) in planes.chunks_mut(plane.max(1)).enumerate() {
+            self.quantize[(first + i) % self.quantize.len()].apply_all(values);
+        }
+    }
+
     /// One image in blocks of 32 output channels by `per_block` output positions, each
     /// block of channels on its own task.
     fn convolve_channels(
@@ -355,9 +365,7 @@ impl Int8Conv {
             if let Some(e) = &self.epilogue {
                 e.apply_at(chunk, start, layout);
             }
-            if let Some(q) = &self.quantize {
-                q.apply_all(chunk);
-            }
+            self.quantize_planes(chunk, first, plane);
         });
     }
 }
@@ -377,8 +385,11 @@ impl Prepared for Int8Conv {
         e.keep_if_fits(&mut self.epilogue, self.out_channels, self.spatial.rank())
     }
 
-    fn set_output_quantize(&mut self, q: &FakeQuantizeRange) -> bool {
-        self.quantize = Some(*q);
-        true
+    fn set_output_quantize(&mut self, q: &[FakeQuantizeRange]) -> bool {
+        let fits = q.len() == 1 || q.len() == self.out_channels;
+        if fits {
+            self.quantize = q.to_vec();
+        }
+        fits
     }
 }

@@ -404,40 +404,54 @@ fn words_hold_the_fake_quantize_levels() {
 }
 
 /// A FakeQuantize taken over as the epilogue's last step gives, bit for bit, the op's
-/// formula applied to the output the kernel gives without it.
+/// formula applied to the output the kernel gives without it: one range for all channels,
+/// or one per channel, on both blockings; another count of ranges is refused.
 #[test]
 fn a_fake_quantize_after_the_epilogue_is_the_ops_formula() {
     use irun_opkit::quantize::{fake_quantize_f32, FakeQuantizeRange};
     let sp = spatial(1, [1, 1], 1, AutoPad::Explicit);
-    let (ci, co, hw) = (6, 11, [9, 7]);
-    let x: Vec<f32> = (0..ci * hw[0] * hw[1]).map(|i| noise(i, 5)).collect();
-    let codes: Vec<i8> = (0..co * ci * 9)
-        .map(|i| (noise(i, 3) * 127.0) as i8)
-        .collect();
-    let mut conv = Int8Conv::new(&sp, &codes, &[co, ci, 3, 3], &[0.02], both_signs()[1]).unwrap();
-    let input = Tensor::from_f32(vec![1, ci, hw[0], hw[1]], x).unwrap();
-    let plain = conv.run(&input, true).unwrap();
-    let q = FakeQuantizeRange {
-        input_low: -0.4,
-        input_high: 0.35,
+    let range = |c: usize| FakeQuantizeRange {
+        input_low: -0.4 + 0.01 * c as f32,
+        input_high: 0.35 - 0.02 * c as f32,
         output_low: -0.5,
-        output_high: 0.45,
+        output_high: 0.45 + 0.01 * c as f32,
         last_level: 254.0,
     };
-    assert!(conv.set_output_quantize(&q));
-    let quantized = conv.run(&input, true).unwrap();
-    let want: Vec<u32> = plain
-        .values::<f32>()
-        .unwrap()
-        .iter()
-        .map(|&v| fake_quantize_f32(v, -0.4, 0.35, -0.5, 0.45, 254.0).to_bits())
-        .collect();
-    let got: Vec<u32> = quantized
-        .values::<f32>()
-        .unwrap()
-        .iter()
-        .map(|v| v.to_bits())
-        .collect();
-    assert_eq!(got, want);
-    assert!(want.iter().collect::<std::collections::HashSet<_>>().len() > 20);
+    // 11 channels on the position blocks, 32 on a 7x7 plane on the channel lanes.
+    for (ci, co, hw) in [(6, 11, [9, 7]), (8, 32, [7, 7])] {
+        let x: Vec<f32> = (0..ci * hw[0] * hw[1]).map(|i| noise(i, 5)).collect();
+        let codes: Vec<i8> = (0..co * ci * 9)
+            .map(|i| (noise(i, 3) * 127.0) as i8)
+            .collect();
+        let input = Tensor::from_f32(vec![1, ci, hw[0], hw[1]], x).unwrap();
+        let plain = Int8Conv::new(&sp, &codes, &[co, ci, 3, 3], &[0.02], both_signs()[1]).unwrap();
+        let plain = plain.run(&input, true).unwrap();
+        let plane = hw[0] * hw[1];
+        for ranges in [vec![range(0)], (0..co).map(range).collect::<Vec<_>>()] {
+            let mut conv =
+                Int8Conv::new(&sp, &codes, &[co, ci, 3, 3], &[0.02], both_signs()[1]).unwrap();
+            assert!(!conv.set_output_quantize(&[range(0), range(1)]));
+            assert!(conv.set_output_quantize(&ranges));
+            let quantized = conv.run(&input, true).unwrap();
+            let want: Vec<u32> = plain
+                .values::<f32>()
+                .unwrap()
+                .iter()
+                .enumerate()
+                .map(|(i, &v)| {
+                    let q = ranges[(i / plane) % ranges.len()];
+                    let (il, ih, ol, oh) = (q.input_low, q.input_high, q.output_low, q.output_high);
+                    fake_quantize_f32(v, il, ih, ol, oh, 254.0).to_bits()
+                })
+                .collect();
+            let got: Vec<u32> = quantized
+                .values::<f32>()
+                .unwrap()
+                .iter()
+                .map(|v| v.to_bits())
+                .collect();
+            assert_eq!(got, want, "{co} channels, {} ranges", ranges.len());
+            assert!(want.iter().collect::<std::collections::HashSet<_>>().len() > 20);
+        }
+    }
 }
