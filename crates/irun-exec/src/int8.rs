@@ -256,3 +256,295 @@ impl Executable {
         )))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use irun_graph::testing::{edge, ir, layer, parameter, port, result};
+    use irun_tensor::Tensor;
+
+    use super::*;
+    use crate::Options;
+
+    /// A Const layer of `shape` read from `bin` (appended to it).
+    fn constant(id: u64, ty: &str, shape: &[i64], bytes: Vec<u8>, bin: &mut Vec<u8>) -> String {
+        let (offset, size) = (bin.len(), bytes.len());
+        bin.extend(bytes);
+        let dims: Vec<String> = shape.iter().map(i64::to_string).collect();
+        let data = format!(
+            "element_type=\"{ty}\" shape=\"{}\" offset=\"{offset}\" size=\"{size}\"",
+            dims.join(",")
+        );
+        let precision = if ty == "i8" { "I8" } else { "FP32" };
+        layer(
+            id,
+            &format!("c{id}"),
+            "Const",
+            "opset1",
+            Some(&data),
+            &[],
+            &[port(0, precision, shape)],
+        )
+    }
+
+    fn f32s(v: impl IntoIterator<Item = f32>) -> Vec<u8> {
+        v.into_iter().flat_map(f32::to_le_bytes).collect()
+    }
+
+    /// `x -> FakeQuantize -> Convolution(i8 filters) -> bias -> ReLU -> FakeQuantize (one
+    /// range per channel) -> a`, and `FakeQuantize -> MaxPool -> Convolution(i8) -> b`.
+    fn model(dir: &std::path::Path) -> std::path::PathBuf {
+        let mut bin = Vec::new();
+        let fq = |id, dims: &[i64], range: &[i64]| {
+            let data = Some("levels=\"256\" auto_broadcast=\"numpy\"");
+            let mut inputs = vec![port(0, "FP32", dims)];
+            inputs.extend((1..5).map(|p| port(p, "FP32", range)));
+            let outputs = [port(5, "FP32", dims)];
+            layer(
+                id,
+                &format!("fq{id}"),
+                "FakeQuantize",
+                "opset1",
+                data,
+                &inputs,
+                &outputs,
+            )
+        };
+        let x = [1, 8, 9, 9];
+        let (lo, hi) = (-1.0f32, 127.0 / 128.0);
+        let mut layers = vec![parameter(0, "x", "f32", "1,8,9,9", "FP32", &x)];
+        for (id, v) in [(1, lo), (2, hi), (3, lo), (4, hi)] {
+            layers.push(constant(id, "f32", &[], f32s([v]), &mut bin));
+        }
+        layers.push(fq(5, &x, &[]));
+        let codes_a: Vec<u8> = (0..16 * 8 * 9)
+            .map(|i: i32| (i * 37 % 255 - 127) as i8 as u8)
+            .collect();
+        layers.push(constant(6, "i8", &[16, 8, 3, 3], codes_a, &mut bin));
+        let convert = Some("destination_type=\"f32\"");
+        layers.push(layer(
+            7,
+            "cvt_a",
+            "Convert",
+            "opset1",
+            convert,
+            &[port(0, "I8", &[16, 8, 3, 3])],
+            &[port(1, "FP32", &[16, 8, 3, 3])],
+        ));
+        layers.push(constant(
+            8,
+            "f32",
+            &[16, 1, 1, 1],
+            f32s((0..16).map(|c| 0.001 + 0.0001 * c as f32)),
+            &mut bin,
+        ));
+        let numpy = Some("auto_broadcast=\"numpy\"");
+        layers.push(layer(
+            9,
+            "scale_a",
+            "Multiply",
+            "opset1",
+            numpy,
+            &[
+                port(0, "FP32", &[16, 8, 3, 3]),
+                port(1, "FP32", &[16, 1, 1, 1]),
+            ],
+            &[port(2, "FP32", &[16, 8, 3, 3])],
+        ));
+        let conv = |pads: &str| {
+            format!("strides=\"1,1\" dilations=\"1,1\" pads_begin=\"{pads}\" pads_end=\"{pads}\" auto_pad=\"explicit\"")
+        };
+        let y = [1, 16, 9, 9];
+        layers.push(layer(
+            10,
+            "conv_a",
+            "Convolution",
+            "opset1",
+            Some(&conv("1,1")),
+            &[port(0, "FP32", &x), port(1, "FP32", &[16, 8, 3, 3])],
+            &[port(2, "FP32", &y)],
+        ));
+        layers.push(constant(
+            11,
+            "f32",
+            &[1, 16, 1, 1],
+            f32s((0..16).map(|c| 0.05 * c as f32 - 0.3)),
+            &mut bin,
+        ));
+        layers.push(layer(
+            12,
+            "bias_a",
+            "Add",
+            "opset1",
+            numpy,
+            &[port(0, "FP32", &y), port(1, "FP32", &[1, 16, 1, 1])],
+            &[port(2, "FP32", &y)],
+        ));
+        layers.push(layer(
+            13,
+            "relu_a",
+            "ReLU",
+            "opset1",
+            None,
+            &[port(0, "FP32", &y)],
+            &[port(1, "FP32", &y)],
+        ));
+        let per_channel = |id, f: fn(usize) -> f32, bin: &mut Vec<u8>| {
+            constant(id, "f32", &[1, 16, 1, 1], f32s((0..16).map(f)), bin)
+        };
+        layers.push(per_channel(14, |_| 0.0, &mut bin));
+        layers.push(per_channel(15, |c| 0.5 + 0.1 * c as f32, &mut bin));
+        layers.push(per_channel(16, |_| 0.0, &mut bin));
+        layers.push(per_channel(17, |c| 0.5 + 0.1 * c as f32, &mut bin));
+        layers.push(fq(18, &y, &[1, 16, 1, 1]));
+        layers.push(result(19, "a", "FP32", &y));
+        let pooled = [1, 8, 4, 4];
+        let pool = "strides=\"2,2\" pads_begin=\"0,0\" pads_end=\"0,0\" kernel=\"2,2\" rounding_type=\"floor\" auto_pad=\"explicit\"";
+        layers.push(layer(
+            20,
+            "pool",
+            "MaxPool",
+            "opset1",
+            Some(pool),
+            &[port(0, "FP32", &x)],
+            &[port(1, "FP32", &pooled)],
+        ));
+        let codes_b: Vec<u8> = (0..32 * 8)
+            .map(|i: i32| (i * 53 % 251 - 125) as i8 as u8)
+            .collect();
+        layers.push(constant(21, "i8", &[32, 8, 1, 1], codes_b, &mut bin));
+        layers.push(layer(
+            22,
+            "cvt_b",
+            "Convert",
+            "opset1",
+            convert,
+            &[port(0, "I8", &[32, 8, 1, 1])],
+            &[port(1, "FP32", &[32, 8, 1, 1])],
+        ));
+        layers.push(constant(23, "f32", &[], f32s([0.002]), &mut bin));
+        layers.push(layer(
+            24,
+            "scale_b",
+            "Multiply",
+            "opset1",
+            numpy,
+            &[port(0, "FP32", &[32, 8, 1, 1]), port(1, "FP32", &[])],
+            &[port(2, "FP32", &[32, 8, 1, 1])],
+        ));
+        let z = [1, 32, 4, 4];
+        layers.push(layer(
+            25,
+            "conv_b",
+            "Convolution",
+            "opset1",
+            Some(&conv("0,0")),
+            &[port(0, "FP32", &pooled), port(1, "FP32", &[32, 8, 1, 1])],
+            &[port(2, "FP32", &z)],
+        ));
+        layers.push(result(26, "b", "FP32", &z));
+        let edges = [
+            edge(0, 0, 5, 0),
+            edge(1, 0, 5, 1),
+            edge(2, 0, 5, 2),
+            edge(3, 0, 5, 3),
+            edge(4, 0, 5, 4),
+            edge(6, 0, 7, 0),
+            edge(7, 1, 9, 0),
+            edge(8, 0, 9, 1),
+            edge(5, 5, 10, 0),
+            edge(9, 2, 10, 1),
+            edge(10, 2, 12, 0),
+            edge(11, 0, 12, 1),
+            edge(12, 2, 13, 0),
+            edge(13, 1, 18, 0),
+            edge(14, 0, 18, 1),
+            edge(15, 0, 18, 2),
+            edge(16, 0, 18, 3),
+            edge(17, 0, 18, 4),
+            edge(18, 5, 19, 0),
+            edge(5, 5, 20, 0),
+            edge(21, 0, 22, 0),
+            edge(22, 1, 24, 0),
+            edge(23, 0, 24, 1),
+            edge(20, 1, 25, 0),
+            edge(24, 2, 25, 1),
+            edge(25, 2, 26, 0),
+        ];
+        std::fs::create_dir_all(dir).unwrap();
+        std::fs::write(dir.join("model.xml"), ir(&layers, &edges)).unwrap();
+        std::fs::write(dir.join("model.bin"), bin).unwrap();
+        dir.join("model.xml")
+    }
+
+    /// Both convolutions take the integer kernel where the CPU has VNNI (the first reading
+    /// the FakeQuantize's input, the second the pooled levels), the per-channel
+    /// FakeQuantize after the first is applied by it; the outputs equal the f32 graph's
+    /// (unprepared, every op as written) up to f32 rounding, and after the last
+    /// FakeQuantize within one of its steps, most of them exactly.
+    #[test]
+    fn int8_convolutions_give_the_f32_graphs_results() {
+        let dir = std::env::temp_dir().join(format!("irun_int8_{}", std::process::id()));
+        let xml = model(&dir);
+        let compile = |prepare: bool| {
+            let graph = irun_graph::load(&xml, None).unwrap();
+            let options = Options::new().threads(2).prepare_constants(prepare);
+            Executable::compile(graph, &options).unwrap()
+        };
+        let (fast, reference) = (compile(true), compile(false));
+        std::fs::remove_dir_all(&dir).ok();
+        let integer = |name: &str| {
+            let n = fast
+                .graph
+                .model
+                .layers
+                .iter()
+                .position(|l| l.name == name)
+                .unwrap();
+            format!("{:?}", fast.prepared[n]).contains("Int8Conv")
+        };
+        if Int8Conv::fast_here() {
+            assert!(
+                integer("conv_a") && integer("conv_b"),
+                "both convolutions in integers"
+            );
+            assert!(
+                fast.fused() >= 3,
+                "bias, ReLU and the FakeQuantize in conv_a's epilogue"
+            );
+        }
+        let x: Vec<f32> = (0..8 * 81)
+            .map(|i| ((i * 29 % 97) as f32 - 48.0) / 40.0)
+            .collect();
+        let inputs = vec![(
+            "x".to_string(),
+            Tensor::from_f32(vec![1, 8, 9, 9], x).unwrap(),
+        )];
+        let (got, want) = (
+            fast.run(inputs.clone()).unwrap(),
+            reference.run(inputs).unwrap(),
+        );
+        let values =
+            |out: &[(String, Tensor)], i: usize| out[i].1.values::<f32>().unwrap().to_vec();
+        let (a, a_ref) = (values(&got, 0), values(&want, 0));
+        let mut exact = 0;
+        for (i, (&g, &w)) in a.iter().zip(&a_ref).enumerate() {
+            let step = (0.5 + 0.1 * (i / 81) as f32) / 255.0;
+            assert!((g - w).abs() <= step * 1.001, "a[{i}]: {g} against {w}");
+            exact += usize::from(g == w);
+        }
+        assert!(
+            exact * 10 >= a.len() * 9,
+            "{exact} of {} exactly equal",
+            a.len()
+        );
+        assert!(
+            a_ref.iter().filter(|&&v| v > 0.0).count() > a.len() / 4,
+            "a test of something"
+        );
+        let (b, b_ref) = (values(&got, 1), values(&want, 1));
+        let largest = b_ref.iter().fold(0f32, |m, v| m.max(v.abs()));
+        for (i, (&g, &w)) in b.iter().zip(&b_ref).enumerate() {
+            assert!((g - w).abs() <= 1e-5 * largest, "b[{i}]: {g} against {w}");
+        }
+    }
+}
