@@ -170,6 +170,9 @@ impl Executable {
             let Some(Some(pooled)) = self.graph.nodes[o.node].inputs.first().copied() else {
                 return Ok(None);
             };
+            if !every_window_reads_the_input(layer) {
+                return Ok(None);
+            }
             return Ok(self.activation_levels(pooled)?.map(|(_, levels)| {
                 let on_grid = ActivationLevels {
                     input_low: levels.output_low,
@@ -255,6 +258,29 @@ impl Executable {
             scales.to_vec(),
         )))
     }
+}
+
+/// Whether every window of MaxPool `layer` covers at least one input element, so that each
+/// of its outputs is one of its inputs (a window all padding would give -inf, no level):
+/// floor rounding, no dilation, and explicit pads smaller than the kernel (`same_*` pads
+/// always are).
+fn every_window_reads_the_input(layer: &irun_ir::Layer) -> bool {
+    use irun_ops::linear::spatial::{list, AutoPad, Rounding};
+    let a = AttrReader::new(layer);
+    let (Ok(sp), Ok(kernel)) = (
+        Spatial::read(&a, true, true, true),
+        list(&a, "kernel", None),
+    ) else {
+        return false;
+    };
+    let pads_fit = match sp.auto_pad {
+        AutoPad::SameUpper | AutoPad::SameLower | AutoPad::Valid => true,
+        AutoPad::Explicit => (0..kernel.len()).all(|d| {
+            sp.pads_begin.get(d).is_some_and(|&p| p < kernel[d])
+                && sp.pads_end.get(d).is_some_and(|&p| p < kernel[d])
+        }),
+    };
+    sp.rounding == Rounding::Floor && sp.dilations.iter().all(|&d| d == 1) && pads_fit
 }
 
 #[cfg(test)]

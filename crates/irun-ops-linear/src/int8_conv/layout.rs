@@ -78,6 +78,11 @@ impl Geometry {
                 inner.push((at, (r / strides[0]) * pitch + c / strides[1]));
             }
         }
+        // Every position, offset and plane below is at most twice the padded area plus a
+        // block: an area past a quarter of the address space is refused, not wrapped.
+        rows.checked_mul(pitch)
+            .filter(|&area| area <= usize::MAX / 4)
+            .ok_or_else(too_large)?;
         let needed = (out_h * pitch).div_ceil(LANES);
         let padded = |v: usize| needed.div_ceil(v) * v;
         // Three vectors a block unless fewer leave clearly less of the last block empty
