@@ -3,9 +3,17 @@
 //! `output_high`, else the level `round_half_even((x - il) / (ih - il) * (levels - 1))`
 //! scaled back into the output range, every step in the one float type.
 
-/// The formula in one float type (`l` is `levels - 1`).
+/// The formula in one float type (`l` is `levels - 1`), and its level of an `x` inside the
+/// input range.
 macro_rules! fake_quantize_in {
-    ($name:ident, $f:ty) => {
+    ($name:ident, $level:ident, $f:ty) => {
+        /// The level of `x` inside the input range: `round_half_even((x - il) / (ih - il) *
+        /// l)`, the one rounding of the op.
+        #[inline(always)]
+        pub fn $level(x: $f, il: $f, ih: $f, l: $f) -> $f {
+            ((x - il) / (ih - il) * l).round_ties_even()
+        }
+
         #[inline(always)]
         pub fn $name(x: $f, il: $f, ih: $f, ol: $f, oh: $f, l: $f) -> $f {
             if x <= il.min(ih) {
@@ -13,13 +21,13 @@ macro_rules! fake_quantize_in {
             } else if x > il.max(ih) {
                 oh
             } else {
-                ((x - il) / (ih - il) * l).round_ties_even() / l * (oh - ol) + ol
+                $level(x, il, ih, l) / l * (oh - ol) + ol
             }
         }
     };
 }
-fake_quantize_in!(fake_quantize_f32, f32);
-fake_quantize_in!(fake_quantize_f64, f64);
+fake_quantize_in!(fake_quantize_f32, level_f32, f32);
+fake_quantize_in!(fake_quantize_f64, level_f64, f64);
 
 /// The ranges of one FakeQuantize-1 for one channel (or for all), as a kernel applies it
 /// to its output.

@@ -5,7 +5,7 @@
 //! outputs are computed (the last block repeats the last position), at the same ratio of
 //! loads to products (2 weight vectors and `P` broadcasts for `2P` `vpdpbusd`).
 
-use super::layout::{Geometry, Scales, MAX_SPAN};
+use super::layout::{window_sum, Geometry, Scales, MAX_SPAN};
 use super::CO_BLOCK;
 
 /// Output channels per block: two vectors of 16.
@@ -71,16 +71,8 @@ pub(super) fn block_scalar(
     out: &mut [[f32; CHANNELS]; MAX_POSITIONS],
 ) {
     for (j, &f) in flat.iter().enumerate() {
-        for lane in 0..CHANNELS {
-            let mut acc = 0i32;
-            for (t, &tap) in g.taps.iter().enumerate() {
-                for grp in 0..g.groups {
-                    let word = words[grp * g.group_stride + tap + f];
-                    let code = weights[(t * g.groups + grp) * CHANNELS + lane];
-                    acc = acc.wrapping_add(super::layout::dot4(word, code));
-                }
-            }
-            out[j][lane] = acc.wrapping_sub(scales.zero_sums[lane]) as f32 * scales.scales[lane];
+        for (lane, y) in out[j].iter_mut().enumerate() {
+            *y = scales.output(lane, window_sum(words, f, g, weights, CHANNELS, lane));
         }
     }
 }

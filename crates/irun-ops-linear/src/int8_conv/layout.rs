@@ -293,13 +293,31 @@ pub(super) fn spread_nan(src: &[f32], channels: usize, g: &Geometry, dst: &mut [
     }
 }
 
-/// The sum of the 4 products of a word's u8 levels and a weight word's i8 codes.
-#[inline(always)]
-pub(super) fn dot4(levels: u32, codes: i32) -> i32 {
-    let (l, c) = (levels.to_le_bytes(), codes.to_le_bytes());
-    (0..4)
-        .map(|b| i32::from(l[b]) * i32::from(c[b] as i8))
-        .sum()
+/// The exact integer sum of one output: over every tap and channel group, the 4 products of
+/// the word at flat position `at` and the weight word of the output's `lane` in a block of
+/// `width` channels (`weights` that block's `[tap][group][width]` words). One product at a
+/// time: what the vector kernels compute.
+pub(super) fn window_sum(
+    words: &[u32],
+    at: usize,
+    g: &Geometry,
+    weights: &[i32],
+    width: usize,
+    lane: usize,
+) -> i32 {
+    let mut acc = 0i32;
+    for (t, &tap) in g.taps.iter().enumerate() {
+        for grp in 0..g.groups {
+            let (levels, codes) = (
+                words[grp * g.group_stride + tap + at].to_le_bytes(),
+                weights[(t * g.groups + grp) * width + lane].to_le_bytes(),
+            );
+            for b in 0..4 {
+                acc = acc.wrapping_add(i32::from(levels[b]) * i32::from(codes[b] as i8));
+            }
+        }
+    }
+    acc
 }
 
 /// What turns a block's integer sums into outputs, per output channel of a block of `N`:
@@ -313,6 +331,12 @@ pub(super) struct Scales<const N: usize> {
 pub(super) type BlockScales = Scales<CO_BLOCK>;
 
 impl<const N: usize> Scales<N> {
+    /// The output of channel `lane` whose integer sum is `sum`.
+    #[inline(always)]
+    pub fn output(&self, lane: usize, sum: i32) -> f32 {
+        sum.wrapping_sub(self.zero_sums[lane]) as f32 * self.scales[lane]
+    }
+
     /// Those of output channels `first..first + N` of `zero_sums` and `scales`.
     pub fn of(zero_sums: &[i32], scales: &[f32], first: usize) -> Scales<N> {
         Scales {
@@ -335,15 +359,7 @@ pub(super) fn block_scalar(
 ) {
     for (lane, row) in out.iter_mut().enumerate() {
         for (i, y) in row[..g.span()].iter_mut().enumerate() {
-            let mut acc = 0i32;
-            for (t, &tap) in g.taps.iter().enumerate() {
-                for grp in 0..g.groups {
-                    let word = words[grp * g.group_stride + tap + p + i];
-                    let code = weights[(t * g.groups + grp) * CO_BLOCK + lane];
-                    acc = acc.wrapping_add(dot4(word, code));
-                }
-            }
-            *y = acc.wrapping_sub(scales.zero_sums[lane]) as f32 * scales.scales[lane];
+            *y = scales.output(lane, window_sum(words, p + i, g, weights, CO_BLOCK, lane));
         }
     }
 }

@@ -34,7 +34,7 @@ mod tests;
 use std::sync::Arc;
 
 use irun_opkit::epilogue::{Channels, Epilogue};
-use irun_opkit::quantize::FakeQuantizeRange;
+use irun_opkit::quantize::{level_f32, FakeQuantizeRange};
 use irun_tensor::Tensor;
 
 use crate::op::{codes, take_inputs, OpError, Prepared, Value};
@@ -67,7 +67,7 @@ impl ActivationLevels {
         } else if x > self.input_high {
             l
         } else {
-            ((x - self.input_low) / (self.input_high - self.input_low) * l).round_ties_even()
+            level_f32(x, self.input_low, self.input_high, l)
         }
     }
 
@@ -268,10 +268,6 @@ impl Int8Conv {
         let span = g.span();
         let taps = g.taps.len();
         let co = self.out_channels;
-        let layout = Channels::Planes {
-            channels: co,
-            plane: plane.max(1),
-        };
         irun_opkit::par::for_each_chunk_mut(out, CO_BLOCK * plane.max(1), &|start, chunk| {
             let block = start / (CO_BLOCK * plane.max(1));
             let first = block * CO_BLOCK;
@@ -300,22 +296,25 @@ impl Int8Conv {
                 }
                 p += span;
             }
-            if let Some(e) = &self.epilogue {
-                e.apply_at(chunk, start, layout);
-            }
-            self.quantize_planes(chunk, first, plane);
+            self.finish(chunk, first, plane);
         });
     }
-}
 
-impl Int8Conv {
-    /// Applies the FakeQuantize taken over to `planes`, the output planes of channels
-    /// `first..`.
-    fn quantize_planes(&self, planes: &mut [f32], first: usize, plane: usize) {
+    /// Applies the ops taken over to `planes`, the finished output planes of channels
+    /// `first..`: the epilogue, then the FakeQuantize (its channel's ranges).
+    fn finish(&self, planes: &mut [f32], first: usize, plane: usize) {
+        let plane = plane.max(1);
+        if let Some(e) = &self.epilogue {
+            let layout = Channels::Planes {
+                channels: self.out_channels,
+                plane,
+            };
+            e.apply_at(planes, first * plane, layout);
+        }
         if self.quantize.is_empty() {
             return;
         }
-        for (i, values) in planes.chunks_mut(plane.max(1)).enumerate() {
+        for (i, values) in planes.chunks_mut(plane).enumerate() {
             self.quantize[(first + i) % self.quantize.len()].apply_all(values);
         }
     }
@@ -333,11 +332,6 @@ impl Int8Conv {
         use channel_lanes::{CHANNELS, MAX_POSITIONS};
         let plane = g.out_h * g.out_w;
         let taps = g.taps.len();
-        let co = self.out_channels;
-        let layout = Channels::Planes {
-            channels: co,
-            plane: plane.max(1),
-        };
         irun_opkit::par::for_each_chunk_mut(out, CHANNELS * plane.max(1), &|start, chunk| {
             let first = start / plane.max(1);
             let block = first / CHANNELS;
@@ -366,10 +360,7 @@ impl Int8Conv {
                 }
                 q += per_block;
             }
-            if let Some(e) = &self.epilogue {
-                e.apply_at(chunk, start, layout);
-            }
-            self.quantize_planes(chunk, first, plane);
+            self.finish(chunk, first, plane);
         });
     }
 }
