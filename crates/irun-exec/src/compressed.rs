@@ -113,12 +113,8 @@ impl Executable {
         if self.type_of(at) != "Multiply" {
             return Ok(None);
         }
-        let (lhs, rhs) = (self.input_node(at, 0), self.input_node(at, 1));
-        let ((codes, zero_point), scale_side) = match (self.codes_const(lhs), self.codes_const(rhs))
-        {
-            (Some(c), _) => (c, rhs),
-            (None, Some(c)) => (c, lhs),
-            (None, None) => return Ok(None),
+        let Some((codes, zero_point, scale_side)) = self.scaled_codes(at) else {
+            return Ok(None);
         };
         let Some(info) = self.graph.layer(codes).constant.clone() else {
             return Ok(None);
@@ -152,6 +148,17 @@ impl Executable {
             CompressedWeights::new(bytes, width, lut, (rows, cols), group, scales, zero_points)
                 .ok(),
         )
+    }
+
+    /// For Multiply node `m` of codes (`codes_const`, either side) by a scale: the codes'
+    /// Const, the zero point's node and the scale's node.
+    pub(crate) fn scaled_codes(&self, m: NodeId) -> Option<(NodeId, Option<NodeId>, NodeId)> {
+        let (lhs, rhs) = (self.input_node(m, 0), self.input_node(m, 1));
+        match (self.codes_const(lhs), self.codes_const(rhs)) {
+            (Some((codes, zero_point)), _) => Some((codes, zero_point, rhs)),
+            (None, Some((codes, zero_point))) => Some((codes, zero_point, lhs)),
+            (None, None) => None,
+        }
     }
 
     /// For `Convert(Const codes)` or `Subtract(Convert(Const codes), zero point)`: the codes'
@@ -214,13 +221,13 @@ impl Executable {
         ))
     }
 
-    fn type_of(&self, n: NodeId) -> &str {
+    pub(crate) fn type_of(&self, n: NodeId) -> &str {
         &self.graph.layer(n).type_name
     }
 
     /// The node feeding input `slot` of `n` (`n` itself when none does, which no pattern
     /// accepts twice).
-    fn input_node(&self, n: NodeId, slot: usize) -> NodeId {
+    pub(crate) fn input_node(&self, n: NodeId, slot: usize) -> NodeId {
         self.graph.nodes[n]
             .inputs
             .get(slot)

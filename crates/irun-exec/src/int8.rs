@@ -17,7 +17,7 @@ use irun_ops::attrs::AttrReader;
 use irun_ops::linear::int8_conv::{ActivationLevels, Int8Conv};
 use irun_ops::linear::spatial::Spatial;
 use irun_ops::quantize::FakeQuantizeRange;
-use irun_tensor::ElementType;
+use irun_tensor::{ElementType, Tensor};
 
 use crate::plan::Source;
 use crate::{Executable, RunError};
@@ -46,13 +46,16 @@ impl Executable {
             let Some((x, levels)) = self.activation_levels(data)? else {
                 continue;
             };
-            let Some((codes, shape, scales)) = self.int8_filters(filters)? else {
+            let Some((codes, scales)) = self.int8_filters(filters)? else {
                 continue;
             };
             let Ok(spatial) = Spatial::read(&AttrReader::new(layer), false, false, true) else {
                 continue;
             };
-            if let Some(kernel) = Int8Conv::new(&spatial, &codes, &shape, &scales, levels) {
+            let Some(values) = codes.values::<i8>() else {
+                continue;
+            };
+            if let Some(kernel) = Int8Conv::new(&spatial, values, codes.shape(), &scales, levels) {
                 found.push((n, kernel, x));
             }
         }
@@ -82,7 +85,12 @@ impl Executable {
         let Some(&[(m, 0)]) = self.graph.nodes[last].consumers.first().map(Vec::as_slice) else {
             return Ok(None);
         };
-        let in_plan = self.plan.steps.iter().any(|s| s.node == m);
+        if self.type_of(m) != "FakeQuantize" {
+            return Ok(None);
+        }
+        // A FakeQuantize still in the plan has readers (it is no sink); `prune` left those
+        // without any out.
+        let in_plan = self.plan.readers[self.plan.outlet(m, 0)] > 0;
         if !in_plan || self.plan.readers[self.plan.outlet(last, 0)] != 1 {
             return Ok(None);
         }
@@ -208,42 +216,27 @@ impl Executable {
         )))
     }
 
-    /// For filters computed as `Convert(Const i8 [Cout, Cin, KH, KW]) * scale` (either side),
-    /// the scale constant with one value per output channel (`[Cout, 1, 1, 1]`) or one in
-    /// all: the codes, their shape and the scales.
-    #[allow(clippy::type_complexity)]
-    fn int8_filters(&self, o: Outlet) -> Result<Option<(Vec<i8>, Vec<usize>, Vec<f32>)>, RunError> {
+    /// For filters computed as `Convert(Const i8 [Cout, Cin, KH, KW]) * scale` (either side,
+    /// matched as compressed weights are, without a zero point), the scale constant with
+    /// one value per output channel (`[Cout, 1, 1, 1]`) or one in all: the codes (decoded,
+    /// not kept: the kernel packs them) and the scales.
+    fn int8_filters(&self, o: Outlet) -> Result<Option<(Tensor, Vec<f32>)>, RunError> {
         let m = o.node;
-        if self.graph.layer(m).type_name != "Multiply"
-            || self.graph.facts[m][0].ty != ElementType::F32
-        {
+        if self.type_of(m) != "Multiply" || self.graph.facts[m][0].ty != ElementType::F32 {
             return Ok(None);
         }
-        let side = |slot: usize| self.graph.nodes[m].inputs.get(slot).copied().flatten();
-        let (Some(a), Some(b)) = (side(0), side(1)) else {
+        let Some((codes, None, scale)) = self.scaled_codes(m) else {
             return Ok(None);
         };
-        let (convert, scale) = if self.graph.layer(a.node).type_name == "Convert" {
-            (a, b)
-        } else {
-            (b, a)
-        };
-        if self.graph.layer(convert.node).type_name != "Convert"
-            || self.graph.facts[convert.node][0].ty != ElementType::F32
-        {
+        let stored = self.graph.layer(codes).constant.as_ref();
+        if stored.map(|c| c.element_type) != Some(ElementType::I8) {
             return Ok(None);
         }
-        let Some(Some(c)) = self.graph.nodes[convert.node].inputs.first().copied() else {
+        let codes = self.decode_constant(codes, self.memory_limit)?;
+        let &[co, _, _, _] = codes.shape() else {
             return Ok(None);
         };
-        if self.graph.layer(c.node).type_name != "Const" {
-            return Ok(None);
-        }
-        let codes = self.constant(c.node, self.memory_limit)?;
-        let (Some(values), &[co, _, _, _]) = (codes.values::<i8>(), codes.shape()) else {
-            return Ok(None);
-        };
-        let Some(scale) = self.constant_input(scale.node, scale.slot)? else {
+        let Some(scale) = self.constant_input(scale, 0)? else {
             return Ok(None);
         };
         let Some(scales) = scale.values::<f32>() else {
@@ -252,11 +245,7 @@ impl Executable {
         if scales.len() != 1 && scale.shape() != [co, 1, 1, 1] {
             return Ok(None);
         }
-        Ok(Some((
-            values.to_vec(),
-            codes.shape().to_vec(),
-            scales.to_vec(),
-        )))
+        Ok(Some((codes, scales.to_vec())))
     }
 }
 
