@@ -278,7 +278,7 @@ fn every_geometry_gives_the_quantized_convolution() {
     }
 }
 
-/// Which blocking each plane takes: the channel lanes where they compute clearly fewer
+/// Which blocking each plane takes: the channel lanes where they compute at least 5% fewer
 /// positions (so the cases above run both kernels), the position blocks elsewhere.
 #[test]
 fn small_planes_of_whole_channel_blocks_take_the_channel_lanes() {
@@ -296,8 +296,10 @@ fn small_planes_of_whole_channel_blocks_take_the_channel_lanes() {
     assert_eq!(choice(&geometry(7, 3, 1, 1), 48), None);
     assert!(choice(&geometry(14, 3, 1, 1), 256).is_some());
     assert!(choice(&geometry(27, 3, 2, 1), 64).is_some());
+    // 3136 outputs of 3264 computed positions: 4% fewer, not enough.
     assert_eq!(choice(&geometry(56, 3, 1, 1), 64), None);
-    assert_eq!(choice(&geometry(28, 3, 1, 1), 128), None);
+    // 784 of 864: 9% fewer.
+    assert_eq!(choice(&geometry(28, 3, 1, 1), 128), Some(8));
 }
 
 /// A NaN input makes exactly the outputs whose windows read it NaN (in every channel), the
