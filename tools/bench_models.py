@@ -23,7 +23,12 @@ mean, and each tool's peak RSS.
               reflect Pad-12 of [1,64,128,128] by 1
 
 OpenVINO: CPU, INFERENCE_NUM_THREADS=2, PERFORMANCE_HINT=LATENCY, INFERENCE_PRECISION_HINT=f32.
-irun: `irun bench MODEL -niter N --threads 2`.
+irun: `irun bench MODEL -niter N --threads 2`. `--threads T` sets both.
+
+`--old BINARY` also times an earlier irun in the same rounds (new, then old, then OpenVINO,
+alternating) and prints a table of old against new by medians and by minima: on a noisy VM
+the minimum of each run's inferences moves far less than the median, and it is what an A/B
+of a kernel change should be decided by (docs/benchmarks.md, thirty-eighth session).
 
     /tmp/ov/bin/python tools/bench_models.py tools/out/models --irun target/release/irun \
         --extra tools/out/real/resnet18 tools/out/real/mobilenet_v3 tools/out/real/bert
@@ -205,13 +210,13 @@ def write(out_dir, names):
         np.savez(d / "inputs.npz", **inputs)
 
 
-def time_openvino(model_path, niter):
+def time_openvino(model_path, niter, threads):
     """Median latency, in a child process so that its peak RSS is OpenVINO's alone."""
     code = f"""
 import numpy as np, openvino as ov, statistics, time, resource
 t0 = time.perf_counter()
 core = ov.Core()
-c = core.compile_model(core.read_model({str(model_path)!r}), "CPU", {{"INFERENCE_NUM_THREADS": 2, "PERFORMANCE_HINT": "LATENCY", "INFERENCE_PRECISION_HINT": "f32"}})
+c = core.compile_model(core.read_model({str(model_path)!r}), "CPU", {{"INFERENCE_NUM_THREADS": {threads}, "PERFORMANCE_HINT": "LATENCY", "INFERENCE_PRECISION_HINT": "f32"}})
 load = (time.perf_counter() - t0) * 1e3
 r = c.create_infer_request()
 given = np.load({str(Path(model_path).parent / 'inputs.npz')!r})
@@ -228,15 +233,18 @@ print(statistics.median(lat), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return float(out[0]), int(out[1]) / 1024, float(out[2])
 
 
-def time_irun(irun, model_path, niter):
+def time_irun(irun, model_path, niter, threads):
+    """Median and minimum latency, peak RSS and load time of one `irun bench` run."""
     inputs = Path(model_path).parent / "inputs.npz"
     # GNU time reports the child's own peak RSS (KiB) on stderr.
-    run = subprocess.run(["/usr/bin/time", "-f", "%M", irun, "bench", str(model_path), "-niter", str(niter), "--threads", "2",
-                          "--inputs", str(inputs)], check=True, capture_output=True, text=True)
+    run = subprocess.run(["/usr/bin/time", "-f", "%M", irun, "bench", str(model_path), "-niter", str(niter),
+                          "--threads", str(threads), "--inputs", str(inputs)],
+                         check=True, capture_output=True, text=True)
     out = run.stdout
     rss = int(run.stderr.strip().splitlines()[-1])
     load = float(re.search(r"Load model took\s+([\d.]+) ms", out).group(1))
-    return float(re.search(r"Median:\s+([\d.]+) ms", out).group(1)), rss / 1024, load
+    ms = lambda what: float(re.search(what + r":\s+([\d.]+) ms", out).group(1))
+    return ms("Median"), rss / 1024, load, ms("Min")
 
 
 def main():
@@ -245,6 +253,8 @@ def main():
     ap.add_argument("--irun", default="target/release/irun")
     ap.add_argument("--niter", type=int, default=20)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--old", help="an earlier irun binary, timed in the same rounds")
     ap.add_argument("--no-write", action="store_true")
     ap.add_argument("--extra", nargs="*", default=[],
                     help="more model directories (model.xml + inputs.npz), e.g. tools/out/real/*")
@@ -256,20 +266,31 @@ def main():
     rows = []
     paths = [(name, Path(args.dir) / name / "model.xml") for name in args.only]
     paths += [(Path(d).name, Path(d) / "model.xml") for d in args.extra]
+    old_rows = []
     for name, path in paths:
         ov_ms, irun_ms, ov_rss, irun_rss, loads, ov_loads = [], [], 0.0, 0.0, [], []
+        new_min, old_ms, old_min = [], [], []
         for _ in range(args.rounds):
-            o, rss, ov_load = time_openvino(path, args.niter)
+            r, rss, load, least = time_irun(args.irun, path, args.niter, args.threads)
+            irun_ms.append(r)
+            new_min.append(least)
+            irun_rss = max(irun_rss, rss)
+            loads.append(load)
+            if args.old:
+                r, _, _, least = time_irun(args.old, path, args.niter, args.threads)
+                old_ms.append(r)
+                old_min.append(least)
+            o, rss, ov_load = time_openvino(path, args.niter, args.threads)
             ov_ms.append(o)
             ov_loads.append(ov_load)
             ov_rss = max(ov_rss, rss)
-            r, rss, load = time_irun(args.irun, path, args.niter)
-            irun_ms.append(r)
-            irun_rss = max(irun_rss, rss)
-            loads.append(load)
         o, r = statistics.median(ov_ms), statistics.median(irun_ms)
         rows.append((name, o, r, ov_rss, irun_rss, statistics.median(loads), statistics.median(ov_loads)))
-        print(f"{name}: OpenVINO {ov_ms} irun {irun_ms}", flush=True)
+        print(f"{name}: OpenVINO {ov_ms} irun {irun_ms}" + (f" old {old_ms}" if args.old else ""),
+              flush=True)
+        if args.old:
+            old_rows.append((name, statistics.median(old_ms), r, statistics.median(old_min),
+                             statistics.median(new_min)))
     print()
     print("| model | OpenVINO CPU median | irun median | irun / OpenVINO | peak RSS OpenVINO | peak RSS irun | load OpenVINO | load irun |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
@@ -277,6 +298,11 @@ def main():
         print(f"| {name} | {o:.2f} ms | {r:.2f} ms | {r / o:.2f}x | {orss:.0f} MB | {irss:.0f} MB | {ov_load:.1f} ms | {load:.1f} ms |")
     geo = math.exp(sum(math.log(r / o) for _, o, r, *_ in rows) / len(rows))
     print(f"\ngeometric mean irun / OpenVINO: {geo:.2f}x")
+    if old_rows:
+        print("\n| model | old median | new median | new / old | old minimum | new minimum | new / old |")
+        print("|---|---:|---:|---:|---:|---:|---:|")
+        for name, om, nm, omin, nmin in old_rows:
+            print(f"| {name} | {om:.2f} ms | {nm:.2f} ms | {nm / om:.3f}x | {omin:.2f} ms | {nmin:.2f} ms | {nmin / omin:.3f}x |")
 
 
 if __name__ == "__main__":
