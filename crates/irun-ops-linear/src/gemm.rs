@@ -51,6 +51,10 @@ impl Mul for f32 {
             small_f32(m, k, n, a, sa, b, sb, c);
             return;
         }
+        if crate::narrow::suits(n, sa, sb) {
+            crate::narrow::product(k, n, a, sa.0 as usize, b, sb.1 as usize, c);
+            return;
+        }
         if m == 1 || n == 1 {
             vector_product(m, k, n, a, sa, b, sb, c);
             return;
@@ -231,15 +235,23 @@ pub(crate) fn dot32(x: &[f32], y: &[f32]) -> f32 {
     const LANES: usize = 32;
     let n = x.len().min(y.len()) / LANES * LANES;
     #[cfg(target_arch = "x86_64")]
-    let mut acc = if simd::unit() != simd::Unit::Baseline {
+    let acc = if simd::unit() != simd::Unit::Baseline {
         // SAFETY: `unit()` found AVX2 and FMA on this CPU (AVX-512 implies both).
         unsafe { dot32_avx2(&x[..n], &y[..n]) }
     } else {
         dot32_lanes(&x[..n], &y[..n])
     };
     #[cfg(not(target_arch = "x86_64"))]
-    let mut acc = dot32_lanes(&x[..n], &y[..n]);
-    let mut width = LANES;
+    let acc = dot32_lanes(&x[..n], &y[..n]);
+    fold32(acc, &x[n..], &y[n..])
+}
+
+/// [`dot32`]'s end: its 32 lane sums added pairwise (lane `l` gets lane `l + width` for
+/// widths 16, 8, 4, 2, 1), then the products of the tails `x`, `y` (under 32 values) added in
+/// order by fused multiply-adds.
+#[inline(always)]
+pub(crate) fn fold32(mut acc: [f32; 32], x: &[f32], y: &[f32]) -> f32 {
+    let mut width = 32;
     while width > 1 {
         width /= 2;
         for l in 0..width {
@@ -247,7 +259,7 @@ pub(crate) fn dot32(x: &[f32], y: &[f32]) -> f32 {
         }
     }
     let mut sum = acc[0];
-    for (x, y) in x[n..].iter().zip(&y[n..]) {
+    for (x, y) in x.iter().zip(y) {
         sum = x.mul_add(*y, sum);
     }
     sum
@@ -489,8 +501,9 @@ mod tests {
             let a: Vec<f32> = (0..m * k).map(|i| (i as f32 * 0.37).sin()).collect();
             let b: Vec<f32> = (0..k * n).map(|i| (i as f32 * 0.73).cos()).collect();
             for (ta, tb, sa, sb) in layouts(m, k, n) {
-                if n == 1 && tb {
-                    // A column of b not contiguous: a vector product, in its own order.
+                if (n == 1 && tb) || crate::narrow::suits(n, sa, sb) {
+                    // A column of b not contiguous: a vector product, in its own order; a
+                    // few columns of b contiguous along k: dot products (`narrow.rs`).
                     continue;
                 }
                 let mut small = vec![f32::NAN; m * n];

@@ -42,6 +42,7 @@ pub mod int8_conv;
 mod lanes_epilogue;
 pub mod matmul;
 pub mod max_pool;
+mod narrow;
 pub mod pointwise;
 pub mod pool;
 pub mod recurrent;

@@ -355,6 +355,12 @@ mod tests {
             // Few rows of a long product: blocks of rows split between the threads.
             (2, 300, 128),
             (11, 300, 128),
+            // A few columns: with B transposed, dot products of rows and columns
+            // (`narrow.rs`), with and without a step of 32, and rows of one.
+            (100, 1568, 6),
+            (7, 40, 4),
+            (9, 31, 8),
+            (1, 64, 5),
         ] {
             packed_matches_run_time(3, m, k, n);
         }

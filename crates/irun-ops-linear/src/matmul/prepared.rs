@@ -13,7 +13,7 @@ use crate::kernel::try_zeroed;
 use crate::op::{codes, take_inputs, Op, OpError, Prepared, Value};
 use crate::par;
 use irun_opkit::epilogue::{Channels, Epilogue};
-use rten_gemm::{GemmInputA, GemmInputB, GemmUninitOptions};
+use rten_gemm::{GemmInputA, GemmInputB, GemmOptions, GemmUninitOptions};
 
 /// A MatMul whose B is a constant f32 matrix (the weights of a linear layer), packed once
 /// at compile time. A (not transposed) of any batch shape is one `[rows, k]` matrix times the
@@ -33,10 +33,13 @@ pub(super) struct PreparedMatMul {
 }
 
 /// rten-gemm's packed B, or B for the kernel of a short inner dim (`small_k.rs`), which
-/// runs instead where it can: B is made ready once, for the one kernel that uses it.
+/// runs instead where it can: B is made ready once, for the one kernel that uses it. A B of
+/// a few columns given transposed is read as it is stored, by the kernel the op itself runs
+/// on it (`narrow.rs`), so prepared or not, the bits are the same.
 enum BKernel {
     Packed(rten_gemm::PackedBMatrix<f32>),
     Small(crate::small_k::SmallK),
+    Narrow,
 }
 
 impl std::fmt::Debug for BKernel {
@@ -44,6 +47,7 @@ impl std::fmt::Debug for BKernel {
         match self {
             BKernel::Packed(_) => write!(f, "PackedB"),
             BKernel::Small(s) => write!(f, "{s:?}"),
+            BKernel::Narrow => write!(f, "Narrow"),
         }
     }
 }
@@ -65,6 +69,8 @@ impl PreparedMatMul {
         }
         let kernel = match crate::small_k::SmallK::new(bv, k, n, op.transpose_b) {
             Some(small) => BKernel::Small(small),
+            // A's rows are contiguous on the covered path (not transposed).
+            None if crate::narrow::suits(n, (k as isize, 1), strides) => BKernel::Narrow,
             None => BKernel::Packed(F32_GEMM.with(|e| e.prepack_b(view(k, n, bv, strides)))),
         };
         Some(PreparedMatMul {
@@ -176,9 +182,9 @@ impl Prepared for PreparedMatMul {
                         // Computed and finished in a block that stays in cache, then copied
                         // into the output once (finishing the copy instead cost 1.4% of
                         // PointPillars).
-                        BKernel::Small(small) => {
+                        BKernel::Small(_) | BKernel::Narrow => {
                             scratch.resize(c.len(), 0.0);
-                            small.rows(a, &mut scratch);
+                            self.unpacked_rows(a, &mut scratch);
                             finish(&mut scratch, at);
                             c.write_copy_of_slice(&scratch)
                         }
@@ -250,9 +256,9 @@ impl PreparedMatMul {
         let len = rows * self.n;
         scratch.clear();
         match &self.kernel {
-            BKernel::Small(small) => {
+            BKernel::Small(_) | BKernel::Narrow => {
                 scratch.resize(len, 0.0);
-                small.rows(a, scratch);
+                self.unpacked_rows(a, scratch);
             }
             BKernel::Packed(packed) => {
                 scratch.reserve(len);
@@ -273,6 +279,29 @@ impl PreparedMatMul {
         }
         if let Some(e) = &self.epilogue {
             e.apply_at(scratch, first * self.n, Channels::Inner(self.n));
+        }
+    }
+
+    /// The rows of the product for the rows of `a` into `out` (the paths that write the
+    /// packed kernel's rows straight into uninitialised memory call it for the others).
+    fn unpacked_rows(&self, a: &[f32], out: &mut [f32]) {
+        let rows = out.len() / self.n;
+        match (&self.kernel, self.b.values::<f32>()) {
+            (BKernel::Small(small), _) => small.rows(a, out),
+            (BKernel::Narrow, Some(b)) => {
+                crate::narrow::product(self.k, self.n, a, self.k, b, self.k, out)
+            }
+            (BKernel::Packed(packed), _) => F32_GEMM.with(|e| {
+                e.gemm(
+                    out,
+                    GemmInputA::Unpacked(view(rows, self.k, a, (self.k as isize, 1))),
+                    GemmInputB::Packed(packed),
+                    GemmOptions::default(),
+                )
+                .expect("shapes agree by construction")
+            }),
+            // `new` made the kernel from B's f32 values.
+            (BKernel::Narrow, None) => out.fill(f32::NAN),
         }
     }
 
