@@ -25,6 +25,7 @@ use irun_opkit::epilogue::{Channels, Epilogue};
 use irun_tensor::Tensor;
 use rten_gemm::{GemmInputA, GemmInputB, GemmUninitOptions, PackedAMatrix};
 
+use crate::channel_rows::ChannelRows;
 use crate::conv::{f32_values, Geometry};
 use crate::gemm::{view, F32_GEMM};
 use crate::op::{codes, OpError};
@@ -54,8 +55,9 @@ thread_local! {
 /// Per group, the filters `[co, ci * taps]` as the left operand of each block's product.
 pub(crate) enum BlockFilters {
     /// Tiles for the pointwise kernel, which reads the patch rows where they are: kernels
-    /// with more than one tap, where this CPU runs it.
-    Tiles(Vec<PointwiseFilters>),
+    /// with more than one tap, where this CPU runs it; with one group, the filters also as
+    /// rows for the product written channel-last, where that kernel takes them.
+    Tiles(Vec<PointwiseFilters>, Option<ChannelRows>),
     /// rten-gemm's packed operand, which packs the patches again for its own kernel: the
     /// pointwise GEMM (`conv_gemm.rs`) runs 1x1 kernels on it.
     Gemm(Vec<PackedAMatrix<f32>>),
@@ -65,7 +67,7 @@ impl BlockFilters {
     /// How many groups it holds.
     pub(crate) fn len(&self) -> usize {
         match self {
-            BlockFilters::Tiles(t) => t.len(),
+            BlockFilters::Tiles(t, _) => t.len(),
             BlockFilters::Gemm(g) => g.len(),
         }
     }
@@ -88,7 +90,12 @@ pub(crate) fn pack(w: &[f32], groups: usize, co: usize, k: usize, taps: usize) -
 /// The filters as pointwise tiles, where this CPU runs them.
 fn pack_tiles(w: &[f32], groups: usize, co: usize, k: usize) -> Option<BlockFilters> {
     let tiles = (0..groups).map(|grp| PointwiseFilters::new(&w[grp * co * k..][..co * k], co, k));
-    Some(BlockFilters::Tiles(tiles.collect::<Option<_>>()?))
+    let rows = if groups == 1 {
+        ChannelRows::new(w, co, k)
+    } else {
+        None
+    };
+    Some(BlockFilters::Tiles(tiles.collect::<Option<_>>()?, rows))
 }
 
 /// The filters as rten-gemm's left operand.
@@ -184,8 +191,15 @@ impl Geometry {
                 self.im2col_row(xg, row, taps, first, &mut dst[..cols]);
             }
             let grp = share.item % self.groups;
+            if let (true, BlockFilters::Tiles(_, Some(rows))) = (channels_last, packed) {
+                share.init_with(0, self.co * cols, |dst| {
+                    rows.product((&patches, stride), cols, dst, epilogue)
+                });
+                BUFFERS.set((patches, product));
+                return Ok(());
+            }
             let c = match packed {
-                BlockFilters::Tiles(tiles) => {
+                BlockFilters::Tiles(tiles, _) => {
                     product.resize(self.co * cols, 0.0);
                     let epilogue = (epilogue, grp * self.co);
                     tiles[grp].product((&patches, stride), cols, &mut product, epilogue);

@@ -4,7 +4,8 @@
 use crate::conv::Geometry;
 
 /// Batches, groups, 1-, 2- and 3-D planes, strides, dilations and padding past the kernel's
-/// reach, channel counts off the 16 x 16 transposes and off the GEMM's tiles.
+/// reach, channel counts off the 16 x 16 transposes and off the GEMM's tiles, and one-group
+/// counts of 16, 32, 48 and 64 (the channel-last rows' one to four vectors).
 pub(crate) fn cases() -> Vec<Geometry> {
     #[rustfmt::skip]
     let cases = [
@@ -15,6 +16,10 @@ pub(crate) fn cases() -> Vec<Geometry> {
         (2, 2, 3, 4, [4, 5, 6], [2, 3, 3], [3, 5, 6], [1, 1, 1], [2, 1, 1], [1, 1, 1]),
         (1, 1, 40, 20, [1, 4, 4], [1, 3, 3], [1, 4, 4], [1, 1, 1], [1, 3, 3], [0, 3, 3]),
         (1, 1, 300, 5, [1, 12, 13], [1, 3, 3], [1, 6, 6], [1, 2, 2], [1, 1, 1], [0, 0, 0]),
+        (2, 1, 3, 32, [1, 21, 23], [1, 3, 3], [1, 11, 12], [1, 2, 2], [1, 1, 1], [0, 1, 1]),
+        (1, 1, 8, 64, [1, 7, 9], [1, 3, 3], [1, 7, 9], [1, 1, 1], [1, 1, 1], [0, 1, 1]),
+        (1, 1, 5, 48, [1, 6, 6], [1, 2, 2], [1, 5, 5], [1, 1, 1], [1, 1, 1], [0, 0, 0]),
+        (1, 1, 2, 16, [1, 5, 7], [1, 3, 3], [1, 5, 7], [1, 1, 1], [1, 1, 1], [0, 1, 1]),
     ];
     cases
         .iter()

@@ -23,6 +23,7 @@ pub mod adaptive_pool;
 pub mod avg_pool;
 mod backprop_prepared;
 mod backprop_rows;
+mod channel_rows;
 pub mod compressed;
 pub mod conv;
 pub mod conv_backprop;
