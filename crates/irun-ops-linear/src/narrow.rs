@@ -44,7 +44,8 @@ pub(crate) fn product(
     );
     let columns: [&[f32]; MAX_COLS] =
         std::array::from_fn(|j| if j < n { &b[j * b_col..][..k] } else { &[] });
-    let wide = cfg!(target_arch = "x86_64") && crate::avx512f();
+    #[cfg(target_arch = "x86_64")]
+    let wide = crate::avx512f();
     // Compiled for the widest unit: `mul_add` is then the FMA instruction.
     simd::widest(
         #[inline(always)]
