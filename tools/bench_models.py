@@ -213,7 +213,7 @@ def write(out_dir, names):
 def time_openvino(model_path, niter, threads):
     """Median latency, in a child process so that its peak RSS is OpenVINO's alone."""
     code = f"""
-import numpy as np, openvino as ov, statistics, time, resource
+import numpy as np, openvino as ov, statistics, time
 t0 = time.perf_counter()
 core = ov.Core()
 c = core.compile_model(core.read_model({str(model_path)!r}), "CPU", {{"INFERENCE_NUM_THREADS": {threads}, "PERFORMANCE_HINT": "LATENCY", "INFERENCE_PRECISION_HINT": "f32"}})
@@ -227,7 +227,10 @@ r.infer()
 lat = []
 for _ in range({niter}):
     t0 = time.perf_counter(); r.infer(); lat.append((time.perf_counter() - t0) * 1e3)
-print(statistics.median(lat), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, load)
+# VmHWM, not getrusage's ru_maxrss: Linux keeps ru_maxrss across exec, so a child forked by
+# a parent that had built the models reported the parent's 235 MB for every model.
+hwm = next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmHWM:"))
+print(statistics.median(lat), hwm, load)
 """
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout.split()
     return float(out[0]), int(out[1]) / 1024, float(out[2])
