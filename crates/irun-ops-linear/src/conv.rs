@@ -290,7 +290,10 @@ pub fn grouped_with(
     let packed = packed.filter(|_| g.out.iter().product::<usize>() > 1);
     let mut done = Done::default();
     let out = match data.element_type() {
-        ElementType::F32 if g.is_depthwise() => g.depthwise(data, filters, shape),
+        ElementType::F32 if g.is_depthwise() => {
+            done.epilogue = true;
+            g.depthwise(data, filters, shape, epilogue)
+        }
         ElementType::F32 => match packed {
             Some(PackedFilters {
                 pointwise: Some(p), ..
@@ -385,6 +388,7 @@ impl Geometry {
         data: &Tensor,
         filters: &Tensor,
         shape: Vec<usize>,
+        epilogue: Option<&Epilogue>,
     ) -> Result<Tensor, OpError> {
         let (x, w) = (f32_values(data)?, f32_values(filters)?);
         let out = Depthwise {
@@ -397,7 +401,7 @@ impl Geometry {
             dil: self.dil,
             pad: self.pad,
         }
-        .run(x, w)?;
+        .run_finished(x, w, epilogue)?;
         Tensor::new(data.element_type(), shape, irun_tensor::Scalar::wrap(out))
             .map_err(|e| OpError::new(codes::RUN_SHAPE, e.to_string()))
     }

@@ -18,6 +18,7 @@
 use super::Depthwise;
 use crate::op::OpError;
 use crate::{par, simd};
+use irun_opkit::epilogue::Epilogue;
 use irun_opkit::transpose16::{from_lanes, to_lanes};
 
 /// Channels of a block: the lanes of one vector.
@@ -53,8 +54,14 @@ pub(super) fn supported() -> bool {
 
 impl Depthwise {
     /// Blocks of sixteen channels of an item in parallel, one task each at least; within a
-    /// block, bands of output rows whose padded input stays in cache.
-    pub fn by_blocks(&self, x: &[f32], w: &[f32]) -> Result<Vec<f32>, OpError> {
+    /// block, bands of output rows whose padded input stays in cache; `epilogue` applied to
+    /// each block once written, while it is in cache.
+    pub fn by_blocks(
+        &self,
+        x: &[f32],
+        w: &[f32],
+        epilogue: Option<&Epilogue>,
+    ) -> Result<Vec<f32>, OpError> {
         let plane_in: usize = self.input.iter().product();
         let plane_out: usize = self.out.iter().product();
         let taps: usize = self.kernel.iter().product();
@@ -87,6 +94,9 @@ impl Depthwise {
                     || {
                         let dst = fill.repeat_mut(0.0, lanes * plane_out);
                         self.block(xs, lanes, weights, &l, (padded, sums), dst);
+                        if let Some(e) = epilogue {
+                            e.apply_at(dst, p * plane_out, self.planes());
+                        }
                     },
                 );
                 p += lanes;

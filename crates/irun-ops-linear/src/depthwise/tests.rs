@@ -1,6 +1,7 @@
 //! The depthwise walks against the convolution's definition.
 
 use super::*;
+use irun_opkit::epilogue::Activation;
 
 /// The direct definition: every output adds its in-bounds taps in tap order from 0.
 fn direct(g: &Depthwise, x: &[f32], w: &[f32]) -> Vec<f32> {
@@ -114,14 +115,55 @@ fn assert_phases_match(g: &Depthwise, case: &str) {
     assert_eq!(got, want, "{case}");
     if super::blocks::supported() {
         let blocks: Vec<u32> = g
-            .by_blocks(&x, &w)
+            .by_blocks(&x, &w, None)
             .unwrap()
             .iter()
             .map(|v| v.to_bits())
             .collect();
         assert_eq!(blocks, want, "channel blocks, {case}");
+        // With a bias by channel and HSwish applied to each block as it is written: the
+        // walk's sums finished by the epilogue's own pass.
+        let e = epilogue(g.channels);
+        let mut finished = g.by_blocks(&x, &w, None).unwrap();
+        e.apply(&mut finished, g.planes());
+        let fused = g.by_blocks(&x, &w, Some(&e)).unwrap();
+        irun_opkit::testing::assert_same_bits(&fused, &finished, format!("fused, {case}"));
     }
     assert_eq!(g.run(&x, &w).unwrap().len(), want.len(), "{case}");
+}
+
+/// A bias of its own for each channel (values around HSwish's bends) and HSwish.
+fn epilogue(channels: usize) -> Epilogue {
+    Epilogue {
+        bias: Some((0..channels).map(|c| c as f32 * 0.75 - 3.5).collect()),
+        bias_axis_from_end: 2,
+        activation: Activation::HSwish,
+    }
+}
+
+/// `run_finished` is `run` then the epilogue, bit for bit, on the channel-block walk
+/// (enough blocks for every thread), the phase walk (one block) and the plane and row
+/// walks (a NaN weight), at 1 and 2 threads.
+#[test]
+fn the_epilogue_lands_as_its_own_pass_would() {
+    for (channels, nan) in [(80, false), (5, false), (24, true)] {
+        let g = geometry_2d(channels, [30, 27], [3, 3], [1, 1], [1, 1], [[1, 1], [1, 1]]).unwrap();
+        let x = values(g.n * g.channels * g.input.iter().product::<usize>(), 3);
+        let mut w = values(g.channels * g.kernel.iter().product::<usize>(), 4);
+        if nan {
+            w[5] = f32::NAN;
+        }
+        let e = epilogue(channels);
+        for threads in [1, 2] {
+            irun_opkit::testing::on_threads(threads, || {
+                let mut want = g.run(&x, &w).unwrap();
+                e.apply(&mut want, g.planes());
+                let got = g.run_finished(&x, &w, Some(&e)).unwrap();
+                let at = format!("{channels} channels, NaN weight {nan}, {threads} threads");
+                irun_opkit::testing::assert_same_bits(&got, &want, at);
+            });
+        }
+    }
 }
 
 /// The phase walk (AVX-512 or AVX2) and the channel-block walk (AVX-512), bit for bit
