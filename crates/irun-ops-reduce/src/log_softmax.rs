@@ -42,11 +42,16 @@ fn log_softmax(x: &[f64], y: &mut [f64]) {
 fn log_softmax_columns(rows: &[&[f32]], out: &mut [&mut [f32]]) {
     let (max, sum) = exp_shifted_columns(rows, out);
     let shift: Vec<f32> = max.iter().zip(&sum).map(|(&m, &s)| m + s.ln()).collect();
-    for (r, o) in rows.iter().zip(out.iter_mut()) {
-        for ((d, &v), &c) in o.iter_mut().zip(r.iter()).zip(&shift) {
-            *d = v - c;
-        }
-    }
+    crate::simd::widest(
+        #[inline(always)]
+        || {
+            for (r, o) in rows.iter().zip(out.iter_mut()) {
+                for ((d, &v), &c) in o.iter_mut().zip(r.iter()).zip(&shift) {
+                    *d = v - c;
+                }
+            }
+        },
+    )
 }
 
 impl Op for LogSoftmax {
