@@ -10,7 +10,7 @@ use crate::along::{map_rows_f32, map_slices};
 use crate::attrs::AttrReader;
 use crate::fact::Fact;
 use crate::op::{codes, take_inputs, Op, OpError, Value};
-use crate::softmax::{across_columns_f32, exp_shifted_columns, infer_along, softmax_axis};
+use crate::softmax::{across_columns_f32, add_exp_shifted, column_max, infer_along, softmax_axis};
 
 #[derive(Debug)]
 pub struct LogSoftmax {
@@ -39,15 +39,20 @@ fn log_softmax(x: &[f64], y: &mut [f64]) {
 }
 
 /// LogSoftmax down each column of `rows` into `out`: `x - max - ln(sum e^(x - max))`.
-fn log_softmax_columns(rows: &[&[f32]], out: &mut [&mut [f32]]) {
-    let (max, sum) = exp_shifted_columns(rows, out);
-    let shift: Vec<f32> = max.iter().zip(&sum).map(|(&m, &s)| m + s.ln()).collect();
+fn log_softmax_columns(rows: &mut [&mut [f32]]) {
+    let max = column_max(rows);
     crate::simd::widest(
         #[inline(always)]
         || {
-            for (r, o) in rows.iter().zip(out.iter_mut()) {
-                for ((d, &v), &c) in o.iter_mut().zip(r.iter()).zip(&shift) {
-                    *d = v - c;
+            // The exponentials only feed the sums: a row's worth of scratch.
+            let (mut sum, mut scratch) = (vec![0f32; max.len()], vec![0f32; max.len()]);
+            for r in rows.iter() {
+                add_exp_shifted(r, &max, &mut scratch, &mut sum);
+            }
+            let shift: Vec<f32> = max.iter().zip(&sum).map(|(&m, &s)| m + s.ln()).collect();
+            for r in rows.iter_mut() {
+                for (d, &c) in r.iter_mut().zip(&shift) {
+                    *d -= c;
                 }
             }
         },
@@ -84,13 +89,12 @@ impl Op for LogSoftmax {
         let (outer, along, inner): (usize, usize, usize) =
             (s[..k].iter().product(), s[k], s[k + 1..].iter().product());
         if x.element_type() == ElementType::F32 && along > 0 {
-            let v = x
-                .values::<f32>()
+            let mut own = crate::kernel::take_or_copy(x);
+            let y = own
+                .values_mut::<f32>()
                 .ok_or_else(|| OpError::new(codes::INTERNAL, "f32 storage"))?;
-            let y = across_columns_f32(v, outer, along, inner, &log_softmax_columns);
-            let out = irun_tensor::Tensor::from_f32(s, y)
-                .map_err(|e| OpError::new(codes::RUN_SHAPE, e.to_string()))?;
-            return Ok(vec![Arc::new(out)]);
+            across_columns_f32(y, outer, along, inner, &log_softmax_columns);
+            return Ok(vec![Arc::new(own)]);
         }
         let out = map_slices(&x, outer, along, inner, &log_softmax)?;
         Ok(vec![Arc::new(out)])
@@ -110,7 +114,8 @@ mod tests {
             .map(|i| ((i * 7919 % 1000) as f32 / 50.0) - 10.0)
             .collect();
         x[9] = f32::NAN;
-        let y = across_columns_f32(&x, outer, along, inner, &log_softmax_columns);
+        let mut y = x.clone();
+        across_columns_f32(&mut y, outer, along, inner, &log_softmax_columns);
         let t = f32s(&[outer, along, inner], &x);
         let want = map_slices(&t, outer, along, inner, &log_softmax).unwrap();
         for (i, (g, w)) in y.iter().zip(want.values::<f32>().unwrap()).enumerate() {

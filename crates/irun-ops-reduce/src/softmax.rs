@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use irun_tensor::{ElementType, Tensor};
+use irun_tensor::ElementType;
 
 use crate::along::{map_rows_f32, map_slices};
 use crate::attrs::AttrReader;
@@ -116,13 +116,12 @@ impl Op for Softmax {
             return Ok(vec![Arc::new(out)]);
         }
         if x.element_type() == ElementType::F32 && along > 0 {
-            let v = x
-                .values::<f32>()
+            let mut own = crate::kernel::take_or_copy(x);
+            let y = own
+                .values_mut::<f32>()
                 .ok_or_else(|| OpError::new(codes::INTERNAL, "f32 storage"))?;
-            let y = across_columns_f32(v, outer, along, inner, &softmax_columns);
-            let out = Tensor::from_f32(s.to_vec(), y)
-                .map_err(|e| OpError::new(codes::RUN_SHAPE, e.to_string()))?;
-            return Ok(vec![Arc::new(out)]);
+            across_columns_f32(y, outer, along, inner, &softmax_columns);
+            return Ok(vec![Arc::new(own)]);
         }
         let out = map_slices(&x, outer, along, inner, &softmax)?;
         Ok(vec![Arc::new(out)])
@@ -133,23 +132,16 @@ impl Op for Softmax {
 /// stay in L2 across the passes over them.
 const COLUMNS: usize = 1024;
 
-/// What a column kernel gets: the input rows of its columns, and the matching output rows.
-pub type ColumnsFn<'a> = &'a (dyn Fn(&[&[f32]], &mut [&mut [f32]]) + Sync);
+/// What a column kernel gets: the rows of its columns, which it rewrites in place.
+pub type ColumnsFn<'a> = &'a (dyn Fn(&mut [&mut [f32]]) + Sync);
 
-/// `f` over `x` viewed as `[outer, along, inner]` (inner > 1), a task per block and run of
-/// `COLUMNS` columns: every pass of `f` runs along a row, across the columns, so a
-/// non-innermost axis is as vectorisable as the innermost one (a slice at a time would
-/// stride through memory `along` times per element).
-pub fn across_columns_f32(
-    x: &[f32],
-    outer: usize,
-    along: usize,
-    inner: usize,
-    f: ColumnsFn,
-) -> Vec<f32> {
-    let mut y = vec![0f32; x.len()];
-    // Each task's pieces of the output rows, split at the column runs: disjoint by
-    // construction.
+/// `f` over `y` viewed as `[outer, along, inner]` (inner > 1), in place, a task per block
+/// and run of `COLUMNS` columns: every pass of `f` runs along a row, across the columns, so
+/// a non-innermost axis is as vectorisable as the innermost one (a slice at a time would
+/// stride through memory `along` times per element). In place: a new output, zeroed first,
+/// was a tenth of a [1, 21, 128, 128] SoftMax.
+pub fn across_columns_f32(y: &mut [f32], outer: usize, along: usize, inner: usize, f: ColumnsFn) {
+    // Each task's pieces of the rows, split at the column runs: disjoint by construction.
     let runs = inner.div_ceil(COLUMNS);
     let mut tasks: Vec<Vec<&mut [f32]>> = (0..outer * runs)
         .map(|_| Vec::with_capacity(along))
@@ -163,25 +155,17 @@ pub fn across_columns_f32(
             rest = tail;
         }
     }
-    crate::par::for_each_mut(&mut tasks, &|t, pieces| {
-        let (block, c) = (t / runs, t % runs);
-        let c0 = c * COLUMNS;
-        let w = pieces.first().map_or(0, |p| p.len());
-        let rows: Vec<&[f32]> = (0..along)
-            .map(|a| &x[(block * along + a) * inner + c0..][..w])
-            .collect();
-        f(&rows, pieces);
-    });
-    y
+    crate::par::for_each_mut(&mut tasks, &|_, pieces| f(pieces));
 }
 
-/// The column maxima of `rows`, `out = e^(rows - max)` and the column sums of `out`: the
-/// first passes of SoftMax and LogSoftmax down columns.
+/// The column maxima of `rows` (NaN passed over: it reaches the sums after, making its
+/// column NaN).
 ///
-/// Compiled for the widest vector unit, as the column passes of SoftMax and LogSoftmax are
-/// (`crate::simd::widest`): their max, subtract, add and divide give the same bits at any
-/// width, and at the build's SSE2 width they took half of a [1, 21, 128, 128] SoftMax's time.
-pub fn exp_shifted_columns(rows: &[&[f32]], out: &mut [&mut [f32]]) -> (Vec<f32>, Vec<f32>) {
+/// Compiled for the widest vector unit, as the other column passes of SoftMax and
+/// LogSoftmax are (`crate::simd::widest`): their max, subtract, add and divide give the same
+/// bits at any width, and at the build's SSE2 width they took half of a [1, 21, 128, 128]
+/// SoftMax's time.
+pub fn column_max(rows: &[&mut [f32]]) -> Vec<f32> {
     crate::simd::widest(
         #[inline(always)]
         || {
@@ -189,34 +173,44 @@ pub fn exp_shifted_columns(rows: &[&[f32]], out: &mut [&mut [f32]]) -> (Vec<f32>
             let mut max = vec![f32::NEG_INFINITY; w];
             for r in rows {
                 for (m, &v) in max.iter_mut().zip(r.iter()) {
-                    // NaN is passed over here but reaches the sum below, making the column
-                    // NaN.
                     *m = m.max(v);
                 }
             }
-            let mut sum = vec![0f32; w];
-            for (r, o) in rows.iter().zip(out.iter_mut()) {
-                for ((d, &v), &m) in o.iter_mut().zip(r.iter()).zip(&max) {
-                    *d = v - m;
-                }
-                rten_simd::SimdUnaryOp::map_mut(&rten_vecmath::Exp {}, o);
-                for (s, &d) in sum.iter_mut().zip(o.iter()) {
-                    *s += d;
-                }
-            }
-            (max, sum)
+            max
         },
     )
 }
 
-/// Softmax down each column of `rows` into `out`.
-fn softmax_columns(rows: &[&[f32]], out: &mut [&mut [f32]]) {
-    let (_, sum) = exp_shifted_columns(rows, out);
+/// `e^(row - max)` into `out`, added to the column sums `sum`.
+#[inline(always)]
+pub fn add_exp_shifted(row: &[f32], max: &[f32], out: &mut [f32], sum: &mut [f32]) {
+    for ((d, &v), &m) in out.iter_mut().zip(row).zip(max) {
+        *d = v - m;
+    }
+    rten_simd::SimdUnaryOp::map_mut(&rten_vecmath::Exp {}, out);
+    for (s, &d) in sum.iter_mut().zip(out.iter()) {
+        *s += d;
+    }
+}
+
+/// Softmax down each column of `rows`, in place.
+fn softmax_columns(rows: &mut [&mut [f32]]) {
+    let max = column_max(rows);
     crate::simd::widest(
         #[inline(always)]
         || {
-            for o in out.iter_mut() {
-                for (d, &s) in o.iter_mut().zip(&sum) {
+            let mut sum = vec![0f32; max.len()];
+            for r in rows.iter_mut() {
+                for (d, &m) in r.iter_mut().zip(&max) {
+                    *d -= m;
+                }
+                rten_simd::SimdUnaryOp::map_mut(&rten_vecmath::Exp {}, r);
+                for (s, &d) in sum.iter_mut().zip(r.iter()) {
+                    *s += d;
+                }
+            }
+            for r in rows.iter_mut() {
+                for (d, &s) in r.iter_mut().zip(&sum) {
                     *d /= s;
                 }
             }
@@ -242,7 +236,8 @@ mod tests {
         for a in 0..along {
             x[a * inner + 5] = f32::NEG_INFINITY;
         }
-        let y = across_columns_f32(&x, outer, along, inner, &softmax_columns);
+        let mut y = x.clone();
+        across_columns_f32(&mut y, outer, along, inner, &softmax_columns);
         let t = f32s(&[outer, along, inner], &x);
         let want = map_slices(&t, outer, along, inner, &softmax).unwrap();
         for (i, (g, w)) in y.iter().zip(want.values::<f32>().unwrap()).enumerate() {
