@@ -39,7 +39,8 @@ pub(super) struct PreparedMatMul {
 enum BKernel {
     Packed(rten_gemm::PackedBMatrix<f32>),
     Small(crate::small_k::SmallK),
-    Narrow,
+    /// B `[n, k]` as given: the rows are the product's columns.
+    Narrow(Vec<f32>),
 }
 
 impl std::fmt::Debug for BKernel {
@@ -47,7 +48,7 @@ impl std::fmt::Debug for BKernel {
         match self {
             BKernel::Packed(_) => write!(f, "PackedB"),
             BKernel::Small(s) => write!(f, "{s:?}"),
-            BKernel::Narrow => write!(f, "Narrow"),
+            BKernel::Narrow(_) => write!(f, "Narrow"),
         }
     }
 }
@@ -70,7 +71,9 @@ impl PreparedMatMul {
         let kernel = match crate::small_k::SmallK::new(bv, k, n, op.transpose_b) {
             Some(small) => BKernel::Small(small),
             // A's rows are contiguous on the covered path (not transposed).
-            None if crate::narrow::suits(n, (k as isize, 1), strides) => BKernel::Narrow,
+            None if crate::narrow::suits(n, (k as isize, 1), strides) => {
+                BKernel::Narrow(bv.to_vec())
+            }
             None => BKernel::Packed(F32_GEMM.with(|e| e.prepack_b(view(k, n, bv, strides)))),
         };
         Some(PreparedMatMul {
@@ -182,7 +185,7 @@ impl Prepared for PreparedMatMul {
                         // Computed and finished in a block that stays in cache, then copied
                         // into the output once (finishing the copy instead cost 1.4% of
                         // PointPillars).
-                        BKernel::Small(_) | BKernel::Narrow => {
+                        BKernel::Small(_) | BKernel::Narrow(_) => {
                             scratch.resize(c.len(), 0.0);
                             self.unpacked_rows(a, &mut scratch);
                             finish(&mut scratch, at);
@@ -256,7 +259,7 @@ impl PreparedMatMul {
         let len = rows * self.n;
         scratch.clear();
         match &self.kernel {
-            BKernel::Small(_) | BKernel::Narrow => {
+            BKernel::Small(_) | BKernel::Narrow(_) => {
                 scratch.resize(len, 0.0);
                 self.unpacked_rows(a, scratch);
             }
@@ -286,12 +289,10 @@ impl PreparedMatMul {
     /// packed kernel's rows straight into uninitialised memory call it for the others).
     fn unpacked_rows(&self, a: &[f32], out: &mut [f32]) {
         let rows = out.len() / self.n;
-        match (&self.kernel, self.b.values::<f32>()) {
-            (BKernel::Small(small), _) => small.rows(a, out),
-            (BKernel::Narrow, Some(b)) => {
-                crate::narrow::product(self.k, self.n, a, self.k, b, self.k, out)
-            }
-            (BKernel::Packed(packed), _) => F32_GEMM.with(|e| {
+        match &self.kernel {
+            BKernel::Small(small) => small.rows(a, out),
+            BKernel::Narrow(b) => crate::narrow::product(self.k, self.n, a, self.k, b, self.k, out),
+            BKernel::Packed(packed) => F32_GEMM.with(|e| {
                 e.gemm(
                     out,
                     GemmInputA::Unpacked(view(rows, self.k, a, (self.k as isize, 1))),
@@ -300,8 +301,6 @@ impl PreparedMatMul {
                 )
                 .expect("shapes agree by construction")
             }),
-            // `new` made the kernel from B's f32 values.
-            (BKernel::Narrow, None) => out.fill(f32::NAN),
         }
     }
 
