@@ -86,11 +86,26 @@ impl Depthwise {
         w: &[f32],
         epilogue: Option<&Epilogue>,
     ) -> Result<Vec<f32>, OpError> {
-        let empty = self.kernel.contains(&0) || self.input.contains(&0);
-        if !empty && self.suits_phases(w) && self.suits_blocks() {
+        // Without the vector walks, plane runs measured on MobileNetV3 (2 threads): 28-wide
+        // 0.145 ms by rows, 0.067 ms by plane runs; 7-wide 0.069 ms by channel blocks, 0.12
+        // ms by plane runs.
+        let mut out = if self.kernel.contains(&0) || self.input.contains(&0) {
+            // No taps (spatial.rs sizes the output as for a kernel of 1), or none inside an
+            // empty input (padding can still give it outputs): every output is an empty sum.
+            // The walks below step through kernel and input rows and assume neither is empty.
+            let plane_out: usize = self.out.iter().product();
+            try_zeroed::<f32>(self.n * self.channels * plane_out)?
+        } else if self.suits_phases(w) && self.suits_blocks() {
             return self.by_blocks(x, w, epilogue);
-        }
-        let mut out = self.unfinished(x, w)?;
+        } else if self.suits_phases(w) {
+            self.by_phases(x, w)?
+        } else if self.out[2] >= ROW_WALK_WIDTH && self.suits_plane_runs(w) {
+            self.by_plane_runs(x, w)?
+        } else if self.out[2] >= ROW_WALK_WIDTH {
+            self.by_rows(x, w)?
+        } else {
+            self.by_channel_blocks(x, w)?
+        };
         if let Some(e) = epilogue {
             e.apply(&mut out, self.planes());
         }
@@ -102,33 +117,6 @@ impl Depthwise {
         Channels::Planes {
             channels: self.channels,
             plane: self.out.iter().product(),
-        }
-    }
-
-    /// [`Self::run`] without an epilogue.
-    fn unfinished(&self, x: &[f32], w: &[f32]) -> Result<Vec<f32>, OpError> {
-        if self.kernel.contains(&0) || self.input.contains(&0) {
-            // No taps (spatial.rs sizes the output as for a kernel of 1), or none inside an
-            // empty input (padding can still give it outputs): every output is an empty sum.
-            // The walks below step through kernel and input rows and assume neither is empty.
-            let plane_out: usize = self.out.iter().product();
-            return try_zeroed::<f32>(self.n * self.channels * plane_out);
-        }
-        if self.suits_phases(w) {
-            return if self.suits_blocks() {
-                self.by_blocks(x, w, None)
-            } else {
-                self.by_phases(x, w)
-            };
-        }
-        // Plane runs measured on MobileNetV3 (2 threads): 28-wide 0.145 ms by rows, 0.067 ms
-        // by plane runs; 7-wide 0.069 ms by channel blocks, 0.12 ms by plane runs.
-        if self.out[2] >= ROW_WALK_WIDTH && self.suits_plane_runs(w) {
-            self.by_plane_runs(x, w)
-        } else if self.out[2] >= ROW_WALK_WIDTH {
-            self.by_rows(x, w)
-        } else {
-            self.by_channel_blocks(x, w)
         }
     }
 
