@@ -258,7 +258,14 @@ pub(crate) fn fold32(mut acc: [f32; 32], x: &[f32], y: &[f32]) -> f32 {
             acc[l] += acc[l + width];
         }
     }
-    let mut sum = acc[0];
+    fma_chain(acc[0], x, y)
+}
+
+/// `sum` plus the products of `x` and `y` added in order, each by a fused multiply-add:
+/// [`dot32`]'s tail, and the whole of it for fewer than 32 values (its lanes then add up to
+/// +0).
+#[inline(always)]
+pub(crate) fn fma_chain(mut sum: f32, x: &[f32], y: &[f32]) -> f32 {
     for (x, y) in x.iter().zip(y) {
         sum = x.mul_add(*y, sum);
     }

@@ -10,7 +10,7 @@
 //! `gemm.rs` computes a row of one (`m == 1`) or a column of one (`n == 1`): the bits do not
 //! depend on how many rows are computed together, nor on the thread count.
 
-use crate::gemm::{dot32, fold32};
+use crate::gemm::{dot32, fma_chain, fold32};
 use crate::simd;
 
 /// The most output columns taken: eight pairs of AVX-512 accumulators stay in registers with
@@ -57,10 +57,7 @@ pub(crate) fn product(
                     // add up to +0), here without the lanes (a [49, 3] x [2, 3]ᵀ batch of
                     // 100 spent 8 ns an output on them).
                     for (o, column) in ci.iter_mut().zip(&columns) {
-                        *o = row
-                            .iter()
-                            .zip(*column)
-                            .fold(0.0, |s, (x, y)| x.mul_add(*y, s));
+                        *o = fma_chain(0.0, row, column);
                     }
                     continue;
                 }
