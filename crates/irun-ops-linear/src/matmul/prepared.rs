@@ -13,7 +13,7 @@ use crate::kernel::try_zeroed;
 use crate::op::{codes, take_inputs, Op, OpError, Prepared, Value};
 use crate::par;
 use irun_opkit::epilogue::{Channels, Epilogue};
-use rten_gemm::{GemmInputA, GemmInputB, GemmOptions, GemmUninitOptions};
+use rten_gemm::{GemmInputA, GemmInputB, GemmUninitOptions};
 
 /// A MatMul whose B is a constant f32 matrix (the weights of a linear layer), packed once
 /// at compile time. A (not transposed) of any batch shape is one `[rows, k]` matrix times the
@@ -37,18 +37,35 @@ pub(super) struct PreparedMatMul {
 /// a few columns given transposed is read as it is stored, by the kernel the op itself runs
 /// on it (`narrow.rs`), so prepared or not, the bits are the same.
 enum BKernel {
+    /// Written straight into the output's uninitialised capacity by rten-gemm.
     Packed(rten_gemm::PackedBMatrix<f32>),
+    /// Computed into a block in cache, finished there and copied out.
+    Unpacked(Unpacked),
+}
+
+/// The kernels that read B as they hold it, row block by row block.
+enum Unpacked {
     Small(crate::small_k::SmallK),
     /// B `[n, k]` as given: the rows are the product's columns.
     Narrow(Vec<f32>),
+}
+
+impl Unpacked {
+    /// The product's rows for the rows of `a` (`[rows, k]`) into `out` (`[rows, n]`).
+    fn rows(&self, (k, n): (usize, usize), a: &[f32], out: &mut [f32]) {
+        match self {
+            Unpacked::Small(small) => small.rows(a, out),
+            Unpacked::Narrow(b) => crate::narrow::product(k, n, a, k, b, k, out),
+        }
+    }
 }
 
 impl std::fmt::Debug for BKernel {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             BKernel::Packed(_) => write!(f, "PackedB"),
-            BKernel::Small(s) => write!(f, "{s:?}"),
-            BKernel::Narrow(_) => write!(f, "Narrow"),
+            BKernel::Unpacked(Unpacked::Small(s)) => write!(f, "{s:?}"),
+            BKernel::Unpacked(Unpacked::Narrow(_)) => write!(f, "Narrow"),
         }
     }
 }
@@ -69,10 +86,10 @@ impl PreparedMatMul {
             return None;
         }
         let kernel = match crate::small_k::SmallK::new(bv, k, n, op.transpose_b) {
-            Some(small) => BKernel::Small(small),
+            Some(small) => BKernel::Unpacked(Unpacked::Small(small)),
             // A's rows are contiguous on the covered path (not transposed).
             None if crate::narrow::suits(n, (k as isize, 1), strides) => {
-                BKernel::Narrow(bv.to_vec())
+                BKernel::Unpacked(Unpacked::Narrow(bv.to_vec()))
             }
             None => BKernel::Packed(F32_GEMM.with(|e| e.prepack_b(view(k, n, bv, strides)))),
         };
@@ -128,7 +145,7 @@ impl Prepared for PreparedMatMul {
             let groups: usize = shape[..rank - 2].iter().product();
             let out = match &self.kernel {
                 // All in registers: each row's sums finished and folded as they are made.
-                BKernel::Small(small) if m > 0 => {
+                BKernel::Unpacked(Unpacked::Small(small)) if m > 0 => {
                     let mut out = try_zeroed::<f32>(groups * self.n)?;
                     let finish = Epilogue::parts(self.epilogue.as_ref());
                     let grain = (crate::kernel::PAR_MIN_ELEMENTS / (m * self.k)).max(1) * self.n;
@@ -185,9 +202,9 @@ impl Prepared for PreparedMatMul {
                         // Computed and finished in a block that stays in cache, then copied
                         // into the output once (finishing the copy instead cost 1.4% of
                         // PointPillars).
-                        BKernel::Small(_) | BKernel::Narrow(_) => {
+                        BKernel::Unpacked(kernel) => {
                             scratch.resize(c.len(), 0.0);
-                            self.unpacked_rows(a, &mut scratch);
+                            kernel.rows((self.k, self.n), a, &mut scratch);
                             finish(&mut scratch, at);
                             c.write_copy_of_slice(&scratch)
                         }
@@ -259,9 +276,9 @@ impl PreparedMatMul {
         let len = rows * self.n;
         scratch.clear();
         match &self.kernel {
-            BKernel::Small(_) | BKernel::Narrow(_) => {
+            BKernel::Unpacked(kernel) => {
                 scratch.resize(len, 0.0);
-                self.unpacked_rows(a, scratch);
+                kernel.rows((self.k, self.n), a, scratch);
             }
             BKernel::Packed(packed) => {
                 scratch.reserve(len);
@@ -282,25 +299,6 @@ impl PreparedMatMul {
         }
         if let Some(e) = &self.epilogue {
             e.apply_at(scratch, first * self.n, Channels::Inner(self.n));
-        }
-    }
-
-    /// The rows of the product for the rows of `a` into `out` (the paths that write the
-    /// packed kernel's rows straight into uninitialised memory call it for the others).
-    fn unpacked_rows(&self, a: &[f32], out: &mut [f32]) {
-        let rows = out.len() / self.n;
-        match &self.kernel {
-            BKernel::Small(small) => small.rows(a, out),
-            BKernel::Narrow(b) => crate::narrow::product(self.k, self.n, a, self.k, b, self.k, out),
-            BKernel::Packed(packed) => F32_GEMM.with(|e| {
-                e.gemm(
-                    out,
-                    GemmInputA::Unpacked(view(rows, self.k, a, (self.k as isize, 1))),
-                    GemmInputB::Packed(packed),
-                    GemmOptions::default(),
-                )
-                .expect("shapes agree by construction")
-            }),
         }
     }
 
