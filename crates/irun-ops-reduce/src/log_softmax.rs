@@ -10,7 +10,7 @@ use crate::along::{map_rows_f32, map_slices};
 use crate::attrs::AttrReader;
 use crate::fact::Fact;
 use crate::op::{codes, take_inputs, Op, OpError, Value};
-use crate::softmax::{across_columns_f32, add_exp_shifted, column_max, infer_along, softmax_axis};
+use crate::softmax::{across_columns_f32, column_max, exp_shifted, infer_along, softmax_axis};
 
 #[derive(Debug)]
 pub struct LogSoftmax {
@@ -47,7 +47,8 @@ fn log_softmax_columns(rows: &mut [&mut [f32]]) {
             // The exponentials only feed the sums: a row's worth of scratch.
             let (mut sum, mut scratch) = (vec![0f32; max.len()], vec![0f32; max.len()]);
             for r in rows.iter() {
-                add_exp_shifted(r, &max, &mut scratch, &mut sum);
+                scratch.copy_from_slice(r);
+                exp_shifted(&mut scratch, &max, &mut sum);
             }
             let shift: Vec<f32> = max.iter().zip(&sum).map(|(&m, &s)| m + s.ln()).collect();
             for r in rows.iter_mut() {

@@ -181,14 +181,15 @@ pub fn column_max(rows: &[&mut [f32]]) -> Vec<f32> {
     )
 }
 
-/// `e^(row - max)` into `out`, added to the column sums `sum`.
+/// `values = e^(values - max)` in place, each added to its column's sum in `sum`: the
+/// shared pass of SoftMax (on its rows) and LogSoftmax (on a copy of each row).
 #[inline(always)]
-pub fn add_exp_shifted(row: &[f32], max: &[f32], out: &mut [f32], sum: &mut [f32]) {
-    for ((d, &v), &m) in out.iter_mut().zip(row).zip(max) {
-        *d = v - m;
+pub fn exp_shifted(values: &mut [f32], max: &[f32], sum: &mut [f32]) {
+    for (d, &m) in values.iter_mut().zip(max) {
+        *d -= m;
     }
-    rten_simd::SimdUnaryOp::map_mut(&rten_vecmath::Exp {}, out);
-    for (s, &d) in sum.iter_mut().zip(out.iter()) {
+    rten_simd::SimdUnaryOp::map_mut(&rten_vecmath::Exp {}, values);
+    for (s, &d) in sum.iter_mut().zip(values.iter()) {
         *s += d;
     }
 }
@@ -201,13 +202,7 @@ fn softmax_columns(rows: &mut [&mut [f32]]) {
         || {
             let mut sum = vec![0f32; max.len()];
             for r in rows.iter_mut() {
-                for (d, &m) in r.iter_mut().zip(&max) {
-                    *d -= m;
-                }
-                rten_simd::SimdUnaryOp::map_mut(&rten_vecmath::Exp {}, r);
-                for (s, &d) in sum.iter_mut().zip(r.iter()) {
-                    *s += d;
-                }
+                exp_shifted(r, &max, &mut sum);
             }
             for r in rows.iter_mut() {
                 for (d, &s) in r.iter_mut().zip(&sum) {
