@@ -20,7 +20,10 @@
 //! spinner, the slice is the most it waits. The worker running the run's job needs no
 //! spinner: the job marks its worker first thing ([`Awake::mark_runner`]), and a spinner
 //! there returns for good. Runs that start on a worker of the pool itself (a nested run) get
-//! no spinners: the caller's frame would be under them.
+//! no spinners: the caller's frame would be under them. The one exception is a caller that
+//! is worker 0 of a pool built around it (`Options::caller_is_worker`): it runs the run
+//! itself, outside any other (ops never start runs), and the spinners go to the other
+//! workers.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -49,10 +52,13 @@ struct Shared {
 }
 
 impl Awake {
-    /// Starts a spinner on every worker of `pool`; `None` when the pool has one worker or
-    /// the caller is one of them.
-    pub(crate) fn start(pool: &rayon::ThreadPool) -> Option<Awake> {
-        if pool.current_num_threads() < 2 || pool.current_thread_index().is_some() {
+    /// Starts a spinner on every worker of `pool` but the run's; `None` when the pool has
+    /// one worker or the caller is one of them, except for a caller that is worker 0 of a
+    /// pool built around it (`caller_is_worker`: no op starts a run, so that caller is
+    /// outside any run).
+    pub(crate) fn start(pool: &rayon::ThreadPool, caller_is_worker: bool) -> Option<Awake> {
+        let workers = pool.current_num_threads();
+        if workers < 2 {
             return None;
         }
         let shared = Arc::new(Shared {
@@ -60,8 +66,23 @@ impl Awake {
             runner: AtomicUsize::new(usize::MAX),
             spinning: AtomicUsize::new(0),
         });
-        let mine = shared.clone();
-        pool.spawn_broadcast(move |_| mine.clone().spin());
+        match (pool.current_thread_index(), caller_is_worker) {
+            (None, false) => {
+                let mine = shared.clone();
+                pool.spawn_broadcast(move |_| mine.clone().spin());
+            }
+            // Worker 0 takes pool work only when it waits inside a run: a broadcast would
+            // leave its copy queued there, one more each run when the runs come from another
+            // thread. One spinner per other worker instead, queued where those look: on
+            // worker 0's own deque when it calls, on the pool's queue otherwise.
+            (None, true) | (Some(0), true) => {
+                for _ in 1..workers {
+                    let mine = shared.clone();
+                    pool.spawn(move || mine.spin());
+                }
+            }
+            (Some(_), _) => return None,
+        }
         Some(Awake { shared })
     }
 
@@ -159,7 +180,7 @@ mod tests {
     fn spinners_take_work_and_stop_when_the_run_is_done() {
         let p = pool(3);
         for _ in 0..50 {
-            let awake = Awake::start(&p).expect("three workers, caller outside");
+            let awake = Awake::start(&p, false).expect("three workers, caller outside");
             assert_eq!(run(&p, Some(&awake)), 5 * (0..2000u64).sum::<u64>());
             let watch = Awake {
                 shared: awake.shared.clone(),
@@ -170,6 +191,56 @@ mod tests {
         }
     }
 
+    /// A pool built around its caller (`use_current_thread`) on a thread of the test's own,
+    /// as `Options::caller_is_worker` builds it; `body` runs on that thread.
+    fn with_caller_as_worker(threads: usize, body: impl FnOnce(&rayon::ThreadPool) + Send) {
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let p = rayon::ThreadPoolBuilder::new()
+                    .num_threads(threads)
+                    .use_current_thread()
+                    .build()
+                    .unwrap();
+                assert_eq!(p.current_thread_index(), Some(0));
+                body(&p);
+            });
+        });
+    }
+
+    #[test]
+    fn a_caller_that_is_worker_zero_runs_with_spinners_on_the_others() {
+        with_caller_as_worker(3, |p| {
+            for _ in 0..50 {
+                let awake = Awake::start(p, true).expect("worker 0 is outside any run");
+                assert_eq!(run(p, Some(&awake)), 5 * (0..2000u64).sum::<u64>());
+                // The run executed on the caller itself.
+                assert_eq!(awake.shared.runner.load(Ordering::Acquire), 0);
+                let watch = Awake {
+                    shared: awake.shared.clone(),
+                };
+                drop(awake);
+                assert!(wait_until_stopped(&watch), "a spinner kept polling");
+            }
+        });
+    }
+
+    /// Runs from another thread while worker 0 never takes pool work: the other worker
+    /// runs them, spinners and all.
+    #[test]
+    fn runs_from_another_thread_finish_while_worker_zero_is_busy_elsewhere() {
+        with_caller_as_worker(2, |p| {
+            std::thread::scope(|s| {
+                s.spawn(|| {
+                    for _ in 0..50 {
+                        let awake = Awake::start(p, true).expect("caller outside the pool");
+                        assert_eq!(run(p, Some(&awake)), 5 * (0..2000u64).sum::<u64>());
+                        assert_eq!(awake.shared.runner.load(Ordering::Acquire), 1);
+                    }
+                });
+            });
+        });
+    }
+
     #[test]
     fn concurrent_runs_each_finish() {
         let p = pool(2);
@@ -177,7 +248,7 @@ mod tests {
             for _ in 0..4 {
                 s.spawn(|| {
                     for _ in 0..50 {
-                        let awake = Awake::start(&p);
+                        let awake = Awake::start(&p, false);
                         assert_eq!(run(&p, awake.as_ref()), 5 * (0..2000u64).sum::<u64>());
                     }
                 });
@@ -187,15 +258,15 @@ mod tests {
 
     #[test]
     fn no_spinners_for_one_worker_or_a_caller_inside_the_pool() {
-        assert!(Awake::start(&pool(1)).is_none());
+        assert!(Awake::start(&pool(1), false).is_none());
         let p = pool(2);
-        assert!(p.install(|| Awake::start(&p)).is_none());
+        assert!(p.install(|| Awake::start(&p, false)).is_none());
     }
 
     #[test]
     fn a_panicking_run_still_stops_its_spinners() {
         let p = pool(2);
-        let awake = Awake::start(&p).unwrap();
+        let awake = Awake::start(&p, false).unwrap();
         let watch = Awake {
             shared: awake.shared.clone(),
         };

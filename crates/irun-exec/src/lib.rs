@@ -74,6 +74,9 @@ pub struct Executable {
     pool: Arc<rayon::ThreadPool>,
     /// [`Options::keep_workers_awake`].
     keep_workers_awake: bool,
+    /// The compiling thread is the pool's worker 0 ([`Options::caller_is_worker`]). Never
+    /// for a body's executable, which runs inside its model's run.
+    caller_is_worker: bool,
     memory_limit: u64,
     inputs: Vec<InputInfo>,
     outputs: Vec<OutputInfo>,
@@ -132,6 +135,7 @@ impl std::fmt::Debug for Executable {
             .field("inputs", &self.inputs)
             .field("outputs", &self.outputs)
             .field("threads", &self.pool.current_num_threads())
+            .field("caller_is_worker", &self.caller_is_worker)
             .finish()
     }
 }
@@ -178,9 +182,12 @@ impl Executable {
         if !given.is_empty() {
             plan.give(given, graph.parameters.len());
         }
-        let pool = match pool {
-            Some(pool) => pool,
-            None => Arc::new(new_pool(options)?),
+        let (pool, caller_is_worker) = match pool {
+            Some(pool) => (pool, false),
+            None => {
+                let (pool, joined) = new_pool(options)?;
+                (Arc::new(pool), joined)
+            }
         };
         let flows = flow::compile_bodies(&graph, options, &pool)?;
         let inputs = graph
@@ -263,6 +270,7 @@ impl Executable {
             plan,
             pool,
             keep_workers_awake: options.keep_workers_awake,
+            caller_is_worker,
             inputs,
             outputs,
             graph,
@@ -470,7 +478,7 @@ impl Executable {
         }
         let awake = self
             .keep_workers_awake
-            .then(|| Awake::start(&self.pool))
+            .then(|| Awake::start(&self.pool, self.caller_is_worker))
             .flatten();
         let outputs = self.pool.install(|| {
             Awake::mark_runner(awake.as_ref());
@@ -754,19 +762,31 @@ impl Executable {
     }
 }
 
-/// A pool of `options.threads` workers (every core by default).
-fn new_pool(options: &Options) -> Result<rayon::ThreadPool, RunError> {
+/// A pool of `options.threads` workers (every core by default); with
+/// [`Options::caller_is_worker`], the calling thread is worker 0 where it can be, and the
+/// flag says whether it is.
+fn new_pool(options: &Options) -> Result<(rayon::ThreadPool, bool), RunError> {
     let threads = options
         .threads
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-    rayon::ThreadPoolBuilder::new()
-        .num_threads(threads.max(1))
-        .thread_name(|i| format!("irun-{i}"))
-        .build()
-        .map_err(|e| {
-            RunError::new(
-                RunErrorKind::Resources,
-                format!("cannot start {threads} threads: {e}"),
-            )
-        })
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+        .max(1);
+    let builder = || {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .thread_name(|i| format!("irun-{i}"))
+    };
+    // rayon refuses a thread that already belongs to a pool; that one gets a pool of its own
+    // workers. (A pool joined this way outlives its `ThreadPool` as the thread's registry:
+    // one per thread at most.)
+    if options.caller_is_worker && rayon::current_thread_index().is_none() {
+        if let Ok(pool) = builder().use_current_thread().build() {
+            return Ok((pool, true));
+        }
+    }
+    builder().build().map(|pool| (pool, false)).map_err(|e| {
+        RunError::new(
+            RunErrorKind::Resources,
+            format!("cannot start {threads} threads: {e}"),
+        )
+    })
 }

@@ -101,7 +101,9 @@ fn generate(args: &GenerateArgs) -> Result<(), Failure> {
     let end = end_tokens(&dir).map_err(Failure::invalid)?;
 
     let started = Instant::now();
-    let mut options = Options::new().keep_workers_awake(true);
+    let mut options = Options::new()
+        .keep_workers_awake(true)
+        .caller_is_worker(true);
     options.threads = args.threads.map(usize::from);
     let exe = compile(&xml, None, &options)?;
     let load = started.elapsed();

@@ -162,11 +162,13 @@ impl ExecArgs {
     /// Reads and compiles the model for these options; `runs_once`: skip the compile-time
     /// work on constants, which only pays off over several runs.
     pub fn compile(&self, runs_once: bool) -> Result<Executable, Failure> {
-        // Spinning workers measure faster between the parallel loops of one run; a command
-        // owns its process, so it may spend the cores that way.
+        // Spinning workers measure faster between the parallel loops of one run, and a run
+        // on the main thread itself skips two hand-offs; a command owns its process and
+        // runs its model on the main thread, so it may spend the cores and the thread so.
         let mut options = Options::new()
             .prepare_constants(!runs_once)
-            .keep_workers_awake(true);
+            .keep_workers_awake(true)
+            .caller_is_worker(true);
         options.threads = self.threads.map(usize::from);
         options.memory_limit = self.memory_limit;
         compile(&self.model, self.weights.as_deref(), &options)
