@@ -260,6 +260,38 @@ impl<T: Copy> Filler<'_, T> {
         self.len = end;
     }
 
+    /// Appends `count` values of `src` taken every `step` from its first: `src[0]`,
+    /// `src[step]`, ... (a strided row of an image). Panics, never unsound, if `src` is short.
+    #[inline]
+    pub fn extend_strided(&mut self, src: &[T], step: usize, count: usize) {
+        if count == 0 {
+            return;
+        }
+        let src = &src[..(count - 1) * step + 1];
+        let end = self.len + count;
+        let slots = &mut self.slots[self.len..end];
+        match step {
+            1 => {
+                slots.write_copy_of_slice(src);
+            }
+            // The even elements of pairs, which compiles to shuffles where indexing
+            // `src[2 * j]` does not.
+            2 => {
+                let (body, last) = slots.split_at_mut(count - 1);
+                for (slot, pair) in body.iter_mut().zip(src.chunks_exact(2)) {
+                    slot.write(pair[0]);
+                }
+                last[0].write(src[2 * (count - 1)]);
+            }
+            _ => {
+                for (slot, v) in slots.iter_mut().zip(src.iter().step_by(step)) {
+                    slot.write(*v);
+                }
+            }
+        }
+        self.len = end;
+    }
+
     /// Appends `src[i]` for each `i` of `indices`, in order.
     #[inline]
     pub fn extend_gathered(&mut self, src: &[T], indices: &[usize]) {
@@ -487,6 +519,40 @@ mod tests {
             })
         });
         assert!(elsewhere.is_err());
+    }
+
+    /// `extend_strided` appends every `step`-th value from the first, for the copy (1), pair
+    /// (2) and general forms alike, up to the last value of a source just long enough; a
+    /// source too short panics.
+    #[test]
+    fn extend_strided_takes_every_step_th_value() {
+        let src: Vec<u32> = (0..40).collect();
+        for step in 1..5 {
+            for count in 0..8 {
+                let need = if count == 0 {
+                    0
+                } else {
+                    (count - 1) * step + 1
+                };
+                let v = build(count + 2, 64, &|_, f| {
+                    f.push(100);
+                    f.extend_strided(&src[3..3 + need], step, count);
+                    f.push(200);
+                })
+                .unwrap();
+                let want: Vec<u32> = std::iter::once(100)
+                    .chain((0..count).map(|j| (3 + j * step) as u32))
+                    .chain(std::iter::once(200))
+                    .collect();
+                assert_eq!(v, want, "step {step}, count {count}");
+            }
+        }
+        let short = std::panic::catch_unwind(|| {
+            build(3, 4, &|_, f: &mut Filler<'_, u32>| {
+                f.extend_strided(&[1, 2, 3, 4], 2, 3)
+            })
+        });
+        assert!(short.is_err());
     }
 
     /// `map` writes every element of its uninitialised output (the proof behind its

@@ -31,8 +31,11 @@ use irun_tensor::Tensor;
 use crate::op::{codes, OpError};
 use crate::par::{self, Filler};
 use crate::simd::{unit, Unit};
-use crate::spatial::gather_run;
 use tiles::tile;
+
+/// The most output positions on which small filters at a stride run direct (AVX-512): 64x64.
+/// See [`DirectFilters::runs`].
+const STRIDED_PLANE: usize = 64 * 64;
 
 /// Output channels of a tile: one broadcast filter value each.
 const MR: usize = 8;
@@ -175,23 +178,31 @@ impl DirectFilters {
     }
 
     /// Whether the direct kernels run `s` on this CPU at least as fast as the convolution's
-    /// GEMM. Not small filters at a stride, on either unit: their strided reads leave the
-    /// position tiles short of work (AVX2: 3x3 stride 2, 32 -> 64 channels onto 160x160, 24
-    /// against 20 ms; AVX-512 on a Zen 4: 64 -> 20 channels onto 161x161, 17-19 against 9-11
-    /// ms, 32 -> 64 onto 160x160 7-8 against 6.7-7.6, ResNet-18's stride-2 layers even). Else
-    /// on AVX-512 always: the channel tiles take what the position tiles run slowly.
-    /// On AVX2 (8-lane blocks of 4 channels, no channel tiles), measured on one and two
-    /// threads against the GEMM: the planes Winograd takes (ResNet-18's 56x56 layers 2.4
-    /// against 4.4 ms) and other stride-1 filters (a 64 -> 5 channel 3x3 head on 160x160: 5
-    /// against 9 ms), and filters of 25 taps or more (a 7x7 stride-2 stem: 4.7 against 6.3
-    /// ms); not small planes of many channels, the ones `lanes::suits` gives the channel
-    /// tiles (ResNet-18's 14x14 layers: 5.2 against 3.9 ms; its 7x7 ones even).
+    /// GEMM. Small filters at a stride only on AVX-512 and onto planes of at most
+    /// [`STRIDED_PLANE`] positions, more than one tap: their strided reads leave the position
+    /// tiles short of work on large planes (Zen 4, one thread: 64 -> 20 channels 3x3 stride
+    /// 2 onto 161x161 14.3 ms either way, 7.5-8.0 against 6.9-7.0 at two; 32 -> 64 onto
+    /// 160x160 14.5-15.6 against 12.9-13.3), but onto small ones the GEMM's patch copies
+    /// cost more than they save (16 -> 20 channels onto 16x16 30 against 37 us, 64 -> 64
+    /// onto 32x32 0.80 against 0.88 ms, onto 48x48 1.81 against 2.27, 32 -> 32 onto 64x64
+    /// 0.90 against 1.18), and 1x1 filters at a stride read one phase either way (64 -> 128
+    /// onto 28x28 166 against 159-166 us). AVX2 (8-lane blocks of 4 channels, no channel
+    /// tiles) keeps every small strided filter on the GEMM (3x3 stride 2, 32 -> 64 channels
+    /// onto 160x160: 24 against 20 ms). Else on AVX-512 always: the channel tiles take what
+    /// the position tiles run slowly.
+    /// On AVX2, measured on one and two threads against the GEMM: the planes Winograd takes
+    /// (ResNet-18's 56x56 layers 2.4 against 4.4 ms) and other stride-1 filters (a 64 -> 5
+    /// channel 3x3 head on 160x160: 5 against 9 ms), and filters of 25 taps or more (a 7x7
+    /// stride-2 stem: 4.7 against 6.3 ms); not small planes of many channels, the ones
+    /// `lanes::suits` gives the channel tiles (ResNet-18's 14x14 layers: 5.2 against 3.9
+    /// ms; its 7x7 ones even).
     /// Nor the planes of Winograd's F(2x2, 3x3): the GEMM by position rows runs ResNet-18's
     /// 28x28 layers of 128 channels in 4.0-4.2 ms against 4.65-4.7 at one thread, 2.5-2.6
     /// against 2.9-3.1 at two.
     pub fn runs(&self, s: &Shape2) -> bool {
         let [kh, kw] = self.kernel;
-        if s.stride != [1, 1] && kh * kw < 25 {
+        let small_plane = s.out[0] * s.out[1] <= STRIDED_PLANE && kh * kw > 1;
+        if s.stride != [1, 1] && kh * kw < 25 && !(small_plane && unit() == Unit::Avx512) {
             return false;
         }
         if unit() == Unit::Avx512 {
@@ -594,20 +605,29 @@ fn pad_phase(
     let [ih, iw] = s.input;
     let [pt, pl] = s.pad;
     let [sy, sx] = s.stride;
+    // Phase columns `lo..hi` read input columns `first, first + sx, ...`; the others are
+    // padding. The same for every row, so worked out once: per row it cost more than the
+    // copy of a small plane's 16 values (a third of a 16x16 stride-2 convolution's time).
     let start = b as isize - pl as isize;
-    // At stride 1 a row is zeros, one copy of the input row's part inside the phase, zeros:
-    // written once (a gather into scratch and a copy of that cost twice the memory traffic).
-    let lo = (-start).clamp(0, wp as isize) as usize;
-    let from = (start + lo as isize).clamp(0, iw as isize) as usize;
-    let count = (iw - from).min(wp - lo);
+    let lo = if start >= 0 {
+        0
+    } else {
+        (start.unsigned_abs()).div_ceil(sx)
+    }
+    .min(wp);
+    let hi = if start >= iw as isize {
+        lo
+    } else {
+        ((iw as isize - start) as usize).div_ceil(sx).clamp(lo, wp)
+    };
+    let first = (start + (lo * sx) as isize).max(0) as usize;
     for i in 0..hp {
         match (i * sy + a).checked_sub(pt).filter(|&y| y < ih) {
-            Some(y) if sx == 1 => {
+            Some(y) => {
                 fill.repeat(0.0, lo);
-                fill.extend_from_slice(&x[y * iw + from..][..count]);
-                fill.repeat(0.0, wp - lo - count);
+                fill.extend_strided(&x[y * iw..][..iw][first.min(iw)..], sx, hi - lo);
+                fill.repeat(0.0, wp - hi);
             }
-            Some(y) => gather_run(&x[y * iw..][..iw], start, sx, 0.0, fill.repeat_mut(0.0, wp)),
             None => fill.repeat(0.0, wp),
         }
     }

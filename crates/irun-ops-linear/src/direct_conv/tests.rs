@@ -386,31 +386,41 @@ fn channel_tiles_take_only_channel_counts_that_fill_them() {
     }
 }
 
-/// Filters of fewer than 25 taps at a stride leave the direct kernels for the GEMM on every
-/// unit (their strided reads starve the position tiles); at stride 1, and with 25 taps or
+/// Filters of fewer than 25 taps at a stride leave the direct kernels for the GEMM (their
+/// strided reads starve the position tiles) but where AVX-512 runs them onto a plane of at
+/// most 64x64 outputs, and a 1x1 filter at a stride always; at stride 1, and with 25 taps or
 /// more at a stride, AVX-512 keeps them.
 #[test]
-fn strided_small_filters_go_to_the_gemm() {
+fn strided_small_filters_go_to_the_gemm_unless_the_plane_is_small() {
     if !DirectFilters::supported() {
         return;
     }
     let (co, ci) = (20, 8);
-    for (k, stride, avx512_runs) in [
-        ([3, 3], [2, 2], false),
-        ([1, 1], [2, 2], false),
-        ([3, 3], [1, 2], false),
-        ([5, 5], [2, 2], true),
-        ([7, 7], [2, 2], true),
-        ([3, 3], [1, 1], true),
+    // (kernel, stride, input side, whether AVX-512 runs it direct)
+    for (k, stride, side, avx512_runs) in [
+        ([3, 3], [2, 2], 40, true),
+        ([3, 3], [2, 2], 128, true),
+        ([3, 3], [2, 2], 130, false),
+        ([3, 3], [1, 2], 40, true),
+        ([3, 3], [1, 2], 160, false),
+        ([1, 1], [2, 2], 40, false),
+        ([5, 5], [2, 2], 160, true),
+        ([7, 7], [2, 2], 160, true),
+        ([3, 3], [1, 1], 160, true),
     ] {
-        let s = geometry(1, [40, 40], k, stride, [1, 1], [[1, 1], [1, 1]]).unwrap();
+        let s = geometry(1, [side, side], k, stride, [1, 1], [[1, 1], [1, 1]]).unwrap();
         let w = values(co * ci * k[0] * k[1], 5);
         let f = DirectFilters::new(&filters(&w), co, ci, k).unwrap();
         let runs = f.runs(&s);
-        if !avx512_runs {
-            assert!(!runs, "{k:?} at stride {stride:?}");
-        } else if crate::simd::unit() == crate::simd::Unit::Avx512 {
-            assert!(runs, "{k:?} at stride {stride:?}");
+        let avx512 = crate::simd::unit() == crate::simd::Unit::Avx512;
+        if stride != [1, 1] && k[0] * k[1] < 25 && !(avx512 && avx512_runs) {
+            assert!(!runs, "{k:?} at stride {stride:?} onto {:?}", s.out);
+        } else if avx512 {
+            assert_eq!(
+                runs, avx512_runs,
+                "{k:?} at stride {stride:?} onto {:?}",
+                s.out
+            );
         }
     }
 }
