@@ -42,13 +42,34 @@ pub fn split_range(n: usize, k: usize) -> Vec<Range<usize>> {
 pub type TaskResult<T = ()> = Result<T, (usize, OpError)>;
 
 /// Worker threads of the pool the caller runs in (`--threads`). Outside any pool (constant
-/// folding during inference, a library user calling a kernel directly) it is 1: kernels then
-/// run on the calling thread and never start rayon's global pool.
+/// folding during inference, a library user calling a kernel directly) and inside [`alone`]
+/// it is 1: kernels then run on the calling thread and never start rayon's global pool.
 pub fn threads() -> usize {
-    if rayon::current_thread_index().is_none() {
+    if rayon::current_thread_index().is_none() || ALONE.get() {
         return 1;
     }
     rayon::current_num_threads()
+}
+
+thread_local! {
+    /// Set while [`alone`] runs its closure on this thread.
+    static ALONE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs `f` with every parallel loop of this module inside it on the calling thread
+/// ([`threads`] is 1 there): for a kernel whose whole work is less than what sharing it out
+/// costs (another thread's wake-up or steal, per-task buffers), which on a busy host can
+/// be the other thread's whole time slice. The loops stay on this thread, so the flag is
+/// this thread's alone; it is restored when `f` returns or panics.
+pub fn alone<R>(f: impl FnOnce() -> R) -> R {
+    struct Restore(bool);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            ALONE.set(self.0);
+        }
+    }
+    let _restore = Restore(ALONE.replace(true));
+    f()
 }
 
 /// Runs `task(i)` for every `i` in `0..n`, spread over the current pool.
@@ -519,6 +540,30 @@ mod tests {
             })
         });
         assert!(elsewhere.is_err());
+    }
+
+    /// Inside `alone` every loop runs on the calling thread, nested calls included, and
+    /// the pool's thread count is back once it returns (or panics).
+    #[test]
+    fn alone_keeps_every_loop_on_the_calling_thread() {
+        pool(2).install(|| {
+            assert_eq!(threads(), 2);
+            let me = std::thread::current().id();
+            let seen = Mutex::new(Vec::new());
+            alone(|| {
+                assert_eq!(threads(), 1);
+                for_each_task(64, &|_| {
+                    seen.lock().unwrap().push(std::thread::current().id())
+                });
+                alone(|| assert_eq!(threads(), 1));
+                assert_eq!(threads(), 1);
+            });
+            assert_eq!(seen.into_inner().unwrap(), vec![me; 64]);
+            assert_eq!(threads(), 2);
+            let panicked = std::panic::catch_unwind(|| alone(|| panic!("a kernel bug")));
+            assert!(panicked.is_err());
+            assert_eq!(threads(), 2);
+        });
     }
 
     /// `extend_strided` appends every `step`-th value from the first, for the copy (1), pair

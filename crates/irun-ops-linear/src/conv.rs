@@ -30,6 +30,12 @@ use std::sync::OnceLock;
 /// writes straight into the output; larger ones go in column blocks.
 const WHOLE_PLANE_ELEMENTS: usize = 16 << 20;
 
+/// Dense convolutions of fewer multiply-adds run on the calling thread alone
+/// ([`par::alone`]): about 10 us of one core, less than sharing them out costs. A segmenter's small layers at
+/// two threads against one: 8 -> 16 channels 3x3 stride 2 onto 16x16 (295k) 18 against 14
+/// us, 3 -> 8 channels 3x3 onto 32x32 (221k) 12 against 10.
+pub(crate) const SHARE_MIN_PRODUCTS: usize = 1 << 19;
+
 /// Output columns per task in the blocked path: the im2col block stays in L2 for common
 /// channel counts.
 const BLOCK: usize = 512;
@@ -289,7 +295,7 @@ pub fn grouped_with(
     // a vector, which the unpacked filters serve best (see `Mul::gemm`).
     let packed = packed.filter(|_| g.out.iter().product::<usize>() > 1);
     let mut done = Done::default();
-    let out = match data.element_type() {
+    let dispatch = || match data.element_type() {
         ElementType::F32 if g.is_depthwise() => {
             done.epilogue = true;
             g.depthwise(data, filters, shape, epilogue)
@@ -360,6 +366,13 @@ pub fn grouped_with(
             codes::UNSUPPORTED_TYPE,
             format!("{name} on {ty}"),
         ))),
+    };
+    // Not depthwise ones: a product costs them several times a dense kernel's (a
+    // MobileNetV3's 3x3 and 5x5 depthwise layers of 350-510k ran slower alone).
+    let out = if !g.is_depthwise() && g.products() < SHARE_MIN_PRODUCTS {
+        par::alone(dispatch)
+    } else {
+        dispatch()
     }?;
     let mut out = out;
     if let Some(e) = epilogue.filter(|_| !done.epilogue) {
@@ -376,6 +389,15 @@ pub fn grouped_with(
 }
 
 impl Geometry {
+    /// The multiply-adds of the whole convolution (saturating).
+    fn products(&self) -> usize {
+        [self.n, self.groups, self.co, self.ci]
+            .into_iter()
+            .chain(self.out)
+            .chain(self.kernel)
+            .fold(1usize, usize::saturating_mul)
+    }
+
     /// One input and one output channel per group: each output plane is a weighted sum of
     /// shifted copies of one input plane, computed directly rather than as a GEMM of 1 row.
     fn is_depthwise(&self) -> bool {

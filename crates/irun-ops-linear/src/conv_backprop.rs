@@ -475,11 +475,21 @@ impl ConvBackprop {
         shape.extend_from_slice(&g.out);
         let ty = x.element_type();
         let out = match ty {
-            ElementType::F32 => Tensor::new(
-                ty,
-                shape,
-                f32::wrap(self.run_f32(&g, x, w, packed, epilogue)?),
-            ),
+            ElementType::F32 => {
+                // Small ones alone, as convolutions (`conv::SHARE_MIN_PRODUCTS`).
+                let run = || self.run_f32(&g, x, w, packed, epilogue);
+                let products = [x.shape()[0], g.groups, g.cin, g.cout]
+                    .iter()
+                    .chain(&g.x)
+                    .chain(&g.k)
+                    .fold(1usize, |a, &b| a.saturating_mul(b));
+                let y = if products < crate::conv::SHARE_MIN_PRODUCTS {
+                    crate::par::alone(run)
+                } else {
+                    run()
+                };
+                Tensor::new(ty, shape, f32::wrap(y?))
+            }
             ElementType::F64 => {
                 Tensor::new(ty, shape, f64::wrap(self.run_typed(&g, vals(x)?, vals(w)?)))
             }
