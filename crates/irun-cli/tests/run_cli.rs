@@ -426,6 +426,43 @@ fn bench_prints_the_benchmark_app_block() {
     expect(&o, 1, "out of range");
 }
 
+/// `--json`: one object with the same timings, unrounded; with `--profile` a usage error.
+#[test]
+fn bench_json_prints_the_timings_unrounded() {
+    let model = format!("{CASE}/model.xml");
+    let inputs = format!("{CASE}/inputs.npz");
+    let o = irun(&[
+        "bench", &model, "--inputs", &inputs, "-niter", "5", "--json",
+    ]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert_eq!(o.stdout.lines().count(), 1, "{}", o.stdout);
+    let v: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
+    assert_eq!(v["count"], 5);
+    let ms = |k: &str| {
+        v[k].as_f64()
+            .unwrap_or_else(|| panic!("{k} is not a number: {v}"))
+    };
+    for k in [
+        "load_ms",
+        "first_inference_ms",
+        "duration_ms",
+        "throughput_fps",
+    ] {
+        assert!(ms(k) > 0.0, "{k}: {v}");
+    }
+    assert!(
+        ms("min_ms") <= ms("median_ms") && ms("median_ms") <= ms("max_ms"),
+        "{v}"
+    );
+    assert!(
+        ms("min_ms") <= ms("average_ms") && ms("average_ms") <= ms("max_ms"),
+        "{v}"
+    );
+    assert!(ms("duration_ms") >= 5.0 * ms("min_ms"), "{v}");
+    let o = irun(&["bench", &model, "--inputs", &inputs, "--json", "--profile"]);
+    assert_eq!(o.code, 2, "{}", o.stderr);
+}
+
 #[test]
 fn bench_writes_the_outputs_after_its_runs() {
     // What the model gives after many runs, whatever its ops kept from run to run: the

@@ -15,14 +15,22 @@ use super::EXIT_USAGE;
 /// Without -niter or -t, benchmark for this long (benchmark_app's default is 60 s).
 const DEFAULT_SECONDS: f64 = 10.0;
 
+/// What `bench` prints after the timings.
+pub struct Report {
+    /// Per layer type and the slowest layers (`--profile`).
+    pub profile: bool,
+    /// The timings as one JSON object instead of benchmark_app's block (`--json`).
+    pub json: bool,
+}
+
 pub fn run(
     exec: &ExecArgs,
     niter: Option<u64>,
     seconds: Option<f64>,
-    profile: bool,
+    how: Report,
     outputs: Option<&Path>,
 ) -> u8 {
-    report(try_run(exec, niter, seconds, profile, outputs))
+    report(try_run(exec, niter, seconds, how, outputs))
 }
 
 fn ms(d: Duration) -> f64 {
@@ -33,9 +41,10 @@ fn try_run(
     exec: &ExecArgs,
     niter: Option<u64>,
     seconds: Option<f64>,
-    profiled: bool,
+    how: Report,
     outputs_file: Option<&Path>,
 ) -> Result<(), Failure> {
+    let profiled = how.profile;
     if niter == Some(0) || seconds.is_some_and(|s| s.is_nan() || s <= 0.0) {
         return Err(Failure {
             code: EXIT_USAGE,
@@ -114,22 +123,33 @@ fn try_run(
         (latencies[count / 2 - 1] + latencies[count / 2]) / 2
     };
     let average = latencies.iter().sum::<Duration>() / count as u32;
-    outln!("[ INFO ] Load model took {:.2} ms", ms(load));
-    outln!("[ INFO ] First inference took {:.2} ms", ms(first));
-    outln!("[ INFO ] Count:            {count} iterations");
-    outln!("[ INFO ] Duration:         {:.2} ms", ms(duration));
-    outln!("[ INFO ] Latency:");
-    outln!("[ INFO ]    Median:        {:.2} ms", ms(median));
-    outln!("[ INFO ]    Average:       {:.2} ms", ms(average));
-    outln!("[ INFO ]    Min:           {:.2} ms", ms(latencies[0]));
-    outln!(
-        "[ INFO ]    Max:           {:.2} ms",
-        ms(latencies[count - 1])
-    );
-    outln!(
-        "[ INFO ] Throughput:       {:.2} FPS",
-        count as f64 / duration.as_secs_f64()
-    );
+    let throughput = count as f64 / duration.as_secs_f64();
+    let (min, max) = (latencies[0], latencies[count - 1]);
+    if how.json {
+        let json = serde_json::json!({
+            "load_ms": ms(load),
+            "first_inference_ms": ms(first),
+            "count": count,
+            "duration_ms": ms(duration),
+            "median_ms": ms(median),
+            "average_ms": ms(average),
+            "min_ms": ms(min),
+            "max_ms": ms(max),
+            "throughput_fps": throughput,
+        });
+        outln!("{json}");
+    } else {
+        outln!("[ INFO ] Load model took {:.2} ms", ms(load));
+        outln!("[ INFO ] First inference took {:.2} ms", ms(first));
+        outln!("[ INFO ] Count:            {count} iterations");
+        outln!("[ INFO ] Duration:         {:.2} ms", ms(duration));
+        outln!("[ INFO ] Latency:");
+        outln!("[ INFO ]    Median:        {:.2} ms", ms(median));
+        outln!("[ INFO ]    Average:       {:.2} ms", ms(average));
+        outln!("[ INFO ]    Min:           {:.2} ms", ms(min));
+        outln!("[ INFO ]    Max:           {:.2} ms", ms(max));
+        outln!("[ INFO ] Throughput:       {throughput:.2} FPS");
+    }
     if profiled {
         super::profile::print(&exe, &profile);
     }

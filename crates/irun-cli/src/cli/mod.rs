@@ -100,6 +100,11 @@ enum Command {
         /// from one run to the next.
         #[arg(long)]
         outputs: Option<PathBuf>,
+        /// Print the timings as one JSON object, unrounded (`load_ms`, `first_inference_ms`,
+        /// `count`, `duration_ms`, `median_ms`, `average_ms`, `min_ms`, `max_ms`,
+        /// `throughput_fps`) instead of benchmark_app's block of two decimals.
+        #[arg(long, conflicts_with = "profile")]
+        json: bool,
     },
     /// Greedy generation with a stateful LLM exported by optimum-intel: prefill the prompt,
     /// then one token per step, streamed to stdout as they come.
@@ -143,7 +148,14 @@ pub fn run(cli: Cli) -> u8 {
             time,
             profile,
             outputs,
-        } => bench::run(&exec, niter, time, profile, outputs.as_deref()),
+            json,
+        } => bench::run(
+            &exec,
+            niter,
+            time,
+            bench::Report { profile, json },
+            outputs.as_deref(),
+        ),
         Command::Generate(args) => generate::run(&args),
         Command::Ops => {
             let flows = irun_graph::FlowKind::ALL.iter().map(|&(_, ty, since)| {
