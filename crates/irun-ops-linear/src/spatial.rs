@@ -254,24 +254,31 @@ mod tests {
     }
 }
 
-/// `dst[k] = src[start + k * step]` where that lies inside `src`, `fill` where it does not: a run
-/// of taps along one input row, padding on either side reading as `fill`. The in-bounds span is
-/// computed once, so the copy has no per-element check (at step 1 it is one `memcpy`).
+/// The positions `lo..hi` of a run of `n` taps `start + k * step` that lie inside a row of
+/// `len` values (`0 <= start + k * step < len`); those before `lo` and from `hi` are
+/// padding.
 #[inline(always)]
-pub fn gather_run<T: Copy>(src: &[T], start: isize, step: usize, fill: T, dst: &mut [T]) {
-    let (s, len, n) = (step.max(1) as isize, src.len() as isize, dst.len() as isize);
-    // Inside for `lo <= k < hi`: `0 <= start + k * s < len`.
+pub fn inside_run(start: isize, step: usize, len: usize, n: usize) -> (usize, usize) {
+    let (s, len, n) = (step.max(1) as isize, len as isize, n as isize);
     let lo = if start >= 0 { 0 } else { (-start + s - 1) / s }.min(n);
     let hi = if start >= len {
         lo
     } else {
         ((len - start + s - 1) / s).clamp(lo, n)
     };
-    let (lo, hi) = (lo as usize, hi as usize);
+    (lo as usize, hi as usize)
+}
+
+/// `dst[k] = src[start + k * step]` where that lies inside `src`, `fill` where it does not: a run
+/// of taps along one input row, padding on either side reading as `fill`. The in-bounds span is
+/// computed once, so the copy has no per-element check (at step 1 it is one `memcpy`).
+#[inline(always)]
+pub fn gather_run<T: Copy>(src: &[T], start: isize, step: usize, fill: T, dst: &mut [T]) {
+    let (lo, hi) = inside_run(start, step, src.len(), dst.len());
     dst[..lo].fill(fill);
     dst[hi..].fill(fill);
     if hi > lo {
-        let (s, count) = (s as usize, hi - lo);
+        let (s, count) = (step.max(1), hi - lo);
         let from = &src[(start + (lo * s) as isize) as usize..][..(count - 1) * s + 1];
         if s == 1 {
             dst[lo..hi].copy_from_slice(from);

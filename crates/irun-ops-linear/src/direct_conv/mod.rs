@@ -31,6 +31,7 @@ use irun_tensor::Tensor;
 use crate::op::{codes, OpError};
 use crate::par::{self, Filler};
 use crate::simd::{unit, Unit};
+use crate::spatial::inside_run;
 use tiles::tile;
 
 /// The most output positions on which small filters at a stride run direct (AVX-512): 64x64.
@@ -609,17 +610,7 @@ fn pad_phase(
     // padding. The same for every row, so worked out once: per row it cost more than the
     // copy of a small plane's 16 values (a third of a 16x16 stride-2 convolution's time).
     let start = b as isize - pl as isize;
-    let lo = if start >= 0 {
-        0
-    } else {
-        (start.unsigned_abs()).div_ceil(sx)
-    }
-    .min(wp);
-    let hi = if start >= iw as isize {
-        lo
-    } else {
-        ((iw as isize - start) as usize).div_ceil(sx).clamp(lo, wp)
-    };
+    let (lo, hi) = inside_run(start, sx, iw, wp);
     let first = (start + (lo * sx) as isize).max(0) as usize;
     for i in 0..hp {
         match (i * sy + a).checked_sub(pt).filter(|&y| y < ih) {
