@@ -31,10 +31,21 @@ use std::sync::OnceLock;
 const WHOLE_PLANE_ELEMENTS: usize = 16 << 20;
 
 /// Dense convolutions of fewer multiply-adds run on the calling thread alone
-/// ([`par::alone`]): about 10 us of one core, less than sharing them out costs. A segmenter's small layers at
-/// two threads against one: 8 -> 16 channels 3x3 stride 2 onto 16x16 (295k) 18 against 14
-/// us, 3 -> 8 channels 3x3 onto 32x32 (221k) 12 against 10.
-pub(crate) const SHARE_MIN_PRODUCTS: usize = 1 << 19;
+/// ([`par::alone`]): about 10 us of one core, less than sharing them out costs. A
+/// segmenter's small layers at two threads against one: 8 -> 16 channels 3x3 stride 2 onto
+/// 16x16 (295k) 18 against 14 us, 3 -> 8 channels 3x3 onto 32x32 (221k) 12 against 10.
+const SHARE_MIN_PRODUCTS: usize = 1 << 19;
+
+/// `f()`, a convolution of `dims` multiply-adds in all (their product, saturating): on the
+/// calling thread alone below [`SHARE_MIN_PRODUCTS`], else shared by the pool.
+pub(crate) fn alone_if_small<R>(dims: impl IntoIterator<Item = usize>, f: impl FnOnce() -> R) -> R {
+    let products = dims.into_iter().fold(1usize, usize::saturating_mul);
+    if products < SHARE_MIN_PRODUCTS {
+        par::alone(f)
+    } else {
+        f()
+    }
+}
 
 /// Output columns per task in the blocked path: the im2col block stays in L2 for common
 /// channel counts.
@@ -369,10 +380,14 @@ pub fn grouped_with(
     };
     // Not depthwise ones: a product costs them several times a dense kernel's (a
     // MobileNetV3's 3x3 and 5x5 depthwise layers of 350-510k ran slower alone).
-    let out = if !g.is_depthwise() && g.products() < SHARE_MIN_PRODUCTS {
-        par::alone(dispatch)
-    } else {
+    let out = if g.is_depthwise() {
         dispatch()
+    } else {
+        let dims = [g.n, g.groups, g.co, g.ci]
+            .into_iter()
+            .chain(g.out)
+            .chain(g.kernel);
+        alone_if_small(dims, dispatch)
     }?;
     let mut out = out;
     if let Some(e) = epilogue.filter(|_| !done.epilogue) {
@@ -389,15 +404,6 @@ pub fn grouped_with(
 }
 
 impl Geometry {
-    /// The multiply-adds of the whole convolution (saturating).
-    fn products(&self) -> usize {
-        [self.n, self.groups, self.co, self.ci]
-            .into_iter()
-            .chain(self.out)
-            .chain(self.kernel)
-            .fold(1usize, usize::saturating_mul)
-    }
-
     /// One input and one output channel per group: each output plane is a weighted sum of
     /// shifted copies of one input plane, computed directly rather than as a GEMM of 1 row.
     fn is_depthwise(&self) -> bool {

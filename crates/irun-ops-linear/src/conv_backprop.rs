@@ -476,18 +476,13 @@ impl ConvBackprop {
         let ty = x.element_type();
         let out = match ty {
             ElementType::F32 => {
-                // Small ones alone, as convolutions (`conv::SHARE_MIN_PRODUCTS`).
-                let run = || self.run_f32(&g, x, w, packed, epilogue);
-                let products = [x.shape()[0], g.groups, g.cin, g.cout]
-                    .iter()
-                    .chain(&g.x)
-                    .chain(&g.k)
-                    .fold(1usize, |a, &b| a.saturating_mul(b));
-                let y = if products < crate::conv::SHARE_MIN_PRODUCTS {
-                    crate::par::alone(run)
-                } else {
-                    run()
-                };
+                // Small ones alone, as convolutions.
+                let dims = [x.shape()[0], g.groups, g.cin, g.cout]
+                    .into_iter()
+                    .chain(g.x.iter().copied())
+                    .chain(g.k.iter().copied());
+                let y =
+                    crate::conv::alone_if_small(dims, || self.run_f32(&g, x, w, packed, epilogue));
                 Tensor::new(ty, shape, f32::wrap(y?))
             }
             ElementType::F64 => {

@@ -181,9 +181,9 @@ impl DirectFilters {
     /// Whether the direct kernels run `s` on this CPU at least as fast as the convolution's
     /// GEMM. Small filters at a stride only on AVX-512, onto planes of at most
     /// `STRIDED_PLANE` (64x64) positions, with more than one tap: their strided reads leave
-    /// the position tiles short of work on large planes (Zen 4, one thread: 64 -> 20 channels 3x3 stride
-    /// 2 onto 161x161 14.3 ms either way, 7.5-8.0 against 6.9-7.0 at two; 32 -> 64 onto
-    /// 160x160 14.5-15.6 against 12.9-13.3), but onto small ones the GEMM's patch copies
+    /// the position tiles short of work on large planes (Zen 4, one thread: 64 -> 20
+    /// channels 3x3 stride 2 onto 161x161 14.3 ms either way, 7.5-8.0 against 6.9-7.0 at
+    /// two; 32 -> 64 onto 160x160 14.5-15.6 against 12.9-13.3), but onto small ones the GEMM's patch copies
     /// cost more than they save (16 -> 20 channels onto 16x16 30 against 37 us, 64 -> 64
     /// onto 32x32 0.80 against 0.88 ms, onto 48x48 1.81 against 2.27, 32 -> 32 onto 64x64
     /// 0.90 against 1.18), and 1x1 filters at a stride read one phase either way (64 -> 128
