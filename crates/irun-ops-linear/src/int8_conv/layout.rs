@@ -161,13 +161,54 @@ pub(super) fn quantize(
     vectorised: bool,
 ) -> Result<Quantized, OpError> {
     let total = g.groups * g.group_stride;
-    let mut words = irun_opkit::kernel::try_with_capacity::<u32>(total)?;
-    words.resize(total, u32::from_ne_bytes([zero; 4]));
     let nan = AtomicBool::new(false);
-    let (h, w) = (g.in_h, g.in_w);
-    irun_opkit::par::for_each_chunk_mut(&mut words, g.group_stride.max(1), &|start, chunk| {
-        let group = start / g.group_stride.max(1);
+    let stride = g.group_stride.max(1);
+    // Each task fills its own groups with the zero level and then writes their rows: a
+    // fill of the whole vector by the calling thread first was a twelfth of a 3x3 layer's
+    // time at two threads (the other thread's task had written those lines last).
+    let image = Image {
+        src,
+        channels,
+        levels,
+        zero,
+        vectorised,
+    };
+    let words = irun_opkit::par::build(total, stride, &|start, filler| {
+        let chunk = filler.repeat_mut(u32::from_ne_bytes([zero; 4]), filler.remaining());
+        for (i, group_words) in chunk.chunks_mut(stride).enumerate() {
+            if image.quantize_group(start / stride + i, g, group_words) {
+                nan.store(true, Ordering::Relaxed);
+            }
+        }
+    })?;
+    Ok(Quantized {
+        words,
+        nan: nan.into_inner(),
+    })
+}
+
+/// One image `[C, H, W]` to quantize, and how.
+struct Image<'a> {
+    src: &'a [f32],
+    channels: usize,
+    levels: &'a ActivationLevels,
+    zero: u8,
+    vectorised: bool,
+}
+
+impl Image<'_> {
+    /// Writes channel group `group`'s rows into `words` (its `group_stride` words, already
+    /// at the zero level); whether any of its inputs was NaN.
+    fn quantize_group(&self, group: usize, g: &Geometry, words: &mut [u32]) -> bool {
+        let Image {
+            src,
+            channels,
+            levels,
+            zero,
+            vectorised,
+        } = *self;
         let present = channels.saturating_sub(group * 4).min(4);
+        let (h, w) = (g.in_h, g.in_w);
         let sw = g.strides[1];
         // A row's words before the column phases take them apart (strided layers only).
         let mut packed = vec![0u32; if sw == 1 { 0 } else { w }];
@@ -202,25 +243,19 @@ pub(super) fn quantize(
                 }
                 let base = ph * g.plane + row_q * g.pitch;
                 if sw == 1 {
-                    words_of(&mut chunk[base + g.pad_left..][..w]);
+                    words_of(&mut words[base + g.pad_left..][..w]);
                     continue;
                 }
                 // Columns x with (x + pad_left) % sw == phase[1].
                 let first = (phase[1] + sw - g.pad_left % sw) % sw;
-                let dst = &mut chunk[base + (first + g.pad_left) / sw..];
+                let dst = &mut words[base + (first + g.pad_left) / sw..];
                 for (d, &word) in dst.iter_mut().zip(packed.iter().skip(first).step_by(sw)) {
                     *d = word;
                 }
             }
         }
-        if any_nan {
-            nan.store(true, Ordering::Relaxed);
-        }
-    });
-    Ok(Quantized {
-        words,
-        nan: nan.into_inner(),
-    })
+        any_nan
+    }
 }
 
 /// Each position's word of the `N` channel rows' levels (the channels past `N` at the zero
