@@ -545,6 +545,9 @@ mod tests {
             (3, 3, 2, 2, 1, Rounding::Ceil),
             (4, 2, 1, 3, 0, Rounding::CeilTorch),
             (1, 1, 1, 0, 0, Rounding::Floor),
+            (2, 2, 1, 0, 0, Rounding::Floor),
+            (5, 2, 1, 2, 2, Rounding::Ceil),
+            (1, 2, 1, 0, 0, Rounding::Ceil),
         ] {
             let mut p = op(k, s, 0, rounding, 8);
             p.spatial.dilations = vec![d, d];
