@@ -13,6 +13,7 @@
 //! op itself.
 
 use irun_graph::NodeId;
+use irun_ops::epilogue::Residual;
 use irun_ops::{Activation, Epilogue, Value};
 use irun_tensor::ElementType;
 
@@ -48,6 +49,9 @@ impl Executable {
                     last = m;
                 }
             }
+            if let Some(end) = self.take_residual(n, last)? {
+                last = end;
+            }
             if let Some((m, keep_dims)) = self.row_max_after(n, last)? {
                 let kernel = self.prepared[n].as_mut().expect("checked");
                 if kernel.set_row_max(keep_dims) {
@@ -59,6 +63,62 @@ impl Executable {
             self.hand_over_channels_last(n, last);
         }
         Ok(())
+    }
+
+    /// Offers kernel `n` the residual connection after `last` (the end of what it already
+    /// applies): an Add-1 that is `last`'s one reader, of another value of the same type
+    /// and shape computed before `n` runs, then a ReLU-1 and a FakeQuantize-1 where each is
+    /// the one reader of the value before it. Where the kernel takes it, `n` reads the other
+    /// value as one more input and the three pass their input through; the last of them.
+    fn take_residual(&mut self, n: NodeId, last: NodeId) -> Result<Option<NodeId>, RunError> {
+        let Some((add, slot)) = self.only_reader(last) else {
+            return Ok(None);
+        };
+        let inputs = &self.graph.nodes[add].inputs;
+        let other = match (slot, inputs.as_slice()) {
+            (0, [_, Some(o)]) | (1, [Some(o), _]) => *o,
+            _ => return Ok(None),
+        };
+        let other_fact = &self.graph.facts[other.node][other.slot];
+        let last_fact = &self.graph.facts[last][0];
+        let other_outlet = self.plan.outlet(other.node, other.slot);
+        if self.op_name(add) != Some("Add-1")
+            || !self.same_fact(add, last)
+            || (other_fact.ty, &other_fact.shape) != (last_fact.ty, &last_fact.shape)
+            || self.plan.readers[self.plan.outlet(last, 0)] != 1
+            || !self.plan.runs_before(other_outlet, n)
+        {
+            return Ok(None);
+        }
+        let mut end = add;
+        let mut passed = vec![add];
+        let relu = match self.only_reader(add) {
+            Some((m, 0)) if self.op_name(m) == Some("ReLU-1") && self.same_fact(m, add) => {
+                end = m;
+                passed.push(m);
+                true
+            }
+            _ => false,
+        };
+        let quantize = match self.fake_quantize_after(end)? {
+            Some((m, ranges)) => {
+                end = m;
+                passed.push(m);
+                ranges
+            }
+            None => Vec::new(),
+        };
+        let residual = Residual { relu, quantize };
+        let kernel = self.prepared[n].as_mut().expect("the caller checked");
+        if !kernel.set_residual(&residual) {
+            return Ok(None);
+        }
+        self.plan.add_input(n, other_outlet);
+        self.plan.keep_inputs(add, &[slot]);
+        for m in passed {
+            self.fused[m] = Some(0);
+        }
+        Ok(Some(end))
     }
 
     /// Has `n` write its output channel-last for the one prepared kernel that reads it

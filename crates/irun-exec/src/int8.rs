@@ -204,16 +204,31 @@ impl Executable {
         if ranges.iter().any(|r| r.len() != 1) {
             return Ok(None);
         }
-        Ok(Some((
-            x,
-            ActivationLevels {
-                input_low: ranges[0][0],
-                input_high: ranges[1][0],
-                output_low: ranges[2][0],
-                output_high: ranges[3][0],
-                levels,
-            },
-        )))
+        let levels = ActivationLevels {
+            input_low: ranges[0][0],
+            input_high: ranges[1][0],
+            output_low: ranges[2][0],
+            output_high: ranges[3][0],
+            levels,
+        };
+        // Where something other than a convolution reads the FakeQuantize (a residual Add),
+        // its output is computed anyway: read it, each value its own level, and leave its
+        // input to the FakeQuantize alone (which can then be applied by whatever writes that
+        // input, `fuse.rs`).
+        let others = self.graph.nodes[o.node]
+            .consumers
+            .iter()
+            .flatten()
+            .any(|&(m, _)| self.type_of(m) != "Convolution");
+        if others {
+            let on_grid = ActivationLevels {
+                input_low: levels.output_low,
+                input_high: levels.output_high,
+                ..levels
+            };
+            return Ok(Some((o, on_grid)));
+        }
+        Ok(Some((x, levels)))
     }
 
     /// For filters computed as `Convert(Const i8 [Cout, Cin, KH, KW]) * scale` (either side,
@@ -489,6 +504,180 @@ mod tests {
         std::fs::write(dir.join("model.xml"), ir(&layers, &edges)).unwrap();
         std::fs::write(dir.join("model.bin"), bin).unwrap();
         dir.join("model.xml")
+    }
+
+    /// A residual block as NNCF writes ResNet's: `x -> FakeQuantize q` read both by a
+    /// Convolution (i8 filters) `-> bias -> FakeQuantize -> Add(q, .) -> ReLU ->
+    /// FakeQuantize (one range per channel) -> out`, the convolution's value the Add's
+    /// second input.
+    fn residual_model(dir: &std::path::Path) -> std::path::PathBuf {
+        let mut bin = Vec::new();
+        let x = [1, 8, 9, 9];
+        let fq = |id, range: &[i64]| {
+            let data = Some("levels=\"256\" auto_broadcast=\"numpy\"");
+            let mut inputs = vec![port(0, "FP32", &x)];
+            inputs.extend((1..5).map(|p| port(p, "FP32", range)));
+            let name = format!("fq{id}");
+            layer(
+                id,
+                &name,
+                "FakeQuantize",
+                "opset1",
+                data,
+                &inputs,
+                &[port(5, "FP32", &x)],
+            )
+        };
+        let numpy = Some("auto_broadcast=\"numpy\"");
+        let mut layers = vec![parameter(0, "x", "f32", "1,8,9,9", "FP32", &x)];
+        let (lo, hi) = (-1.0f32, 127.0 / 128.0);
+        for (id, v) in [(1, lo), (2, hi), (3, lo), (4, hi)] {
+            layers.push(constant(id, "f32", &[], f32s([v]), &mut bin));
+        }
+        layers.push(fq(5, &[]));
+        let codes: Vec<u8> = (0..8 * 8 * 9)
+            .map(|i: i32| (i * 41 % 253 - 126) as i8 as u8)
+            .collect();
+        layers.push(constant(6, "i8", &[8, 8, 3, 3], codes, &mut bin));
+        let convert = Some("destination_type=\"f32\"");
+        let w = [8, 8, 3, 3];
+        let cvt = [port(0, "I8", &w)];
+        layers.push(layer(
+            7,
+            "cvt",
+            "Convert",
+            "opset1",
+            convert,
+            &cvt,
+            &[port(1, "FP32", &w)],
+        ));
+        let scales = f32s((0..8).map(|c| 0.002 + 0.0003 * c as f32));
+        layers.push(constant(8, "f32", &[8, 1, 1, 1], scales, &mut bin));
+        let scale_in = [port(0, "FP32", &w), port(1, "FP32", &[8, 1, 1, 1])];
+        let scaled = [port(2, "FP32", &w)];
+        layers.push(layer(
+            9, "scale", "Multiply", "opset1", numpy, &scale_in, &scaled,
+        ));
+        let pads = "strides=\"1,1\" dilations=\"1,1\" pads_begin=\"1,1\" pads_end=\"1,1\" auto_pad=\"explicit\"";
+        let conv_in = [port(0, "FP32", &x), port(1, "FP32", &w)];
+        let conv_out = [port(2, "FP32", &x)];
+        layers.push(layer(
+            10,
+            "conv",
+            "Convolution",
+            "opset1",
+            Some(pads),
+            &conv_in,
+            &conv_out,
+        ));
+        let bias = f32s((0..8).map(|c| 0.04 * c as f32 - 0.2));
+        layers.push(constant(11, "f32", &[1, 8, 1, 1], bias, &mut bin));
+        let bias_in = [port(0, "FP32", &x), port(1, "FP32", &[1, 8, 1, 1])];
+        let two = [port(2, "FP32", &x)];
+        layers.push(layer(12, "bias", "Add", "opset1", numpy, &bias_in, &two));
+        for (id, v) in [(13, -0.75f32), (14, 0.75), (15, -0.75), (16, 0.75)] {
+            layers.push(constant(id, "f32", &[], f32s([v]), &mut bin));
+        }
+        layers.push(fq(17, &[]));
+        let add_in = [port(0, "FP32", &x), port(1, "FP32", &x)];
+        layers.push(layer(18, "residual", "Add", "opset1", numpy, &add_in, &two));
+        let relu_in = [port(0, "FP32", &x)];
+        layers.push(layer(
+            19,
+            "relu",
+            "ReLU",
+            "opset1",
+            None,
+            &relu_in,
+            &[port(1, "FP32", &x)],
+        ));
+        let per_channel = |id, f: fn(usize) -> f32, bin: &mut Vec<u8>| {
+            constant(id, "f32", &[1, 8, 1, 1], f32s((0..8).map(f)), bin)
+        };
+        // Below 0 too, so that the ReLU before it shows.
+        layers.push(per_channel(20, |_| -0.25, &mut bin));
+        layers.push(per_channel(21, |c| 1.0 + 0.1 * c as f32, &mut bin));
+        layers.push(per_channel(22, |_| -0.25, &mut bin));
+        layers.push(per_channel(23, |c| 1.0 + 0.1 * c as f32, &mut bin));
+        layers.push(fq(24, &[1, 8, 1, 1]));
+        layers.push(result(25, "out", "FP32", &x));
+        let mut edges = vec![edge(0, 0, 5, 0), edge(6, 0, 7, 0), edge(7, 1, 9, 0)];
+        edges.extend((1..5).map(|p| edge(p, 0, 5, p)));
+        edges.extend([edge(8, 0, 9, 1), edge(5, 5, 10, 0), edge(9, 2, 10, 1)]);
+        edges.extend([edge(10, 2, 12, 0), edge(11, 0, 12, 1), edge(12, 2, 17, 0)]);
+        edges.extend((13..17).map(|id| edge(id, 0, 17, id - 12)));
+        edges.extend([edge(5, 5, 18, 0), edge(17, 5, 18, 1), edge(18, 2, 19, 0)]);
+        edges.push(edge(19, 1, 24, 0));
+        edges.extend((20..24).map(|id| edge(id, 0, 24, id - 19)));
+        edges.push(edge(24, 5, 25, 0));
+        std::fs::create_dir_all(dir).unwrap();
+        std::fs::write(dir.join("model.xml"), ir(&layers, &edges)).unwrap();
+        std::fs::write(dir.join("model.bin"), bin).unwrap();
+        dir.join("model.xml")
+    }
+
+    /// The convolution of a residual block reads the quantized input's values (the Add
+    /// reads them too) and applies its bias, its FakeQuantize, the Add, the ReLU and the last
+    /// FakeQuantize itself; the outputs equal the f32 graph's within one step of the last
+    /// FakeQuantize, most of them exactly.
+    #[test]
+    fn a_residual_block_runs_in_its_convolution() {
+        let dir = std::env::temp_dir().join(format!("irun_int8_res_{}", std::process::id()));
+        let xml = residual_model(&dir);
+        let compile = |prepare: bool| {
+            let graph = irun_graph::load(&xml, None).unwrap();
+            let options = Options::new().threads(2).prepare_constants(prepare);
+            Executable::compile(graph, &options).unwrap()
+        };
+        let (fast, reference) = (compile(true), compile(false));
+        std::fs::remove_dir_all(&dir).ok();
+        if Int8Conv::fast_here() {
+            let n = fast
+                .graph
+                .model
+                .layers
+                .iter()
+                .position(|l| l.name == "conv")
+                .unwrap();
+            assert!(format!("{:?}", fast.prepared[n]).contains("Int8Conv"));
+            assert_eq!(
+                fast.fused(),
+                5,
+                "bias, FakeQuantize, Add, ReLU, FakeQuantize"
+            );
+        }
+        let x: Vec<f32> = (0..8 * 81)
+            .map(|i| ((i * 31 % 101) as f32 - 50.0) / 45.0)
+            .collect();
+        let inputs = vec![(
+            "x".to_string(),
+            Tensor::from_f32(vec![1, 8, 9, 9], x).unwrap(),
+        )];
+        let got = fast.run(inputs.clone()).unwrap();
+        let want = reference.run(inputs).unwrap();
+        let (out, out_ref) = (
+            got[0].1.values::<f32>().unwrap(),
+            want[0].1.values::<f32>().unwrap(),
+        );
+        let mut exact = 0;
+        for (i, (&g, &w)) in out.iter().zip(out_ref).enumerate() {
+            let step = (1.25 + 0.1 * (i / 81) as f32) / 255.0;
+            assert!((g - w).abs() <= step * 1.001, "out[{i}]: {g} against {w}");
+            exact += usize::from(g == w);
+        }
+        assert!(
+            exact * 10 >= out.len() * 9,
+            "{exact} of {} exactly equal",
+            out.len()
+        );
+        let (zero, top) = (
+            out_ref.iter().filter(|&&v| v == 0.0).count(),
+            out_ref.iter().filter(|&&v| v > 0.0 && v < 1.0).count(),
+        );
+        assert!(
+            zero > 20 && top > out.len() / 4,
+            "the ReLU and the levels both at work"
+        );
     }
 
     /// Both convolutions take the integer kernel where the CPU has VNNI (the first reading

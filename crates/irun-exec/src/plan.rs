@@ -204,9 +204,26 @@ impl Plan {
         step.inputs = kept;
     }
 
-    /// Makes the steps of `nodes` (one-output ops) read nothing and take their value as run
-    /// input `first_input + j` instead (the `j`-th of `nodes`), then drops the steps left
-    /// without readers: a body whose loop-invariant part ran before its loop (`hoist.rs`).
+    /// Whether the step that produces `outlet` runs before `node`'s.
+    pub fn runs_before(&self, outlet: usize, node: NodeId) -> bool {
+        let at = self.steps.iter().position(|s| s.node == node);
+        let producer = self
+            .steps
+            .iter()
+            .position(|s| self.outlets(s.node).contains(&outlet));
+        matches!((producer, at), (Some(p), Some(at)) if p < at)
+    }
+
+    /// Has `node`'s step read `outlet` through one more input slot, last (its producer
+    /// must run before: [`Plan::runs_before`]).
+    pub fn add_input(&mut self, node: NodeId, outlet: usize) {
+        debug_assert!(self.runs_before(outlet, node));
+        if let Some(step) = self.steps.iter_mut().find(|s| s.node == node) {
+            step.inputs.push(outlet);
+            self.readers[outlet] += 1;
+        }
+    }
+
     /// Has `node`'s step read `outlet` through input `slot` instead of what it read.
     pub fn rewire(&mut self, node: NodeId, slot: usize, outlet: usize) {
         let Some(step) = self.steps.iter_mut().find(|s| s.node == node) else {
@@ -220,6 +237,9 @@ impl Plan {
         *o = outlet;
     }
 
+    /// Makes the steps of `nodes` (one-output ops) read nothing and take their value as run
+    /// input `first_input + j` instead (the `j`-th of `nodes`), then drops the steps left
+    /// without readers: a body whose loop-invariant part ran before its loop (`hoist.rs`).
     pub fn give(&mut self, nodes: &[NodeId], first_input: usize) {
         for (j, &node) in nodes.iter().enumerate() {
             let Some(step) = self.steps.iter_mut().find(|s| s.node == node) else {

@@ -198,6 +198,46 @@ impl Epilogue {
     }
 }
 
+/// A residual connection after a kernel's epilogue (and the FakeQuantize it took, if any):
+/// an Add-1 of another tensor of the output's shape, then a ReLU-1 and a FakeQuantize-1 of
+/// one range or one per channel if they follow, each the one reader of the value before it.
+/// The kernel's output may be either input of the Add: f32 addition is commutative.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Residual {
+    pub relu: bool,
+    /// Empty when no FakeQuantize follows.
+    pub quantize: Vec<crate::quantize::FakeQuantizeRange>,
+}
+
+impl Residual {
+    /// Applies it to `planes` (whole channel planes of `plane` values from channel `first`),
+    /// with `addend` the other tensor's values at the same positions.
+    pub fn apply_at(&self, planes: &mut [f32], addend: &[f32], first: usize, plane: usize) {
+        let plane = plane.max(1);
+        simd::widest(
+            #[inline(always)]
+            || match self.relu {
+                true => {
+                    for (y, &r) in planes.iter_mut().zip(addend) {
+                        *y = Activation::relu(*y + r);
+                    }
+                }
+                false => {
+                    for (y, &r) in planes.iter_mut().zip(addend) {
+                        *y += r;
+                    }
+                }
+            },
+        );
+        if self.quantize.is_empty() {
+            return;
+        }
+        for (i, values) in planes.chunks_mut(plane).enumerate() {
+            self.quantize[(first + i) % self.quantize.len()].apply_all(values);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -264,6 +304,50 @@ mod tests {
                         part.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
                         want[5..]
                     );
+                }
+            }
+        }
+    }
+
+    /// The residual's Add, ReLU and per-channel FakeQuantize against the
+    /// ops element by element, on planes that start at channel 2 of 5.
+    #[test]
+    fn residual_adds_then_activates_then_quantizes_from_its_first_channel() {
+        use crate::quantize::FakeQuantizeRange;
+        let plane = 6;
+        let y: Vec<f32> = (0..3 * plane)
+            .map(|i| [f32::NAN, -0.0, 0.3, -0.7, 1.9, 0.55][i % 6] + 0.01 * i as f32)
+            .collect();
+        let r: Vec<f32> = (0..3 * plane).map(|i| 0.2 - 0.05 * i as f32).collect();
+        let ranges: Vec<FakeQuantizeRange> = (0..5)
+            .map(|c| FakeQuantizeRange {
+                input_low: -0.5,
+                input_high: 0.5 + 0.25 * c as f32,
+                output_low: -0.5,
+                output_high: 0.5 + 0.25 * c as f32,
+                last_level: 15.0,
+            })
+            .collect();
+        for relu in [true, false] {
+            for quantize in [Vec::new(), ranges.clone()] {
+                let res = Residual {
+                    relu,
+                    quantize: quantize.clone(),
+                };
+                let mut got = y.clone();
+                res.apply_at(&mut got, &r, 2, plane);
+                for (i, (&g, (&a, &b))) in got.iter().zip(y.iter().zip(&r)).enumerate() {
+                    let sum = a + b;
+                    // ReLU-1 written out again: NaN and positive values kept, else +0.
+                    let act = match relu {
+                        true if !(sum.is_nan() || sum > 0.0) => 0.0,
+                        _ => sum,
+                    };
+                    let want = match quantize.get(2 + i / plane) {
+                        Some(q) => q.apply(act),
+                        None => act,
+                    };
+                    assert_eq!(g.to_bits(), want.to_bits(), "{relu} {i}");
                 }
             }
         }

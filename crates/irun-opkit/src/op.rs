@@ -146,6 +146,15 @@ pub trait Prepared: Debug + Send + Sync {
         false
     }
 
+    /// Takes over the residual Add (and the ReLU and FakeQuantize after it) that reads the
+    /// output after the epilogue and the output FakeQuantize: from now on `eval` takes the
+    /// Add's other input as one more input, last, of the output's shape, and returns the
+    /// values after `r`. `false`, and nothing changed, when the kernel cannot (the default).
+    fn set_residual(&mut self, r: &crate::epilogue::Residual) -> bool {
+        let _ = r;
+        false
+    }
+
     /// Writes the one output `[n, c, *spatial]` channel-last, as a tensor of shape `[n,
     /// *spatial, c]` with the same values, from now on (`on`), or as declared again (`!on`),
     /// for a reader that takes it so ([`Prepared::set_channels_last_input`]): the values

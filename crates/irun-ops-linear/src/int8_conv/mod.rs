@@ -33,7 +33,7 @@ mod tests;
 
 use std::sync::Arc;
 
-use irun_opkit::epilogue::{Channels, Epilogue};
+use irun_opkit::epilogue::{Channels, Epilogue, Residual};
 use irun_opkit::quantize::{level_f32, FakeQuantizeRange};
 use irun_tensor::Tensor;
 
@@ -125,6 +125,9 @@ pub struct Int8Conv {
     /// The FakeQuantize after the epilogue, if the kernel took it over: one range, or one
     /// per output channel.
     quantize: Vec<FakeQuantizeRange>,
+    /// The residual Add (and what follows it) after all that, if the kernel took it over:
+    /// its other input is then the kernel's second.
+    residual: Option<Residual>,
 }
 
 /// Why an integer sum cannot overflow: each product is at most 255 * 128 in size, and a
@@ -195,6 +198,7 @@ impl Int8Conv {
             scales,
             epilogue: None,
             quantize: Vec::new(),
+            residual: None,
         })
     }
 
@@ -204,8 +208,14 @@ impl Int8Conv {
         avx512::available()
     }
 
-    /// The output for `data` `[N, Cin, H, W]` f32.
-    pub fn run(&self, data: &Tensor, vectorised: bool) -> Result<Tensor, OpError> {
+    /// The output for `data` `[N, Cin, H, W]` f32, and the residual Add's other input when
+    /// the kernel took one over (`[N, Cout, OH, OW]` f32).
+    pub fn run(
+        &self,
+        data: &Tensor,
+        addend: Option<&Tensor>,
+        vectorised: bool,
+    ) -> Result<Tensor, OpError> {
         let shape = data.shape();
         let x = data.values::<f32>().ok_or_else(|| {
             OpError::new(
@@ -234,6 +244,23 @@ impl Int8Conv {
         let g = Geometry::new(&self.spatial, ci, [h, w], self.kernel)?;
         let plane = g.out_h * g.out_w;
         let co = self.out_channels;
+        let addend = match (&self.residual, addend) {
+            (None, None) => None,
+            (Some(_), Some(t)) if t.shape() == [n, co, g.out_h, g.out_w] => {
+                Some(t.values::<f32>().ok_or_else(|| {
+                    OpError::new(
+                        codes::UNSUPPORTED_TYPE,
+                        "int8 Convolution: the residual input is not f32",
+                    )
+                })?)
+            }
+            _ => {
+                return Err(OpError::new(
+                    codes::RUN_SHAPE,
+                    "int8 Convolution: the residual input does not match the output",
+                ))
+            }
+        };
         let len = n
             .checked_mul(co)
             .and_then(|v| v.checked_mul(plane))
@@ -248,11 +275,17 @@ impl Int8Conv {
             let src = &x[image * ci * h * w..(image + 1) * ci * h * w];
             let words = layout::quantize(src, ci, &g, &self.levels, self.zero, vectorised)?;
             let dst = &mut out[image * co * plane..(image + 1) * co * plane];
+            // An output the spread below sets to NaN is NaN after the residual too.
+            let image_addend = addend.map(|a| &a[image * co * plane..(image + 1) * co * plane]);
             match channel_lanes::positions_per_block(&g, co) {
-                Some(per_block) => {
-                    self.convolve_channels(&words.words, &g, per_block, dst, vectorised)
-                }
-                None => self.convolve(&words.words, &g, dst, vectorised),
+                Some(per_block) => self.convolve_channels(
+                    &words.words,
+                    &g,
+                    per_block,
+                    (dst, image_addend),
+                    vectorised,
+                ),
+                None => self.convolve(&words.words, &g, (dst, image_addend), vectorised),
             }
             if words.nan {
                 layout::spread_nan(src, ci, &g, dst);
@@ -262,8 +295,15 @@ impl Int8Conv {
             .map_err(|e| OpError::new(codes::RUN_SHAPE, e.to_string()))
     }
 
-    /// One image: every output channel block on its own task, position blocks in order.
-    fn convolve(&self, words: &[u32], g: &Geometry, out: &mut [f32], vectorised: bool) {
+    /// One image: every output channel block on its own task, position blocks in order;
+    /// `out` with the residual's values for it, if the kernel adds them.
+    fn convolve(
+        &self,
+        words: &[u32],
+        g: &Geometry,
+        (out, addend): (&mut [f32], Option<&[f32]>),
+        vectorised: bool,
+    ) {
         let plane = g.out_h * g.out_w;
         let span = g.span();
         let taps = g.taps.len();
@@ -296,13 +336,19 @@ impl Int8Conv {
                 }
                 p += span;
             }
-            self.finish(chunk, first, plane);
+            self.finish(
+                chunk,
+                first,
+                plane,
+                addend.map(|a| &a[start..start + chunk.len()]),
+            );
         });
     }
 
     /// Applies the ops taken over to `planes`, the finished output planes of channels
-    /// `first..`: the epilogue, then the FakeQuantize (its channel's ranges).
-    fn finish(&self, planes: &mut [f32], first: usize, plane: usize) {
+    /// `first..`: the epilogue, then the FakeQuantize (its channel's ranges), then the
+    /// residual with `addend`, the other input's same planes.
+    fn finish(&self, planes: &mut [f32], first: usize, plane: usize, addend: Option<&[f32]>) {
         let plane = plane.max(1);
         if let Some(e) = &self.epilogue {
             let layout = Channels::Planes {
@@ -311,11 +357,13 @@ impl Int8Conv {
             };
             e.apply_at(planes, first * plane, layout);
         }
-        if self.quantize.is_empty() {
-            return;
+        if !self.quantize.is_empty() {
+            for (i, values) in planes.chunks_mut(plane).enumerate() {
+                self.quantize[(first + i) % self.quantize.len()].apply_all(values);
+            }
         }
-        for (i, values) in planes.chunks_mut(plane).enumerate() {
-            self.quantize[(first + i) % self.quantize.len()].apply_all(values);
+        if let (Some(r), Some(a)) = (&self.residual, addend) {
+            r.apply_at(planes, a, first, plane);
         }
     }
 
@@ -326,7 +374,7 @@ impl Int8Conv {
         words: &[u32],
         g: &Geometry,
         per_block: usize,
-        out: &mut [f32],
+        (out, addend): (&mut [f32], Option<&[f32]>),
         vectorised: bool,
     ) {
         use channel_lanes::{CHANNELS, MAX_POSITIONS};
@@ -360,15 +408,24 @@ impl Int8Conv {
                 }
                 q += per_block;
             }
-            self.finish(chunk, first, plane);
+            self.finish(
+                chunk,
+                first,
+                plane,
+                addend.map(|a| &a[start..start + chunk.len()]),
+            );
         });
     }
 }
 
 impl Prepared for Int8Conv {
     fn eval(&self, inputs: Vec<Value>) -> Result<Vec<Value>, OpError> {
+        if self.residual.is_some() {
+            let [data, addend] = take_inputs::<2>(inputs, "int8 Convolution")?;
+            return Ok(vec![Arc::new(self.run(&data, Some(&addend), true)?)]);
+        }
         let [data] = take_inputs::<1>(inputs, "int8 Convolution")?;
-        Ok(vec![Arc::new(self.run(&data, true)?)])
+        Ok(vec![Arc::new(self.run(&data, None, true)?)])
     }
 
     fn byte_size(&self) -> usize {
@@ -378,6 +435,14 @@ impl Prepared for Int8Conv {
 
     fn set_epilogue(&mut self, e: &Epilogue) -> bool {
         e.keep_if_fits(&mut self.epilogue, self.out_channels, self.spatial.rank())
+    }
+
+    fn set_residual(&mut self, r: &Residual) -> bool {
+        let fits = r.quantize.len() <= 1 || r.quantize.len() == self.out_channels;
+        if fits {
+            self.residual = Some(r.clone());
+        }
+        fits
     }
 
     fn set_output_quantize(&mut self, q: &[FakeQuantizeRange]) -> bool {

@@ -123,7 +123,7 @@ fn check(case: &Case, q: ActivationLevels, nan_at: Option<usize>, with_epilogue:
         assert!(conv.set_epilogue(&e));
     }
     let input = Tensor::from_f32(vec![n, ci, hw[0], hw[1]], x.clone()).unwrap();
-    let scalar = conv.run(&input, false).unwrap();
+    let scalar = conv.run(&input, None, false).unwrap();
     let (want, magnitude, [oh, ow]) = reference(
         &x,
         [n, ci, hw[0], hw[1]],
@@ -145,7 +145,7 @@ fn check(case: &Case, q: ActivationLevels, nan_at: Option<usize>, with_epilogue:
         );
     }
     if Int8Conv::fast_here() {
-        let fast = conv.run(&input, true).unwrap();
+        let fast = conv.run(&input, None, true).unwrap();
         let bits = |t: &Tensor| -> Vec<u32> {
             t.values::<f32>()
                 .unwrap()
@@ -427,14 +427,14 @@ fn a_fake_quantize_after_the_epilogue_is_the_ops_formula() {
             .collect();
         let input = Tensor::from_f32(vec![1, ci, hw[0], hw[1]], x).unwrap();
         let plain = Int8Conv::new(&sp, &codes, &[co, ci, 3, 3], &[0.02], both_signs()[1]).unwrap();
-        let plain = plain.run(&input, true).unwrap();
+        let plain = plain.run(&input, None, true).unwrap();
         let plane = hw[0] * hw[1];
         for ranges in [vec![range(0)], (0..co).map(range).collect::<Vec<_>>()] {
             let mut conv =
                 Int8Conv::new(&sp, &codes, &[co, ci, 3, 3], &[0.02], both_signs()[1]).unwrap();
             assert!(!conv.set_output_quantize(&[range(0), range(1)]));
             assert!(conv.set_output_quantize(&ranges));
-            let quantized = conv.run(&input, true).unwrap();
+            let quantized = conv.run(&input, None, true).unwrap();
             let want: Vec<u32> = plain
                 .values::<f32>()
                 .unwrap()
