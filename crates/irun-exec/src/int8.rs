@@ -506,6 +506,31 @@ mod tests {
         dir.join("model.xml")
     }
 
+    /// The model `build` writes, compiled with the constants prepared (the int8 kernels,
+    /// the fusions) and without (every op as written), at two threads.
+    fn compiled_both_ways(
+        tag: &str,
+        build: fn(&std::path::Path) -> std::path::PathBuf,
+    ) -> (Executable, Executable) {
+        let dir = std::env::temp_dir().join(format!("irun_int8_{tag}_{}", std::process::id()));
+        let xml = build(&dir);
+        let compile = |prepare: bool| {
+            let graph = irun_graph::load(&xml, None).unwrap();
+            let options = Options::new().threads(2).prepare_constants(prepare);
+            Executable::compile(graph, &options).unwrap()
+        };
+        let both = (compile(true), compile(false));
+        std::fs::remove_dir_all(&dir).ok();
+        both
+    }
+
+    /// Whether layer `name` runs the integer kernel.
+    fn integer(exe: &Executable, name: &str) -> bool {
+        let layers = &exe.graph.model.layers;
+        let n = layers.iter().position(|l| l.name == name).unwrap();
+        format!("{:?}", exe.prepared[n]).contains("Int8Conv")
+    }
+
     /// A residual block as NNCF writes ResNet's: `x -> FakeQuantize q` read both by a
     /// Convolution (i8 filters) `-> bias -> FakeQuantize -> Add(q, .) -> ReLU ->
     /// FakeQuantize (one range per channel) -> out`, the convolution's value the Add's
@@ -622,24 +647,9 @@ mod tests {
     /// FakeQuantize, most of them exactly.
     #[test]
     fn a_residual_block_runs_in_its_convolution() {
-        let dir = std::env::temp_dir().join(format!("irun_int8_res_{}", std::process::id()));
-        let xml = residual_model(&dir);
-        let compile = |prepare: bool| {
-            let graph = irun_graph::load(&xml, None).unwrap();
-            let options = Options::new().threads(2).prepare_constants(prepare);
-            Executable::compile(graph, &options).unwrap()
-        };
-        let (fast, reference) = (compile(true), compile(false));
-        std::fs::remove_dir_all(&dir).ok();
+        let (fast, reference) = compiled_both_ways("res", residual_model);
         if Int8Conv::fast_here() {
-            let n = fast
-                .graph
-                .model
-                .layers
-                .iter()
-                .position(|l| l.name == "conv")
-                .unwrap();
-            assert!(format!("{:?}", fast.prepared[n]).contains("Int8Conv"));
+            assert!(integer(&fast, "conv"));
             assert_eq!(
                 fast.fused(),
                 5,
@@ -687,28 +697,10 @@ mod tests {
     /// FakeQuantize within one of its steps, most of them exactly.
     #[test]
     fn int8_convolutions_give_the_f32_graphs_results() {
-        let dir = std::env::temp_dir().join(format!("irun_int8_{}", std::process::id()));
-        let xml = model(&dir);
-        let compile = |prepare: bool| {
-            let graph = irun_graph::load(&xml, None).unwrap();
-            let options = Options::new().threads(2).prepare_constants(prepare);
-            Executable::compile(graph, &options).unwrap()
-        };
-        let (fast, reference) = (compile(true), compile(false));
-        std::fs::remove_dir_all(&dir).ok();
-        let integer = |name: &str| {
-            let n = fast
-                .graph
-                .model
-                .layers
-                .iter()
-                .position(|l| l.name == name)
-                .unwrap();
-            format!("{:?}", fast.prepared[n]).contains("Int8Conv")
-        };
+        let (fast, reference) = compiled_both_ways("pool", model);
         if Int8Conv::fast_here() {
             assert!(
-                integer("conv_a") && integer("conv_b"),
+                integer(&fast, "conv_a") && integer(&fast, "conv_b"),
                 "both convolutions in integers"
             );
             assert!(
