@@ -13,6 +13,7 @@ use irun_tensor::Tensor;
 
 use crate::error::{codes, OpError};
 use crate::par;
+use crate::quantize::FakeQuantizeRange;
 use crate::simd;
 
 /// Bias (by output channel) and an activation, in that order; at least one of them.
@@ -206,14 +207,13 @@ impl Epilogue {
 pub struct Residual {
     pub relu: bool,
     /// Empty when no FakeQuantize follows.
-    pub quantize: Vec<crate::quantize::FakeQuantizeRange>,
+    pub quantize: Vec<FakeQuantizeRange>,
 }
 
 impl Residual {
     /// Applies it to `planes` (whole channel planes of `plane` values from channel `first`),
     /// with `addend` the other tensor's values at the same positions.
     pub fn apply_at(&self, planes: &mut [f32], addend: &[f32], first: usize, plane: usize) {
-        let plane = plane.max(1);
         simd::widest(
             #[inline(always)]
             || match self.relu {
@@ -229,12 +229,7 @@ impl Residual {
                 }
             },
         );
-        if self.quantize.is_empty() {
-            return;
-        }
-        for (i, values) in planes.chunks_mut(plane).enumerate() {
-            self.quantize[(first + i) % self.quantize.len()].apply_all(values);
-        }
+        FakeQuantizeRange::apply_to_planes(&self.quantize, planes, first, plane);
     }
 }
 
@@ -313,7 +308,6 @@ mod tests {
     /// ops element by element, on planes that start at channel 2 of 5.
     #[test]
     fn residual_adds_then_activates_then_quantizes_from_its_first_channel() {
-        use crate::quantize::FakeQuantizeRange;
         let plane = 6;
         let y: Vec<f32> = (0..3 * plane)
             .map(|i| [f32::NAN, -0.0, 0.3, -0.7, 1.9, 0.55][i % 6] + 0.01 * i as f32)

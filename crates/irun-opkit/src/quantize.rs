@@ -55,6 +55,22 @@ impl FakeQuantizeRange {
         )
     }
 
+    /// Applies `ranges` (one for all channels, or one per channel) to `planes`, whole
+    /// channel planes of `plane` values from channel `first`: each plane its channel's.
+    pub fn apply_to_planes(
+        ranges: &[FakeQuantizeRange],
+        planes: &mut [f32],
+        first: usize,
+        plane: usize,
+    ) {
+        if ranges.is_empty() {
+            return;
+        }
+        for (i, values) in planes.chunks_mut(plane.max(1)).enumerate() {
+            ranges[(first + i) % ranges.len()].apply_all(values);
+        }
+    }
+
     /// Applies it to every element of `v`, at the widest vector unit.
     pub fn apply_all(&self, v: &mut [f32]) {
         crate::simd::widest(

@@ -357,11 +357,7 @@ impl Int8Conv {
             };
             e.apply_at(planes, first * plane, layout);
         }
-        if !self.quantize.is_empty() {
-            for (i, values) in planes.chunks_mut(plane).enumerate() {
-                self.quantize[(first + i) % self.quantize.len()].apply_all(values);
-            }
-        }
+        FakeQuantizeRange::apply_to_planes(&self.quantize, planes, first, plane);
         if let (Some(r), Some(a)) = (&self.residual, addend) {
             r.apply_at(planes, a, first, plane);
         }
