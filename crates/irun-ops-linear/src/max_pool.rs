@@ -76,6 +76,14 @@ trait Ordered: Scalar {
     const START: Self;
     fn nan(self) -> bool;
     fn gt(self, o: Self) -> bool;
+
+    /// `dst[i] = src[i * n]` for every `i` of `dst` (`src` holds `dst.len() * n`).
+    #[inline(always)]
+    fn every_nth(src: &[Self], n: usize, dst: &mut [Self]) {
+        for (d, run) in dst.iter_mut().zip(src.chunks_exact(n)) {
+            *d = run[0];
+        }
+    }
 }
 
 macro_rules! ordered_float {
@@ -100,7 +108,33 @@ macro_rules! ordered_int {
         }
     )*};
 }
-ordered_int!(i8, i16, i32, i64, u8, u16, u32, u64);
+ordered_int!(i8, i16, i32, i64, u16, u32, u64);
+
+impl Ordered for u8 {
+    const LOWEST: Self = u8::MIN;
+    const START: Self = u8::MIN;
+    fn nan(self) -> bool {
+        false
+    }
+    fn gt(self, o: Self) -> bool {
+        self > o
+    }
+
+    /// For `n` 2 (a stride-2 pool), each pair read as one little-endian u16 and its low
+    /// byte kept: that vectorises (a truncating move), picking bytes one by one does not.
+    #[inline(always)]
+    fn every_nth(src: &[u8], n: usize, dst: &mut [u8]) {
+        if n != 2 {
+            for (d, run) in dst.iter_mut().zip(src.chunks_exact(n)) {
+                *d = run[0];
+            }
+            return;
+        }
+        for (d, pair) in dst.iter_mut().zip(src.chunks_exact(2)) {
+            *d = u16::from_le_bytes([pair[0], pair[1]]) as u8;
+        }
+    }
+}
 
 /// One output row's buffers in [`MaxPool::run`], reused from row to row of a plane.
 struct RowBuffers<T> {
@@ -207,6 +241,77 @@ fn run_values_by_phases(x: &Tensor, w: &Windows) -> Result<Tensor, OpError> {
         }
     })?;
     tensor(ElementType::F32, w.shape.clone(), best)
+}
+
+/// Whether [`run_int_values_by_rows`] runs `w`: at most two spatial dims, no empty dim.
+fn by_rows(w: &Windows) -> bool {
+    w.input[0] == 1
+        && w.kernel[0] == 1
+        && w.out[0] == 1
+        && !w.input.contains(&0)
+        && !w.out.contains(&0)
+}
+
+/// The maxima of integers alone, separably, a plane at a time: for each output row the
+/// window's rows merged into one (each column's maximum) and padded with `MIN`, then the
+/// maximum of each run of the kernel's columns, then every stride-th of those, each step a
+/// pass over consecutive values that vectorises. Integers have no NaN and `MIN` is both the
+/// start and what a window without an inside tap gives, so this is [`MaxPool::run_values`]'s
+/// result. ResNet-18's 64x112x112 pool on u8 (the levels an int8 convolution writes): 0.88 ms
+/// by rows of gathered taps.
+fn run_int_values_by_rows<T: Ordered + Ord>(x: &Tensor, w: &Windows) -> Result<Tensor, OpError> {
+    let v = x
+        .values::<T>()
+        .ok_or_else(|| OpError::new(codes::UNSUPPORTED_TYPE, "unexpected type"))?;
+    let [_, ih, iw] = w.input;
+    let [_, kh, kw] = w.kernel;
+    let [_, oh, ow] = w.out;
+    let [_, sy, sx] = w.stride;
+    let [_, dy, dx] = w.dil;
+    let [_, pt, pl] = w.pad;
+    let (plane_in, plane_out) = (ih * iw, oh * ow);
+    // The window maxima at every column up to the last output's stride, and the padded row
+    // they read (ceil rounding may reach past the end pad).
+    let starts = ow * sx;
+    let reach = (starts + (kw - 1) * dx).max(pl + iw);
+    let grain = (PAR_MIN_ELEMENTS / (plane_out * kh * kw).max(1)).max(1) * plane_out;
+    let best = par::build(w.planes * plane_out, grain.max(1), &|start, out| {
+        let mut row = vec![T::START; reach];
+        let mut windows = vec![T::START; starts];
+        let mut maxima = vec![T::START; ow];
+        for k in 0..out.remaining() / plane_out.max(1) {
+            let xc = &v[(start / plane_out + k) * plane_in..][..plane_in];
+            for oy in 0..oh {
+                simd::widest(
+                    #[inline(always)]
+                    || {
+                        let columns = &mut row[pl..pl + iw];
+                        columns.fill(T::START);
+                        for ky in 0..kh {
+                            let Some(y) = (oy * sy + ky * dy).checked_sub(pt) else {
+                                continue;
+                            };
+                            if y >= ih {
+                                continue;
+                            }
+                            for (c, &x) in columns.iter_mut().zip(&xc[y * iw..(y + 1) * iw]) {
+                                *c = (*c).max(x);
+                            }
+                        }
+                        windows.copy_from_slice(&row[..starts]);
+                        for kx in 1..kw {
+                            for (m, &t) in windows.iter_mut().zip(&row[kx * dx..]) {
+                                *m = (*m).max(t);
+                            }
+                        }
+                        T::every_nth(&windows, sx, &mut maxima);
+                    },
+                );
+                out.extend_from_slice(&maxima);
+            }
+        }
+    })?;
+    tensor(x.element_type(), w.shape.clone(), best)
 }
 
 impl MaxPool {
@@ -414,6 +519,10 @@ impl Op for MaxPool {
                 ElementType::F64 => self.run_values::<f64>(&x, &w),
                 ElementType::F16 => self.run_values::<f16>(&x, &w),
                 ElementType::Bf16 => self.run_values::<bf16>(&x, &w),
+                ty if by_rows(&w) => {
+                    irun_tensor::with_int!(ty, T => run_int_values_by_rows::<T>(&x, &w),
+                    else Err(unsupported(ty)))
+                }
                 ty => irun_tensor::with_int!(ty, T => self.run_values::<T>(&x, &w),
                     else Err(unsupported(ty))),
             }?;
@@ -598,6 +707,50 @@ mod tests {
                 assert_eq!(values[o].to_bits(), v.to_bits(), "{case}");
                 assert_eq!(v1_values[o].to_bits(), v.to_bits(), "{case}, values only");
                 assert_eq!(indices[o], at as i64, "{case}");
+            }
+        }
+    }
+
+    /// The separable pass of integer maxima against the window walk (with indices, which
+    /// takes the other path) on u8 and i32, for every kind of window: strides, dilation,
+    /// pads as large as the kernel (windows with no inside tap), and each rounding.
+    #[test]
+    fn integer_rows_match_the_window_walk() {
+        let (planes, h, w) = (3usize, 9usize, 12usize);
+        let mut seed = 11u32;
+        let bytes: Vec<u8> = (0..planes * h * w)
+            .map(|_| {
+                seed = seed.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+                (seed >> 24) as u8
+            })
+            .collect();
+        let ints: Vec<i32> = bytes
+            .iter()
+            .map(|&b| i32::from(b) * 1000 - 128_000)
+            .collect();
+        let inputs = [
+            Tensor::from_values(vec![1, planes, h, w], bytes).unwrap(),
+            Tensor::from_values(vec![1, planes, h, w], ints).unwrap(),
+        ];
+        for (k, s, d, pb, pe, rounding) in [
+            (3, 2, 1, 1, 1, Rounding::Floor),
+            (2, 1, 1, 0, 0, Rounding::Floor),
+            (3, 3, 2, 2, 1, Rounding::Ceil),
+            (4, 2, 1, 3, 0, Rounding::CeilTorch),
+            (2, 2, 1, 2, 2, Rounding::Floor),
+            (5, 2, 1, 2, 2, Rounding::Ceil),
+            (1, 2, 1, 0, 0, Rounding::Ceil),
+        ] {
+            let mut p = op(k, s, 0, rounding, 8);
+            p.spatial.dilations = vec![d, d];
+            p.spatial.pads_begin = vec![pb, pb];
+            p.spatial.pads_end = vec![pe, pe];
+            for input in &inputs {
+                let walked = eval_all(&p, vec![input.clone()]).unwrap();
+                let rows = p
+                    .eval_reading(vec![Arc::new(input.clone())], &[true, false])
+                    .unwrap();
+                assert_eq!(*rows[0], walked[0], "{k} {s} {d} {pb} {pe} {rounding:?}");
             }
         }
     }
