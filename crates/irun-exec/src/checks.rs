@@ -33,7 +33,10 @@ impl Executable {
             if !read(slot) {
                 continue;
             }
-            let type_ok = f.ty == ElementType::Dynamic || v.element_type() == f.ty;
+            // A value in levels form (`levels.rs`) is u8 where the graph says f32.
+            let levels = self.levels_out[n]
+                && (v.element_type(), f.ty) == (ElementType::U8, ElementType::F32);
+            let type_ok = f.ty == ElementType::Dynamic || v.element_type() == f.ty || levels;
             let shape_ok = f.shape.to_static().is_none_or(|s| s == v.shape());
             if !type_ok || !shape_ok {
                 return Err(internal(format!(

@@ -51,6 +51,12 @@ impl Executable {
         self.channels_last_out.iter().filter(|&&b| b).count()
     }
 
+    /// How many kernels and MaxPools write u8 levels for readers that take them
+    /// (`levels.rs`) in place of the f32 values the graph says.
+    pub fn levels_handovers(&self) -> usize {
+        self.levels_out.iter().filter(|&&b| b).count()
+    }
+
     /// How many Loop and TensorIterator bodies (nested ones included) run their
     /// loop-invariant part before the loop (`hoist.rs`).
     pub fn hoisted_loops(&self) -> usize {

@@ -114,7 +114,7 @@ impl Executable {
     /// FakeQuantize-1 node `n` of an f32 `[N, C, H, W]` input: its input, its four ranges
     /// (each one value, or `C` values along dim 1) and its levels.
     #[allow(clippy::type_complexity)]
-    fn fake_quantize_ranges(
+    pub(crate) fn fake_quantize_ranges(
         &self,
         n: NodeId,
     ) -> Result<Option<(Outlet, [Vec<f32>; 4], u32)>, RunError> {
@@ -268,7 +268,7 @@ impl Executable {
 /// of its outputs is one of its inputs (a window all padding would give -inf, no level):
 /// floor rounding, no dilation, and explicit pads smaller than the kernel (`same_*` pads
 /// always are).
-fn every_window_reads_the_input(layer: &irun_ir::Layer) -> bool {
+pub(crate) fn every_window_reads_the_input(layer: &irun_ir::Layer) -> bool {
     use irun_ops::linear::spatial::{list, AutoPad, Rounding};
     let a = AttrReader::new(layer);
     let (Ok(sp), Ok(kernel)) = (
@@ -536,6 +536,12 @@ mod tests {
     /// FakeQuantize (one range per channel) -> out`, the convolution's value the Add's
     /// second input.
     fn residual_model(dir: &std::path::Path) -> std::path::PathBuf {
+        residual_model_fed(dir, false)
+    }
+
+    /// [`residual_model`] whose `q` is the output of another int8 convolution of `x`
+    /// (`x -> FakeQuantize -> Convolution(i8) -> q`) where `fed`.
+    fn residual_model_fed(dir: &std::path::Path, fed: bool) -> std::path::PathBuf {
         let mut bin = Vec::new();
         let x = [1, 8, 9, 9];
         let fq = |id, range: &[i64]| {
@@ -626,7 +632,48 @@ mod tests {
         layers.push(per_channel(23, |c| 1.0 + 0.1 * c as f32, &mut bin));
         layers.push(fq(24, &[1, 8, 1, 1]));
         layers.push(result(25, "out", "FP32", &x));
-        let mut edges = vec![edge(0, 0, 5, 0), edge(6, 0, 7, 0), edge(7, 1, 9, 0)];
+        let mut edges = vec![edge(6, 0, 7, 0), edge(7, 1, 9, 0)];
+        if fed {
+            // Level 128 is 0, as the integer kernel needs.
+            let top = 2.0 * 127.0 / 128.0;
+            for (id, v) in [(26, -2.0f32), (27, top), (28, -2.0), (29, top)] {
+                layers.push(constant(id, "f32", &[], f32s([v]), &mut bin));
+            }
+            layers.push(fq(30, &[]));
+            let codes: Vec<u8> = (0..8 * 8 * 9)
+                .map(|i: i32| (i * 29 % 251 - 125) as i8 as u8)
+                .collect();
+            layers.push(constant(31, "i8", &[8, 8, 3, 3], codes, &mut bin));
+            layers.push(layer(
+                32,
+                "cvt0",
+                "Convert",
+                "opset1",
+                convert,
+                &cvt,
+                &[port(1, "FP32", &w)],
+            ));
+            let scales = f32s((0..8).map(|c| 0.003 + 0.0002 * c as f32));
+            layers.push(constant(33, "f32", &[8, 1, 1, 1], scales, &mut bin));
+            layers.push(layer(
+                34, "scale0", "Multiply", "opset1", numpy, &scale_in, &scaled,
+            ));
+            layers.push(layer(
+                35,
+                "conv0",
+                "Convolution",
+                "opset1",
+                Some(pads),
+                &conv_in,
+                &conv_out,
+            ));
+            edges.extend([edge(0, 0, 30, 0), edge(30, 5, 35, 0), edge(35, 2, 5, 0)]);
+            edges.extend((26..30).map(|id| edge(id, 0, 30, id - 25)));
+            edges.extend([edge(31, 0, 32, 0), edge(32, 1, 34, 0), edge(33, 0, 34, 1)]);
+            edges.push(edge(34, 2, 35, 1));
+        } else {
+            edges.push(edge(0, 0, 5, 0));
+        }
         edges.extend((1..5).map(|p| edge(p, 0, 5, p)));
         edges.extend([edge(8, 0, 9, 1), edge(5, 5, 10, 0), edge(9, 2, 10, 1)]);
         edges.extend([edge(10, 2, 12, 0), edge(11, 0, 12, 1), edge(12, 2, 17, 0)]);
@@ -688,6 +735,62 @@ mod tests {
             zero > 20 && top > out.len() / 4,
             "the ReLU and the levels both at work"
         );
+    }
+
+    /// Where the residual block's input is another int8 convolution's output, that
+    /// convolution writes its FakeQuantize's levels (u8), which the block's convolution
+    /// reads both as its input and as its residual addend; the outputs still equal the f32
+    /// graph's within one step of the last FakeQuantize, most of them exactly.
+    #[test]
+    fn a_residual_block_reads_the_levels_of_the_convolution_before() {
+        let (fast, reference) = compiled_both_ways("fed", |dir| residual_model_fed(dir, true));
+        if Int8Conv::fast_here() {
+            assert!(integer(&fast, "conv0"), "conv0");
+            assert!(integer(&fast, "conv"), "conv");
+            assert_eq!(fast.levels_handovers(), 1, "conv0 writes levels");
+        }
+        let x: Vec<f32> = (0..8 * 81)
+            .map(|i| ((i * 37 % 103) as f32 - 51.0) / 40.0)
+            .collect();
+        let inputs = vec![(
+            "x".to_string(),
+            Tensor::from_f32(vec![1, 8, 9, 9], x.clone()).unwrap(),
+        )];
+        let got = fast.run(inputs.clone()).unwrap();
+        let want = reference.run(inputs).unwrap();
+        let (out, out_ref) = (
+            got[0].1.values::<f32>().unwrap(),
+            want[0].1.values::<f32>().unwrap(),
+        );
+        let mut exact = 0;
+        for (i, (&g, &w)) in out.iter().zip(out_ref).enumerate() {
+            let step = (1.25 + 0.1 * (i / 81) as f32) / 255.0;
+            assert!((g - w).abs() <= step * 1.001, "out[{i}]: {g} against {w}");
+            exact += usize::from(g == w);
+        }
+        assert!(
+            exact * 10 >= out.len() * 9,
+            "{exact} of {} exactly equal",
+            out.len()
+        );
+        assert!(out_ref.iter().filter(|&&v| v > 0.0).count() > out.len() / 4);
+        // A NaN input has no level: the first convolution writes f32 for that run, and
+        // the NaN reaches the windows that read it.
+        let mut with_nan = x;
+        with_nan[40] = f32::NAN;
+        let inputs = vec![(
+            "x".to_string(),
+            Tensor::from_f32(vec![1, 8, 9, 9], with_nan).unwrap(),
+        )];
+        let got = fast.run(inputs.clone()).unwrap();
+        let want = reference.run(inputs).unwrap();
+        let nans = |v: &[f32]| v.iter().map(|x| x.is_nan()).collect::<Vec<_>>();
+        let (out, out_ref) = (
+            got[0].1.values::<f32>().unwrap(),
+            want[0].1.values::<f32>().unwrap(),
+        );
+        assert!(out_ref.iter().any(|v| v.is_nan()));
+        assert_eq!(nans(out), nans(out_ref));
     }
 
     /// Both convolutions take the integer kernel where the CPU has VNNI (the first reading

@@ -26,6 +26,7 @@ pub mod generate;
 mod hoist;
 mod inputs;
 mod int8;
+mod levels;
 mod memory;
 mod options;
 mod plan;
@@ -97,6 +98,9 @@ pub struct Executable {
     /// Kernels that write their output channel-last for the one kernel that reads it
     /// (`fuse.rs`): the output has the node's facts so moved ([`irun_ops::Fact::channels_last`]).
     channels_last_out: Vec<bool>,
+    /// Kernels (and MaxPools) whose one output may be u8 levels where the graph says f32
+    /// (see `levels.rs`).
+    levels_out: Vec<bool>,
     /// Ops that read an input as it was before a Broadcast (see `fuse_index.rs`).
     index_broadcasts: Vec<Option<fuse_index::IndexBroadcast>>,
     /// The state variables (ReadValue/Assign), as [`State`]s of this model carry them.
@@ -262,6 +266,7 @@ impl Executable {
             fused: vec![None; graph.nodes.len()],
             reduced_into: vec![None; graph.nodes.len()],
             channels_last_out: vec![false; graph.nodes.len()],
+            levels_out: vec![false; graph.nodes.len()],
             index_broadcasts: (0..graph.nodes.len()).map(|_| None).collect(),
             variables,
             recent_facts: Mutex::new(None),
@@ -283,6 +288,7 @@ impl Executable {
             exe.use_int8_convolutions()?;
             exe.prepare()?;
             exe.fuse_epilogues()?;
+            exe.use_levels_between_layers()?;
         }
         if options.fuse_broadcasts {
             exe.fuse_index_broadcasts()?;

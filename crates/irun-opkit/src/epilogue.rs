@@ -210,26 +210,70 @@ pub struct Residual {
     pub quantize: Vec<FakeQuantizeRange>,
 }
 
+/// The other input of a residual Add at the positions being finished: its f32 values, or
+/// the levels of a FakeQuantize standing for them, with the value of each level
+/// ([`FakeQuantizeRange::level_values`]).
+#[derive(Clone, Copy, Debug)]
+pub enum Addend<'a> {
+    Values(&'a [f32]),
+    Levels(&'a [u8], &'a [f32; 256]),
+}
+
+impl Addend<'_> {
+    /// The same addend from element `start`, `len` of them.
+    pub fn range(self, start: usize, len: usize) -> Self {
+        match self {
+            Addend::Values(v) => Addend::Values(&v[start..start + len]),
+            Addend::Levels(k, q) => Addend::Levels(&k[start..start + len], q),
+        }
+    }
+}
+
 impl Residual {
     /// Applies it to `planes` (whole channel planes of `plane` values from channel `first`),
     /// with `addend` the other tensor's values at the same positions.
-    pub fn apply_at(&self, planes: &mut [f32], addend: &[f32], first: usize, plane: usize) {
+    pub fn apply_at(&self, planes: &mut [f32], addend: Addend, first: usize, plane: usize) {
+        self.add(planes, addend);
+        FakeQuantizeRange::apply_to_planes(&self.quantize, planes, first, plane);
+    }
+
+    /// The Add and the ReLU, without the FakeQuantize: for a kernel that writes the
+    /// FakeQuantize's levels itself.
+    pub fn add(&self, planes: &mut [f32], addend: Addend) {
         simd::widest(
             #[inline(always)]
-            || match self.relu {
-                true => {
-                    for (y, &r) in planes.iter_mut().zip(addend) {
-                        *y = Activation::relu(*y + r);
-                    }
-                }
-                false => {
-                    for (y, &r) in planes.iter_mut().zip(addend) {
-                        *y += r;
+            || match addend {
+                Addend::Values(values) => self.add_values(planes, values),
+                Addend::Levels(levels, table) => {
+                    // A run of values at a time, looked up: computing each level's value
+                    // (a division) cost more than the add and the FakeQuantize together.
+                    const RUN: usize = 64;
+                    let mut values = [0f32; RUN];
+                    for (ys, ks) in planes.chunks_mut(RUN).zip(levels.chunks(RUN)) {
+                        for (v, &k) in values.iter_mut().zip(ks) {
+                            *v = table[usize::from(k)];
+                        }
+                        self.add_values(ys, &values[..ks.len()]);
                     }
                 }
             },
         );
-        FakeQuantizeRange::apply_to_planes(&self.quantize, planes, first, plane);
+    }
+
+    #[inline(always)]
+    fn add_values(&self, planes: &mut [f32], addend: &[f32]) {
+        match self.relu {
+            true => {
+                for (y, &r) in planes.iter_mut().zip(addend) {
+                    *y = Activation::relu(*y + r);
+                }
+            }
+            false => {
+                for (y, &r) in planes.iter_mut().zip(addend) {
+                    *y += r;
+                }
+            }
+        }
     }
 }
 
@@ -329,7 +373,7 @@ mod tests {
                     quantize: quantize.clone(),
                 };
                 let mut got = y.clone();
-                res.apply_at(&mut got, &r, 2, plane);
+                res.apply_at(&mut got, Addend::Values(&r), 2, plane);
                 for (i, (&g, (&a, &b))) in got.iter().zip(y.iter().zip(&r)).enumerate() {
                     let sum = a + b;
                     // ReLU-1 written out again: NaN and positive values kept, else +0.
@@ -344,6 +388,31 @@ mod tests {
                     assert_eq!(g.to_bits(), want.to_bits(), "{relu} {i}");
                 }
             }
+        }
+    }
+
+    /// An addend of levels adds each level's value, as an addend of those values would.
+    #[test]
+    fn an_addend_of_levels_adds_their_values() {
+        let q = FakeQuantizeRange {
+            input_low: -1.0,
+            input_high: 2.0,
+            output_low: -0.75,
+            output_high: 1.5,
+            last_level: 255.0,
+        };
+        let y: Vec<f32> = (0..40).map(|i| 0.1 * i as f32 - 2.0).collect();
+        let levels: Vec<u8> = (0..40).map(|i| (i * 67 % 256) as u8).collect();
+        let values: Vec<f32> = levels.iter().map(|&k| q.value_of_level(k)).collect();
+        for relu in [true, false] {
+            let res = Residual {
+                relu,
+                quantize: vec![q],
+            };
+            let (mut got, mut want) = (y.clone(), y.clone());
+            res.apply_at(&mut got, Addend::Levels(&levels, &q.level_values()), 0, 8);
+            res.apply_at(&mut want, Addend::Values(&values), 0, 8);
+            assert_eq!(got, want, "{relu}");
         }
     }
 }

@@ -155,6 +155,25 @@ pub trait Prepared: Debug + Send + Sync {
         false
     }
 
+    /// Writes the one output as the u8 levels of `q` (each byte the level the f32 value
+    /// lands on, standing for [`crate::quantize::FakeQuantizeRange::value_of_level`]) from
+    /// now on, for readers that all take levels ([`Prepared::set_levels_input`]); an output
+    /// that has no level (NaN) makes the whole output f32 again, which every such reader
+    /// also takes. `false`, and nothing changed, when the kernel cannot (the default) or
+    /// its last FakeQuantize is not `q`.
+    fn set_levels_output(&mut self, q: &crate::quantize::FakeQuantizeRange) -> bool {
+        let _ = q;
+        false
+    }
+
+    /// Takes input `slot` as [`Prepared::set_levels_output`] writes it for `q`, from now on,
+    /// as well as f32. `false`, and nothing changed, when the kernel cannot (the default) or
+    /// `q`'s levels are not what it reads.
+    fn set_levels_input(&mut self, slot: usize, q: &crate::quantize::FakeQuantizeRange) -> bool {
+        let _ = (slot, q);
+        false
+    }
+
     /// Writes the one output `[n, c, *spatial]` channel-last, as a tensor of shape `[n,
     /// *spatial, c]` with the same values, from now on (`on`), or as declared again (`!on`),
     /// for a reader that takes it so ([`Prepared::set_channels_last_input`]): the values

@@ -7,6 +7,7 @@
 use super::channel_lanes::{ChannelScales, CHANNELS, MAX_POSITIONS};
 use super::layout::{BlockScales, Geometry, LANES, MAX_SPAN};
 use super::{ActivationLevels, CO_BLOCK};
+use irun_opkit::quantize::FakeQuantizeRange;
 
 /// Whether the CPU has AVX-512 F, BW and VNNI.
 pub(super) fn available() -> bool {
@@ -96,6 +97,45 @@ pub(super) unsafe fn pack_words<const N: usize>(
             word = _mm512_or_si512(word, _mm512_sllv_epi32(k, _mm512_set1_epi32(8 * c as i32)));
         }
         _mm512_mask_storeu_epi32(dst.as_mut_ptr().add(x).cast(), lanes, word);
+        x += LANES;
+    }
+    nan != 0
+}
+
+/// [`FakeQuantizeRange::levels_into`], vectorised as [`pack_words`]: each level by the same
+/// f32 steps, a byte each.
+///
+/// # Safety
+/// AVX-512 F must be available; `src` must hold `dst.len()` values.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+pub(super) unsafe fn levels_into(q: &FakeQuantizeRange, src: &[f32], dst: &mut [u8]) -> bool {
+    use std::arch::x86_64::*;
+    let n = dst.len();
+    debug_assert!(src.len() >= n);
+    let low = _mm512_set1_ps(q.input_low);
+    let high = _mm512_set1_ps(q.input_high);
+    let range = _mm512_set1_ps(q.input_high - q.input_low);
+    let last = _mm512_set1_ps(q.last_level);
+    let zero = _mm512_setzero_ps();
+    let mut nan: __mmask16 = 0;
+    let mut x = 0;
+    while x < n {
+        // The last vector is partial: its lanes past `n` neither load nor store.
+        let lanes: __mmask16 = if n - x >= LANES {
+            !0
+        } else {
+            (1u16 << (n - x)) - 1
+        };
+        let v = _mm512_maskz_loadu_ps(lanes, src.as_ptr().add(x));
+        let t = _mm512_mul_ps(_mm512_div_ps(_mm512_sub_ps(v, low), range), last);
+        let t = _mm512_roundscale_ps::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(t);
+        let t = _mm512_mask_mov_ps(t, _mm512_cmp_ps_mask::<_CMP_LE_OQ>(v, low), zero);
+        let t = _mm512_mask_mov_ps(t, _mm512_cmp_ps_mask::<_CMP_GT_OQ>(v, high), last);
+        let unordered = _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(v, v);
+        nan |= unordered & lanes;
+        let k = _mm512_cvttps_epi32(_mm512_mask_mov_ps(t, unordered, zero));
+        _mm512_mask_cvtepi32_storeu_epi8(dst.as_mut_ptr().add(x).cast(), lanes, k);
         x += LANES;
     }
     nan != 0

@@ -151,9 +151,10 @@ pub(super) struct Quantized {
 
 /// Quantizes one image `[C, H, W]` into the words `g` lays out: every word first the zero
 /// level's (the padding, and the channels past `C` of the last group, whose weights are 0),
-/// then each input position's 4 levels in the planes of the phases that read it.
-pub(super) fn quantize(
-    src: &[f32],
+/// then each input position's 4 levels in the planes of the phases that read it. `src` is
+/// f32 values (each level computed by `levels`) or the levels themselves.
+pub(super) fn quantize<T: Rows>(
+    src: &[T],
     channels: usize,
     g: &Geometry,
     levels: &ActivationLevels,
@@ -187,26 +188,70 @@ pub(super) fn quantize(
     })
 }
 
+/// What an image's rows hold: f32 values or their levels already.
+pub(super) trait Rows: Copy + Sync {
+    /// Each position's word of the `N` channel rows' levels (the channels past `N` at the
+    /// zero level); whether any value was NaN.
+    fn pack<const N: usize>(image: &Image<Self>, rows: [&[Self]; N], dst: &mut [u32]) -> bool;
+}
+
+impl Rows for f32 {
+    fn pack<const N: usize>(image: &Image<f32>, rows: [&[f32]; N], dst: &mut [u32]) -> bool {
+        pack_words(image.levels, rows, image.zero, dst, image.vectorised)
+    }
+}
+
+impl Rows for u8 {
+    fn pack<const N: usize>(image: &Image<u8>, rows: [&[u8]; N], dst: &mut [u32]) -> bool {
+        let len = dst.len();
+        let zero = [image.zero];
+        // The channels past `N` read the zero level: a row of one repeated byte.
+        let row = |c: usize| -> Box<dyn Iterator<Item = &u8> + '_> {
+            match rows.get(c) {
+                Some(r) => Box::new(r[..len].iter()),
+                None => Box::new(zero.iter().cycle().take(len)),
+            }
+        };
+        if let Ok(&[a, b, c, d]) = <&[&[u8]; 4]>::try_from(&rows[..]) {
+            let (a, b, c, d) = (&a[..len], &b[..len], &c[..len], &d[..len]);
+            simd::widest(
+                #[inline(always)]
+                || {
+                    for ((((w, &a), &b), &c), &d) in dst.iter_mut().zip(a).zip(b).zip(c).zip(d) {
+                        *w = u32::from_le_bytes([a, b, c, d]);
+                    }
+                },
+            );
+            return false;
+        }
+        // The last group of a channel count that is not a multiple of 4.
+        for ((((w, &a), &b), &c), &d) in dst
+            .iter_mut()
+            .zip(row(0))
+            .zip(row(1))
+            .zip(row(2))
+            .zip(row(3))
+        {
+            *w = u32::from_le_bytes([a, b, c, d]);
+        }
+        false
+    }
+}
+
 /// One image `[C, H, W]` to quantize, and how.
-struct Image<'a> {
-    src: &'a [f32],
+pub(super) struct Image<'a, T> {
+    src: &'a [T],
     channels: usize,
     levels: &'a ActivationLevels,
     zero: u8,
     vectorised: bool,
 }
 
-impl Image<'_> {
+impl<T: Rows> Image<'_, T> {
     /// Writes channel group `group`'s rows into `words` (its `group_stride` words, already
     /// at the zero level); whether any of its inputs was NaN.
     fn quantize_group(&self, group: usize, g: &Geometry, words: &mut [u32]) -> bool {
-        let Image {
-            src,
-            channels,
-            levels,
-            zero,
-            vectorised,
-        } = *self;
+        let (src, channels) = (self.src, self.channels);
         let present = channels.saturating_sub(group * 4).min(4);
         let (h, w) = (g.in_h, g.in_w);
         let sw = g.strides[1];
@@ -222,16 +267,10 @@ impl Image<'_> {
             let row = |k: usize| &src[((group * 4 + k) * h + y) * w..][..w];
             let mut words_of = |dst: &mut [u32]| {
                 any_nan |= match present {
-                    1 => pack_words(levels, [row(0)], zero, dst, vectorised),
-                    2 => pack_words(levels, [row(0), row(1)], zero, dst, vectorised),
-                    3 => pack_words(levels, [row(0), row(1), row(2)], zero, dst, vectorised),
-                    _ => pack_words(
-                        levels,
-                        [row(0), row(1), row(2), row(3)],
-                        zero,
-                        dst,
-                        vectorised,
-                    ),
+                    1 => T::pack(self, [row(0)], dst),
+                    2 => T::pack(self, [row(0), row(1)], dst),
+                    3 => T::pack(self, [row(0), row(1), row(2)], dst),
+                    _ => T::pack(self, [row(0), row(1), row(2), row(3)], dst),
                 }
             };
             if sw != 1 {

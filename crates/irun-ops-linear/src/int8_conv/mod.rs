@@ -33,13 +33,18 @@ mod tests;
 
 use std::sync::Arc;
 
-use irun_opkit::epilogue::{Channels, Epilogue, Residual};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use irun_opkit::epilogue::{Addend, Channels, Epilogue, Residual};
 use irun_opkit::quantize::{level_f32, FakeQuantizeRange};
 use irun_tensor::Tensor;
 
 use crate::op::{codes, take_inputs, OpError, Prepared, Value};
 use crate::spatial::Spatial;
 use layout::{BlockScales, Geometry};
+
+/// Values finished at a time for a levels output (16 KB of f32, half of L1).
+const LEVELS_SPAN: usize = 4096;
 
 /// Output channels per block: the broadcast weights of one step.
 const CO_BLOCK: usize = 8;
@@ -69,6 +74,17 @@ impl ActivationLevels {
         } else {
             level_f32(x, self.input_low, self.input_high, l)
         }
+    }
+
+    /// Whether the levels `q` gives are the ones this reading computes: `q` itself (the
+    /// FakeQuantize's input read), or its output read with the output range as input
+    /// range (each value its own level).
+    pub fn reads_levels_of(&self, q: &FakeQuantizeRange) -> bool {
+        let same = |a: f32, b: f32| a.to_bits() == b.to_bits();
+        let output = same(self.output_low, q.output_low) && same(self.output_high, q.output_high);
+        let input = same(self.input_low, q.input_low) && same(self.input_high, q.input_high);
+        let on_grid = same(self.input_low, q.output_low) && same(self.input_high, q.output_high);
+        output && (input || on_grid) && (self.levels - 1) as f32 == q.last_level
     }
 
     /// The output step between two levels, in f64.
@@ -128,6 +144,13 @@ pub struct Int8Conv {
     /// The residual Add (and what follows it) after all that, if the kernel took it over:
     /// its other input is then the kernel's second.
     residual: Option<Residual>,
+    /// The range whose levels the output is written as, if one is set: the last
+    /// FakeQuantize taken over, or the levels every reader computes.
+    levels_out: Option<FakeQuantizeRange>,
+    /// Whether a u8 input is the levels of `levels` (written by another int8 convolution).
+    levels_in: bool,
+    /// The value of each level of the residual addend when it comes as levels.
+    addend_levels: Option<Box<[f32; 256]>>,
 }
 
 /// Why an integer sum cannot overflow: each product is at most 255 * 128 in size, and a
@@ -199,6 +222,9 @@ impl Int8Conv {
             epilogue: None,
             quantize: Vec::new(),
             residual: None,
+            levels_out: None,
+            levels_in: false,
+            addend_levels: None,
         })
     }
 
@@ -208,8 +234,11 @@ impl Int8Conv {
         avx512::available()
     }
 
-    /// The output for `data` `[N, Cin, H, W]` f32, and the residual Add's other input when
-    /// the kernel took one over (`[N, Cout, OH, OW]` f32).
+    /// The output for `data` `[N, Cin, H, W]` (f32, or u8 levels where the kernel was told
+    /// to take them, [`Prepared::set_levels_input`]), and the residual Add's other input when
+    /// the kernel took one over (`[N, Cout, OH, OW]`, f32 or levels likewise). The output is
+    /// f32, or the levels of [`Prepared::set_levels_output`]'s range where one was set and
+    /// every output has one (one that is NaN makes it f32 again).
     pub fn run(
         &self,
         data: &Tensor,
@@ -217,15 +246,6 @@ impl Int8Conv {
         vectorised: bool,
     ) -> Result<Tensor, OpError> {
         let shape = data.shape();
-        let x = data.values::<f32>().ok_or_else(|| {
-            OpError::new(
-                codes::UNSUPPORTED_TYPE,
-                format!(
-                    "int8 Convolution: the input is {}, not f32",
-                    data.element_type()
-                ),
-            )
-        })?;
         let &[n, ci, h, w] = shape else {
             return Err(OpError::new(
                 codes::RUN_SHAPE,
@@ -246,14 +266,21 @@ impl Int8Conv {
         let co = self.out_channels;
         let addend = match (&self.residual, addend) {
             (None, None) => None,
-            (Some(_), Some(t)) if t.shape() == [n, co, g.out_h, g.out_w] => {
-                Some(t.values::<f32>().ok_or_else(|| {
-                    OpError::new(
-                        codes::UNSUPPORTED_TYPE,
-                        "int8 Convolution: the residual input is not f32",
-                    )
-                })?)
-            }
+            (Some(_), Some(t)) if t.shape() == [n, co, g.out_h, g.out_w] => Some(
+                match (t.values::<f32>(), t.values::<u8>(), &self.addend_levels) {
+                    (Some(v), _, _) => Addend::Values(v),
+                    (_, Some(k), Some(table)) => Addend::Levels(k, table),
+                    _ => {
+                        return Err(OpError::new(
+                            codes::UNSUPPORTED_TYPE,
+                            format!(
+                                "int8 Convolution: the residual input is {}, not f32",
+                                t.element_type()
+                            ),
+                        ))
+                    }
+                },
+            ),
             _ => {
                 return Err(OpError::new(
                     codes::RUN_SHAPE,
@@ -261,94 +288,239 @@ impl Int8Conv {
                 ))
             }
         };
+        let src = match (data.values::<f32>(), data.values::<u8>()) {
+            (Some(x), _) => Source::Values(x),
+            (_, Some(k)) if self.levels_in => Source::Levels(k),
+            _ => {
+                return Err(OpError::new(
+                    codes::UNSUPPORTED_TYPE,
+                    format!(
+                        "int8 Convolution: the input is {}, not f32",
+                        data.element_type()
+                    ),
+                ))
+            }
+        };
         let len = n
             .checked_mul(co)
             .and_then(|v| v.checked_mul(plane))
             .ok_or_else(|| OpError::new(codes::RUN_SHAPE, "int8 Convolution: output too large"))?;
+        let vectorised = vectorised && avx512::available();
+        let images = (0..n)
+            .map(|image| {
+                let words = match src {
+                    Source::Values(x) => {
+                        let src = &x[image * ci * h * w..(image + 1) * ci * h * w];
+                        layout::quantize(src, ci, &g, &self.levels, self.zero, vectorised)?
+                    }
+                    Source::Levels(k) => {
+                        let src = &k[image * ci * h * w..(image + 1) * ci * h * w];
+                        layout::quantize(src, ci, &g, &self.levels, self.zero, vectorised)?
+                    }
+                };
+                Ok(words)
+            })
+            .collect::<Result<Vec<_>, OpError>>()?;
+        let shape = vec![n, co, g.out_h, g.out_w];
+        let any_nan = images.iter().any(|w| w.nan);
+        if let (Some(q), false) = (&self.levels_out, any_nan) {
+            // Zero-filled by all threads, a channel plane at a time, as below.
+            let mut out = irun_opkit::par::build(len, plane.max(1), &|_, filler| {
+                filler.repeat(0u8, filler.remaining())
+            })?;
+            let mut nan = false;
+            for (image, words) in images.iter().enumerate() {
+                let dst = &mut out[image * co * plane..(image + 1) * co * plane];
+                let image_addend = addend.map(|a| a.range(image * co * plane, co * plane));
+                nan |= self.convolve_image(
+                    &words.words,
+                    &g,
+                    Out::Levels(dst, q),
+                    image_addend,
+                    vectorised,
+                );
+            }
+            if !nan {
+                return Tensor::from_values(shape, out)
+                    .map_err(|e| OpError::new(codes::RUN_SHAPE, e.to_string()));
+            }
+        }
         // Zeroed by all threads, a channel plane at a time (each slot is then written by the
         // kernel): a one-thread memset of every output was 2-3% of ResNet-18's time.
         let mut out = irun_opkit::par::build(len, plane.max(1), &|_, filler| {
             filler.repeat(0.0, filler.remaining())
         })?;
-        let vectorised = vectorised && avx512::available();
-        for image in 0..n {
-            let src = &x[image * ci * h * w..(image + 1) * ci * h * w];
-            let words = layout::quantize(src, ci, &g, &self.levels, self.zero, vectorised)?;
+        for (image, words) in images.iter().enumerate() {
             let dst = &mut out[image * co * plane..(image + 1) * co * plane];
             // An output the spread below sets to NaN is NaN after the residual too.
-            let image_addend = addend.map(|a| &a[image * co * plane..(image + 1) * co * plane]);
-            match channel_lanes::positions_per_block(&g, co) {
-                Some(per_block) => self.convolve_channels(
-                    &words.words,
-                    &g,
-                    per_block,
-                    (dst, image_addend),
-                    vectorised,
-                ),
-                None => self.convolve(&words.words, &g, (dst, image_addend), vectorised),
-            }
-            if words.nan {
+            let image_addend = addend.map(|a| a.range(image * co * plane, co * plane));
+            self.convolve_image(&words.words, &g, Out::Values(dst), image_addend, vectorised);
+            if let (true, Source::Values(x)) = (words.nan, src) {
+                let src = &x[image * ci * h * w..(image + 1) * ci * h * w];
                 layout::spread_nan(src, ci, &g, dst);
             }
         }
-        Tensor::from_f32(vec![n, co, g.out_h, g.out_w], out)
-            .map_err(|e| OpError::new(codes::RUN_SHAPE, e.to_string()))
+        Tensor::from_f32(shape, out).map_err(|e| OpError::new(codes::RUN_SHAPE, e.to_string()))
     }
 
-    /// One image: every output channel block on its own task, position blocks in order;
-    /// `out` with the residual's values for it, if the kernel adds them.
-    fn convolve(
+    /// One image's output planes from its `words`, each block of output channels on its own
+    /// task, finished and written to `out`; whether a levels output met a NaN (it is then
+    /// incomplete).
+    fn convolve_image(
         &self,
         words: &[u32],
         g: &Geometry,
-        (out, addend): (&mut [f32], Option<&[f32]>),
+        out: Out,
+        addend: Option<Addend>,
+        vectorised: bool,
+    ) -> bool {
+        let plane = g.out_h * g.out_w;
+        let lanes = channel_lanes::positions_per_block(g, self.out_channels);
+        let per_task = match lanes {
+            Some(_) => channel_lanes::CHANNELS,
+            None => CO_BLOCK,
+        } * plane.max(1);
+        let fill = |start: usize, planes: &mut [f32]| {
+            let first = start / plane.max(1);
+            match lanes {
+                Some(per_block) => {
+                    self.fill_channels(words, g, per_block, first, planes, vectorised)
+                }
+                None => self.fill_positions(words, g, first, planes, vectorised),
+            }
+        };
+        let finish = |start: usize, planes: &mut [f32], levels: bool| {
+            let addend = addend.map(|a| a.range(start, planes.len()));
+            self.finish(planes, start / plane.max(1), plane, addend, levels);
+        };
+        match out {
+            Out::Values(dst) => {
+                irun_opkit::par::for_each_chunk_mut(dst, per_task, &|start, chunk| {
+                    fill(start, chunk);
+                    finish(start, chunk, false);
+                });
+                false
+            }
+            Out::Levels(dst, q) => {
+                // Finished and turned into levels a few planes at a time, while they are
+                // in L1: two passes over the block's planes missed it on the second.
+                let span = (LEVELS_SPAN / plane.max(1)).max(1) * plane.max(1);
+                let nan = AtomicBool::new(false);
+                irun_opkit::par::for_each_chunk_mut(dst, per_task, &|start, chunk| {
+                    with_scratch(chunk.len(), |planes| {
+                        fill(start, planes);
+                        for (i, (part, levels)) in planes
+                            .chunks_mut(span)
+                            .zip(chunk.chunks_mut(span))
+                            .enumerate()
+                        {
+                            finish(start + i * span, part, true);
+                            if to_levels(q, part, levels, vectorised) {
+                                nan.store(true, Ordering::Relaxed);
+                            }
+                        }
+                    })
+                });
+                nan.into_inner()
+            }
+        }
+    }
+
+    /// The planes of output channels `first..` (a block of [`CO_BLOCK`]) in position
+    /// blocks, in order.
+    fn fill_positions(
+        &self,
+        words: &[u32],
+        g: &Geometry,
+        first: usize,
+        planes: &mut [f32],
         vectorised: bool,
     ) {
         let plane = g.out_h * g.out_w;
         let span = g.span();
         let taps = g.taps.len();
-        let co = self.out_channels;
-        irun_opkit::par::for_each_chunk_mut(out, CO_BLOCK * plane.max(1), &|start, chunk| {
-            let block = start / (CO_BLOCK * plane.max(1));
-            let first = block * CO_BLOCK;
-            let weights =
-                &self.weights[block * taps * g.groups * CO_BLOCK..][..taps * g.groups * CO_BLOCK];
-            let scales = BlockScales::of(&self.zero_sums, &self.scales, first);
-            let lanes = CO_BLOCK.min(co - first);
-            let mut rows = [[0f32; layout::MAX_SPAN]; CO_BLOCK];
-            let mut p = 0;
-            while p < g.positions {
-                if vectorised {
-                    // SAFETY: `available()` found AVX-512 F, BW and VNNI; the geometry
-                    // sized `words` so that every block's reads (`p + offset + span` for
-                    // each tap, each group) are inside it, and `weights` holds
-                    // `taps * groups * CO_BLOCK` words.
-                    unsafe { avx512::block(words, p, g, weights, &scales, &mut rows) };
-                } else {
-                    layout::block_scalar(words, p, g, weights, &scales, &mut rows);
-                }
-                for (lane, row) in rows[..lanes].iter().enumerate() {
-                    g.scatter_block(
-                        p,
-                        &row[..span],
-                        &mut chunk[lane * plane..(lane + 1) * plane],
-                    );
-                }
-                p += span;
+        let block = first / CO_BLOCK;
+        let weights =
+            &self.weights[block * taps * g.groups * CO_BLOCK..][..taps * g.groups * CO_BLOCK];
+        let scales = BlockScales::of(&self.zero_sums, &self.scales, first);
+        let lanes = CO_BLOCK.min(self.out_channels - first);
+        let mut rows = [[0f32; layout::MAX_SPAN]; CO_BLOCK];
+        let mut p = 0;
+        while p < g.positions {
+            if vectorised {
+                // SAFETY: `available()` found AVX-512 F, BW and VNNI; the geometry sized
+                // `words` so that every block's reads (`p + offset + span` for each tap,
+                // each group) are inside it, and `weights` holds `taps * groups * CO_BLOCK`
+                // words.
+                unsafe { avx512::block(words, p, g, weights, &scales, &mut rows) };
+            } else {
+                layout::block_scalar(words, p, g, weights, &scales, &mut rows);
             }
-            self.finish(
-                chunk,
-                first,
-                plane,
-                addend.map(|a| &a[start..start + chunk.len()]),
-            );
-        });
+            for (lane, row) in rows[..lanes].iter().enumerate() {
+                g.scatter_block(
+                    p,
+                    &row[..span],
+                    &mut planes[lane * plane..(lane + 1) * plane],
+                );
+            }
+            p += span;
+        }
+    }
+
+    /// The planes of output channels `first..` (a block of 32) in blocks of `per_block`
+    /// output positions.
+    fn fill_channels(
+        &self,
+        words: &[u32],
+        g: &Geometry,
+        per_block: usize,
+        first: usize,
+        planes: &mut [f32],
+        vectorised: bool,
+    ) {
+        use channel_lanes::{CHANNELS, MAX_POSITIONS};
+        let plane = g.out_h * g.out_w;
+        let taps = g.taps.len();
+        let block = first / CHANNELS;
+        let weights = &self.channel_weights[block * taps * g.groups * CHANNELS..]
+            [..taps * g.groups * CHANNELS];
+        let scales = channel_lanes::ChannelScales::of(&self.zero_sums, &self.scales, first);
+        let mut tile = [[0f32; CHANNELS]; MAX_POSITIONS];
+        let mut q = 0;
+        while q < plane {
+            let flat = channel_lanes::flat_positions(g, q, per_block);
+            let flat = &flat[..per_block];
+            if vectorised {
+                // SAFETY: `available()` found AVX-512 F, BW and VNNI; 8 <= per_block <= 12;
+                // every position is an output's (`flat_positions`), whose words the
+                // geometry holds for every tap and group; the block's weights are
+                // `taps * groups * 32` words.
+                unsafe { avx512::channel_block(words, flat, g, weights, &scales, &mut tile) };
+            } else {
+                channel_lanes::block_scalar(words, flat, g, weights, &scales, &mut tile);
+            }
+            let real = per_block.min(plane - q);
+            for (lane, dst) in planes.chunks_exact_mut(plane).enumerate() {
+                for (j, d) in dst[q..q + real].iter_mut().enumerate() {
+                    *d = tile[j][lane];
+                }
+            }
+            q += per_block;
+        }
     }
 
     /// Applies the ops taken over to `planes`, the finished output planes of channels
     /// `first..`: the epilogue, then the FakeQuantize (its channel's ranges), then the
-    /// residual with `addend`, the other input's same planes.
-    fn finish(&self, planes: &mut [f32], first: usize, plane: usize, addend: Option<&[f32]>) {
+    /// residual with `addend`, the other input's same planes. For a `levels` output, the
+    /// last FakeQuantize is left to the levels pass.
+    fn finish(
+        &self,
+        planes: &mut [f32],
+        first: usize,
+        plane: usize,
+        addend: Option<Addend>,
+        levels: bool,
+    ) {
         let plane = plane.max(1);
         if let Some(e) = &self.epilogue {
             let layout = Channels::Planes {
@@ -357,61 +529,59 @@ impl Int8Conv {
             };
             e.apply_at(planes, first * plane, layout);
         }
-        FakeQuantizeRange::apply_to_planes(&self.quantize, planes, first, plane);
+        let last_is_levels = levels && self.residual.is_none();
+        if !last_is_levels {
+            FakeQuantizeRange::apply_to_planes(&self.quantize, planes, first, plane);
+        }
         if let (Some(r), Some(a)) = (&self.residual, addend) {
-            r.apply_at(planes, a, first, plane);
+            match levels {
+                true => r.add(planes, a),
+                false => r.apply_at(planes, a, first, plane),
+            }
         }
     }
+}
 
-    /// One image in blocks of 32 output channels by `per_block` output positions, each
-    /// block of channels on its own task.
-    fn convolve_channels(
-        &self,
-        words: &[u32],
-        g: &Geometry,
-        per_block: usize,
-        (out, addend): (&mut [f32], Option<&[f32]>),
-        vectorised: bool,
-    ) {
-        use channel_lanes::{CHANNELS, MAX_POSITIONS};
-        let plane = g.out_h * g.out_w;
-        let taps = g.taps.len();
-        irun_opkit::par::for_each_chunk_mut(out, CHANNELS * plane.max(1), &|start, chunk| {
-            let first = start / plane.max(1);
-            let block = first / CHANNELS;
-            let weights = &self.channel_weights[block * taps * g.groups * CHANNELS..]
-                [..taps * g.groups * CHANNELS];
-            let scales = channel_lanes::ChannelScales::of(&self.zero_sums, &self.scales, first);
-            let mut tile = [[0f32; CHANNELS]; MAX_POSITIONS];
-            let mut q = 0;
-            while q < plane {
-                let flat = channel_lanes::flat_positions(g, q, per_block);
-                let flat = &flat[..per_block];
-                if vectorised {
-                    // SAFETY: `available()` found AVX-512 F, BW and VNNI; 8 <= per_block <=
-                    // 12; every position is an output's (`flat_positions`), whose words
-                    // the geometry holds for every tap and group; the block's weights
-                    // are `taps * groups * 32` words.
-                    unsafe { avx512::channel_block(words, flat, g, weights, &scales, &mut tile) };
-                } else {
-                    channel_lanes::block_scalar(words, flat, g, weights, &scales, &mut tile);
-                }
-                let real = per_block.min(plane - q);
-                for (lane, dst) in chunk.chunks_exact_mut(plane).enumerate() {
-                    for (j, d) in dst[q..q + real].iter_mut().enumerate() {
-                        *d = tile[j][lane];
-                    }
-                }
-                q += per_block;
-            }
-            self.finish(
-                chunk,
-                first,
-                plane,
-                addend.map(|a| &a[start..start + chunk.len()]),
-            );
-        });
+/// An int8 convolution's input: f32 values, or their levels.
+#[derive(Clone, Copy)]
+enum Source<'a> {
+    Values(&'a [f32]),
+    Levels(&'a [u8]),
+}
+
+/// Where an image's finished planes go: as f32, or as the levels of a range.
+enum Out<'a> {
+    Values(&'a mut [f32]),
+    Levels(&'a mut [u8], &'a FakeQuantizeRange),
+}
+
+/// `q`'s level of each of `src` into `dst`; whether one was NaN.
+fn to_levels(q: &FakeQuantizeRange, src: &[f32], dst: &mut [u8], vectorised: bool) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    if vectorised {
+        // SAFETY: `vectorised` holds only where `avx512::available()` found AVX-512 F (`run`
+        // checks it); `src` and `dst` are a block's planes and their levels, one length.
+        return unsafe { avx512::levels_into(q, &src[..dst.len()], dst) };
     }
+    let _ = vectorised;
+    q.levels_into(src, dst)
+}
+
+thread_local! {
+    /// Each worker's f32 planes for a block of channels whose output is levels: kept from
+    /// block to block, so that they stay in the core's cache.
+    static SCRATCH: std::cell::Cell<Vec<f32>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
+/// `f` on `len` f32 values of this thread's scratch (their contents are whatever the last
+/// user left: `f` writes each before reading it).
+fn with_scratch(len: usize, f: impl FnOnce(&mut [f32])) {
+    let mut planes = SCRATCH.take();
+    if planes.len() < len {
+        planes.resize(len, 0.0);
+    }
+    f(&mut planes[..len]);
+    SCRATCH.set(planes);
 }
 
 impl Prepared for Int8Conv {
@@ -437,6 +607,37 @@ impl Prepared for Int8Conv {
         let fits = r.quantize.len() <= 1 || r.quantize.len() == self.out_channels;
         if fits {
             self.residual = Some(r.clone());
+        }
+        fits
+    }
+
+    fn set_levels_output(&mut self, q: &FakeQuantizeRange) -> bool {
+        // The FakeQuantize whose levels are written is the last applied, if there is one.
+        let last = match &self.residual {
+            Some(r) => &r.quantize,
+            None => &self.quantize,
+        };
+        let fits = (last.is_empty() || last == std::slice::from_ref(q))
+            && q.input_low < q.input_high
+            && q.last_level <= 255.0
+            && q.last_level >= 1.0
+            && (self.residual.is_none() || last.len() == 1);
+        if fits {
+            self.levels_out = Some(*q);
+        }
+        fits
+    }
+
+    fn set_levels_input(&mut self, slot: usize, q: &FakeQuantizeRange) -> bool {
+        let fits = match slot {
+            0 => self.levels.reads_levels_of(q),
+            1 => self.residual.is_some(),
+            _ => false,
+        };
+        if fits && slot == 0 {
+            self.levels_in = true;
+        } else if fits {
+            self.addend_levels = Some(Box::new(q.level_values()));
         }
         fits
     }

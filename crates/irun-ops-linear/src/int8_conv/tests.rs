@@ -457,3 +457,118 @@ fn a_fake_quantize_after_the_epilogue_is_the_ops_formula() {
         }
     }
 }
+
+/// Levels between int8 convolutions: a convolution told to write the levels of its last
+/// FakeQuantize writes, on both blockings and both kernels, the level of each f32 output
+/// it would write otherwise; one that reads them (its input, or its residual addend) gives
+/// bit for bit what it gives on those f32 values; an output with a NaN is f32 again.
+#[test]
+fn levels_written_and_read_are_the_f32_values_levels() {
+    use irun_opkit::epilogue::Residual;
+    use irun_opkit::quantize::FakeQuantizeRange;
+    let sp = spatial(1, [1, 1], 1, AutoPad::Explicit);
+    let q = FakeQuantizeRange {
+        input_low: -0.3,
+        input_high: 0.4,
+        output_low: -0.25,
+        output_high: 0.5,
+        last_level: 255.0,
+    };
+    let on_grid = ActivationLevels {
+        input_low: q.output_low,
+        input_high: q.output_high,
+        output_low: q.output_low,
+        output_high: q.output_high,
+        levels: 256,
+    };
+    for (ci, co, hw) in [(6, 12, [9, 7]), (8, 32, [7, 7])] {
+        let shape = [co, ci, 3, 3];
+        let mut x: Vec<f32> = (0..ci * hw[0] * hw[1]).map(|i| noise(i, 11)).collect();
+        let codes: Vec<i8> = (0..co * ci * 9)
+            .map(|i| (noise(i, 13) * 127.0) as i8)
+            .collect();
+        let next_codes: Vec<i8> = (0..co * co * 9)
+            .map(|i| (noise(i, 17) * 127.0) as i8)
+            .collect();
+        let bias: Vec<f32> = (0..co).map(|o| noise(o, 19) * 0.1).collect();
+        let conv = |levels_out: bool| {
+            let mut c = Int8Conv::new(&sp, &codes, &shape, &[0.002], both_signs()[1]).unwrap();
+            let e = Epilogue {
+                bias: Some(bias.clone()),
+                bias_axis_from_end: 2,
+                activation: Activation::Relu,
+            };
+            assert!(c.set_epilogue(&e));
+            assert!(c.set_output_quantize(&[q]));
+            if levels_out {
+                let other = FakeQuantizeRange {
+                    output_high: 0.6,
+                    ..q
+                };
+                assert!(!c.set_levels_output(&other), "not its FakeQuantize");
+                assert!(c.set_levels_output(&q));
+            }
+            c
+        };
+        let (values, levels) = (conv(false), conv(true));
+        for vectorised in [true, false] {
+            let input = Tensor::from_f32(vec![1, ci, hw[0], hw[1]], x.clone()).unwrap();
+            let f32_out = values.run(&input, None, vectorised).unwrap();
+            let level_out = levels.run(&input, None, vectorised).unwrap();
+            let got = level_out.values::<u8>().expect("levels");
+            let want: Vec<u8> = f32_out
+                .values::<f32>()
+                .unwrap()
+                .iter()
+                .map(|&v| on_grid.level(v) as u8)
+                .collect();
+            assert_eq!(got, &want[..], "{co} channels, vectorised {vectorised}");
+            assert!(want.iter().collect::<std::collections::HashSet<_>>().len() > 20);
+
+            // The next convolution reads them as it reads the f32 values.
+            let mut next =
+                Int8Conv::new(&sp, &next_codes, &[co, co, 3, 3], &[0.003], on_grid).unwrap();
+            assert!(next.set_levels_input(0, &q));
+            let other = FakeQuantizeRange {
+                output_low: -0.2,
+                ..q
+            };
+            assert!(!next.set_levels_input(0, &other), "other levels");
+            let a = next.run(&f32_out, None, vectorised).unwrap();
+            let b = next.run(&level_out, None, vectorised).unwrap();
+            assert_eq!(bits(&a), bits(&b));
+
+            // And as a residual addend: each level its value.
+            let mut res =
+                Int8Conv::new(&sp, &next_codes, &[co, co, 3, 3], &[0.003], on_grid).unwrap();
+            let residual = Residual {
+                relu: true,
+                quantize: vec![q],
+            };
+            assert!(res.set_residual(&residual));
+            assert!(res.set_levels_input(1, &q));
+            let table = q.level_values();
+            let addend_values: Vec<f32> = got.iter().map(|&k| table[usize::from(k)]).collect();
+            let addend_values =
+                Tensor::from_f32(level_out.shape().to_vec(), addend_values).unwrap();
+            let a = res.run(&f32_out, Some(&addend_values), vectorised).unwrap();
+            let b = res.run(&f32_out, Some(&level_out), vectorised).unwrap();
+            assert_eq!(bits(&a), bits(&b));
+        }
+        // A NaN input has no level: the output is the f32 one, NaN where it reads it.
+        x[5] = f32::NAN;
+        let input = Tensor::from_f32(vec![1, ci, hw[0], hw[1]], x.clone()).unwrap();
+        let f32_out = values.run(&input, None, true).unwrap();
+        let fallback = levels.run(&input, None, true).unwrap();
+        assert_eq!(bits(&f32_out), bits(&fallback));
+        assert!(f32_out.values::<f32>().unwrap().iter().any(|v| v.is_nan()));
+    }
+}
+
+fn bits(t: &Tensor) -> Vec<u32> {
+    t.values::<f32>()
+        .unwrap()
+        .iter()
+        .map(|v| v.to_bits())
+        .collect()
+}
