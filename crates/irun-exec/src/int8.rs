@@ -531,6 +531,34 @@ mod tests {
         format!("{:?}", exe.prepared[n]).contains("Int8Conv")
     }
 
+    /// The residual model's output run both ways, after checking that the two are within
+    /// one step of the last FakeQuantize (channel `c`'s: `(1.25 + 0.1 c) / 255`), at least
+    /// 90% of them exactly equal.
+    fn residual_outputs(
+        fast: &Executable,
+        reference: &Executable,
+        inputs: Vec<(String, Tensor)>,
+    ) -> (Vec<f32>, Vec<f32>) {
+        let got = fast.run(inputs.clone()).unwrap();
+        let want = reference.run(inputs).unwrap();
+        let (out, out_ref) = (
+            got[0].1.values::<f32>().unwrap().to_vec(),
+            want[0].1.values::<f32>().unwrap().to_vec(),
+        );
+        let mut exact = 0;
+        for (i, (&g, &w)) in out.iter().zip(&out_ref).enumerate() {
+            let step = (1.25 + 0.1 * (i / 81) as f32) / 255.0;
+            assert!((g - w).abs() <= step * 1.001, "out[{i}]: {g} against {w}");
+            exact += usize::from(g == w);
+        }
+        assert!(
+            exact * 10 >= out.len() * 9,
+            "{exact} of {} exactly equal",
+            out.len()
+        );
+        (out, out_ref)
+    }
+
     /// A residual block as NNCF writes ResNet's: `x -> FakeQuantize q` read both by a
     /// Convolution (i8 filters) `-> bias -> FakeQuantize -> Add(q, .) -> ReLU ->
     /// FakeQuantize (one range per channel) -> out`, the convolution's value the Add's
@@ -710,23 +738,7 @@ mod tests {
             "x".to_string(),
             Tensor::from_f32(vec![1, 8, 9, 9], x).unwrap(),
         )];
-        let got = fast.run(inputs.clone()).unwrap();
-        let want = reference.run(inputs).unwrap();
-        let (out, out_ref) = (
-            got[0].1.values::<f32>().unwrap(),
-            want[0].1.values::<f32>().unwrap(),
-        );
-        let mut exact = 0;
-        for (i, (&g, &w)) in out.iter().zip(out_ref).enumerate() {
-            let step = (1.25 + 0.1 * (i / 81) as f32) / 255.0;
-            assert!((g - w).abs() <= step * 1.001, "out[{i}]: {g} against {w}");
-            exact += usize::from(g == w);
-        }
-        assert!(
-            exact * 10 >= out.len() * 9,
-            "{exact} of {} exactly equal",
-            out.len()
-        );
+        let (out, out_ref) = residual_outputs(&fast, &reference, inputs);
         let (zero, top) = (
             out_ref.iter().filter(|&&v| v == 0.0).count(),
             out_ref.iter().filter(|&&v| v > 0.0 && v < 1.0).count(),
@@ -756,23 +768,7 @@ mod tests {
             "x".to_string(),
             Tensor::from_f32(vec![1, 8, 9, 9], x.clone()).unwrap(),
         )];
-        let got = fast.run(inputs.clone()).unwrap();
-        let want = reference.run(inputs).unwrap();
-        let (out, out_ref) = (
-            got[0].1.values::<f32>().unwrap(),
-            want[0].1.values::<f32>().unwrap(),
-        );
-        let mut exact = 0;
-        for (i, (&g, &w)) in out.iter().zip(out_ref).enumerate() {
-            let step = (1.25 + 0.1 * (i / 81) as f32) / 255.0;
-            assert!((g - w).abs() <= step * 1.001, "out[{i}]: {g} against {w}");
-            exact += usize::from(g == w);
-        }
-        assert!(
-            exact * 10 >= out.len() * 9,
-            "{exact} of {} exactly equal",
-            out.len()
-        );
+        let (out, out_ref) = residual_outputs(&fast, &reference, inputs);
         assert!(out_ref.iter().filter(|&&v| v > 0.0).count() > out.len() / 4);
         // A NaN input has no level: the first convolution writes f32 for that run, and
         // the NaN reaches the windows that read it.

@@ -580,6 +580,32 @@ mod tests {
         }
     }
 
+    /// MaxPool-8 over every kind of window: strides below, at and above the kernel,
+    /// dilation, uneven pads and pads as large as the kernel (windows with no inside tap),
+    /// each rounding.
+    fn window_kinds() -> Vec<MaxPool> {
+        [
+            (3, 2, 1, 1, 1, Rounding::Floor),
+            (2, 1, 1, 0, 0, Rounding::Floor),
+            (3, 3, 2, 2, 1, Rounding::Ceil),
+            (4, 2, 1, 3, 0, Rounding::CeilTorch),
+            (1, 1, 1, 0, 0, Rounding::Floor),
+            (2, 2, 1, 0, 0, Rounding::Floor),
+            (2, 2, 1, 2, 2, Rounding::Floor),
+            (5, 2, 1, 2, 2, Rounding::Ceil),
+            (1, 2, 1, 0, 0, Rounding::Ceil),
+        ]
+        .into_iter()
+        .map(|(k, s, d, pb, pe, rounding)| {
+            let mut p = op(k, s, 0, rounding, 8);
+            p.spatial.dilations = vec![d, d];
+            p.spatial.pads_begin = vec![pb, pb];
+            p.spatial.pads_end = vec![pe, pe];
+            p
+        })
+        .collect()
+    }
+
     /// The index counts from dim `axis`: the flat position in the whole input for axis 0,
     /// wrapped to the dims from `axis` on for the others.
     #[test]
@@ -648,20 +674,9 @@ mod tests {
             })
             .collect();
         let input = Tensor::from_f32(vec![1, planes, h, w], x.clone()).unwrap();
-        for (k, s, d, pb, pe, rounding) in [
-            (3, 2, 1, 1, 1, Rounding::Floor),
-            (2, 1, 1, 0, 0, Rounding::Floor),
-            (3, 3, 2, 2, 1, Rounding::Ceil),
-            (4, 2, 1, 3, 0, Rounding::CeilTorch),
-            (1, 1, 1, 0, 0, Rounding::Floor),
-            (2, 2, 1, 0, 0, Rounding::Floor),
-            (5, 2, 1, 2, 2, Rounding::Ceil),
-            (1, 2, 1, 0, 0, Rounding::Ceil),
-        ] {
-            let mut p = op(k, s, 0, rounding, 8);
-            p.spatial.dilations = vec![d, d];
-            p.spatial.pads_begin = vec![pb, pb];
-            p.spatial.pads_end = vec![pe, pe];
+        for p in window_kinds() {
+            let (k, s, d) = (p.kernel[0], p.spatial.strides[0], p.spatial.dilations[0]);
+            let (pb, pe) = (p.spatial.pads_begin[0], p.spatial.pads_end[0]);
             let out = eval_all(&p, vec![input.clone()]).unwrap();
             // MaxPool-1, which keeps no indices, finds the same values.
             let v1 = MaxPool {
@@ -732,25 +747,13 @@ mod tests {
             Tensor::from_values(vec![1, planes, h, w], bytes).unwrap(),
             Tensor::from_values(vec![1, planes, h, w], ints).unwrap(),
         ];
-        for (k, s, d, pb, pe, rounding) in [
-            (3, 2, 1, 1, 1, Rounding::Floor),
-            (2, 1, 1, 0, 0, Rounding::Floor),
-            (3, 3, 2, 2, 1, Rounding::Ceil),
-            (4, 2, 1, 3, 0, Rounding::CeilTorch),
-            (2, 2, 1, 2, 2, Rounding::Floor),
-            (5, 2, 1, 2, 2, Rounding::Ceil),
-            (1, 2, 1, 0, 0, Rounding::Ceil),
-        ] {
-            let mut p = op(k, s, 0, rounding, 8);
-            p.spatial.dilations = vec![d, d];
-            p.spatial.pads_begin = vec![pb, pb];
-            p.spatial.pads_end = vec![pe, pe];
+        for p in window_kinds() {
             for input in &inputs {
                 let walked = eval_all(&p, vec![input.clone()]).unwrap();
                 let rows = p
                     .eval_reading(vec![Arc::new(input.clone())], &[true, false])
                     .unwrap();
-                assert_eq!(*rows[0], walked[0], "{k} {s} {d} {pb} {pe} {rounding:?}");
+                assert_eq!(*rows[0], walked[0], "{:?} {:?}", p.kernel, p.spatial);
             }
         }
     }

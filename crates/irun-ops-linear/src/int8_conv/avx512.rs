@@ -69,11 +69,11 @@ pub(super) unsafe fn pack_words<const N: usize>(
     use std::arch::x86_64::*;
     let n = dst.len();
     debug_assert!(rows.iter().all(|r| r.len() >= n));
-    let low = _mm512_set1_ps(levels.input_low);
-    let high = _mm512_set1_ps(levels.input_high);
-    let range = _mm512_set1_ps(levels.input_high - levels.input_low);
-    let last = _mm512_set1_ps((levels.levels - 1) as f32);
-    let zero = _mm512_setzero_ps();
+    let range = LevelRange::new(
+        levels.input_low,
+        levels.input_high,
+        (levels.levels - 1) as f32,
+    );
     let mut nan: __mmask16 = 0;
     let mut x = 0;
     while x < n {
@@ -87,19 +87,65 @@ pub(super) unsafe fn pack_words<const N: usize>(
         for (c, row) in rows.iter().enumerate() {
             // Lanes `x..min(x + 16, n)`, and `n <= row.len()`.
             let v = _mm512_maskz_loadu_ps(lanes, row.as_ptr().add(x));
-            let t = _mm512_mul_ps(_mm512_div_ps(_mm512_sub_ps(v, low), range), last);
-            let t = _mm512_roundscale_ps::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(t);
-            let t = _mm512_mask_mov_ps(t, _mm512_cmp_ps_mask::<_CMP_LE_OQ>(v, low), zero);
-            let t = _mm512_mask_mov_ps(t, _mm512_cmp_ps_mask::<_CMP_GT_OQ>(v, high), last);
-            let unordered = _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(v, v);
+            let (k, unordered) = range.levels(v);
             nan |= unordered & lanes;
-            let k = _mm512_cvttps_epi32(_mm512_mask_mov_ps(t, unordered, zero));
             word = _mm512_or_si512(word, _mm512_sllv_epi32(k, _mm512_set1_epi32(8 * c as i32)));
         }
         _mm512_mask_storeu_epi32(dst.as_mut_ptr().add(x).cast(), lanes, word);
         x += LANES;
     }
     nan != 0
+}
+
+/// A FakeQuantize's input range as vectors, for the level of 16 values at a time.
+#[cfg(target_arch = "x86_64")]
+struct LevelRange {
+    low: std::arch::x86_64::__m512,
+    high: std::arch::x86_64::__m512,
+    width: std::arch::x86_64::__m512,
+    last: std::arch::x86_64::__m512,
+}
+
+#[cfg(target_arch = "x86_64")]
+impl LevelRange {
+    /// # Safety
+    /// AVX-512 F must be available.
+    #[target_feature(enable = "avx512f")]
+    unsafe fn new(low: f32, high: f32, last: f32) -> LevelRange {
+        use std::arch::x86_64::*;
+        LevelRange {
+            low: _mm512_set1_ps(low),
+            high: _mm512_set1_ps(high),
+            width: _mm512_set1_ps(high - low),
+            last: _mm512_set1_ps(last),
+        }
+    }
+
+    /// The level of each lane of `v` by the op's f32 steps (0 at or below the range, the
+    /// last above it, `round_half_even((v - low) / (high - low) * last)` inside; 0 for NaN),
+    /// and the lanes that are NaN.
+    ///
+    /// # Safety
+    /// AVX-512 F must be available.
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn levels(
+        &self,
+        v: std::arch::x86_64::__m512,
+    ) -> (std::arch::x86_64::__m512i, std::arch::x86_64::__mmask16) {
+        use std::arch::x86_64::*;
+        let zero = _mm512_setzero_ps();
+        let t = _mm512_mul_ps(
+            _mm512_div_ps(_mm512_sub_ps(v, self.low), self.width),
+            self.last,
+        );
+        let t = _mm512_roundscale_ps::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(t);
+        let t = _mm512_mask_mov_ps(t, _mm512_cmp_ps_mask::<_CMP_LE_OQ>(v, self.low), zero);
+        let t = _mm512_mask_mov_ps(t, _mm512_cmp_ps_mask::<_CMP_GT_OQ>(v, self.high), self.last);
+        let unordered = _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(v, v);
+        let k = _mm512_cvttps_epi32(_mm512_mask_mov_ps(t, unordered, zero));
+        (k, unordered)
+    }
 }
 
 /// [`FakeQuantizeRange::levels_into`], vectorised as [`pack_words`]: each level by the same
@@ -113,11 +159,7 @@ pub(super) unsafe fn levels_into(q: &FakeQuantizeRange, src: &[f32], dst: &mut [
     use std::arch::x86_64::*;
     let n = dst.len();
     debug_assert!(src.len() >= n);
-    let low = _mm512_set1_ps(q.input_low);
-    let high = _mm512_set1_ps(q.input_high);
-    let range = _mm512_set1_ps(q.input_high - q.input_low);
-    let last = _mm512_set1_ps(q.last_level);
-    let zero = _mm512_setzero_ps();
+    let range = LevelRange::new(q.input_low, q.input_high, q.last_level);
     let mut nan: __mmask16 = 0;
     let mut x = 0;
     while x < n {
@@ -128,13 +170,8 @@ pub(super) unsafe fn levels_into(q: &FakeQuantizeRange, src: &[f32], dst: &mut [
             (1u16 << (n - x)) - 1
         };
         let v = _mm512_maskz_loadu_ps(lanes, src.as_ptr().add(x));
-        let t = _mm512_mul_ps(_mm512_div_ps(_mm512_sub_ps(v, low), range), last);
-        let t = _mm512_roundscale_ps::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(t);
-        let t = _mm512_mask_mov_ps(t, _mm512_cmp_ps_mask::<_CMP_LE_OQ>(v, low), zero);
-        let t = _mm512_mask_mov_ps(t, _mm512_cmp_ps_mask::<_CMP_GT_OQ>(v, high), last);
-        let unordered = _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(v, v);
+        let (k, unordered) = range.levels(v);
         nan |= unordered & lanes;
-        let k = _mm512_cvttps_epi32(_mm512_mask_mov_ps(t, unordered, zero));
         _mm512_mask_cvtepi32_storeu_epi8(dst.as_mut_ptr().add(x).cast(), lanes, k);
         x += LANES;
     }
