@@ -78,11 +78,7 @@ pub(super) unsafe fn pack_words<const N: usize>(
     let mut x = 0;
     while x < n {
         // The last vector is partial: its lanes past `n` neither load nor store.
-        let lanes: __mmask16 = if n - x >= LANES {
-            !0
-        } else {
-            (1u16 << (n - x)) - 1
-        };
+        let lanes = first_lanes(n - x);
         let mut word = _mm512_set1_epi32(rest as i32);
         for (c, row) in rows.iter().enumerate() {
             // Lanes `x..min(x + 16, n)`, and `n <= row.len()`.
@@ -95,6 +91,16 @@ pub(super) unsafe fn pack_words<const N: usize>(
         x += LANES;
     }
     nan != 0
+}
+
+/// The mask of the first `count` of 16 lanes (all of them from 16 on).
+#[cfg(target_arch = "x86_64")]
+fn first_lanes(count: usize) -> std::arch::x86_64::__mmask16 {
+    if count >= LANES {
+        !0
+    } else {
+        (1u16 << count) - 1
+    }
 }
 
 /// A FakeQuantize's input range as vectors, for the level of 16 values at a time.
@@ -164,11 +170,7 @@ pub(super) unsafe fn levels_into(q: &FakeQuantizeRange, src: &[f32], dst: &mut [
     let mut x = 0;
     while x < n {
         // The last vector is partial: its lanes past `n` neither load nor store.
-        let lanes: __mmask16 = if n - x >= LANES {
-            !0
-        } else {
-            (1u16 << (n - x)) - 1
-        };
+        let lanes = first_lanes(n - x);
         let v = _mm512_maskz_loadu_ps(lanes, src.as_ptr().add(x));
         let (k, unordered) = range.levels(v);
         nan |= unordered & lanes;
