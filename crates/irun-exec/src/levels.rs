@@ -46,7 +46,7 @@ impl Executable {
             }
             let (end, last_quantize) = self.chain_end(n, &readers);
             let after_quantize = last_quantize.is_some();
-            let Some(found) = self.levels_readers(&readers[end], after_quantize) else {
+            let Some(found) = self.levels_readers(&readers, end, after_quantize) else {
                 continue;
             };
             let q = match last_quantize {
@@ -93,9 +93,16 @@ impl Executable {
         (at, quantize)
     }
 
-    /// The readers of a value, if every one takes levels; a MaxPool or a residual addend
-    /// only `after_quantize` (they need the FakeQuantize's output, not its input).
-    fn levels_readers(&self, of: &[(NodeId, usize)], after_quantize: bool) -> Option<Vec<Reader>> {
+    /// The readers of outlet `of` (`readers`: those of each outlet), if every one takes
+    /// levels; a MaxPool or a residual addend only `after_quantize` (they need the
+    /// FakeQuantize's output, not its input).
+    fn levels_readers(
+        &self,
+        readers: &[Vec<(NodeId, usize)>],
+        of: usize,
+        after_quantize: bool,
+    ) -> Option<Vec<Reader>> {
+        let of = &readers[of];
         if of.is_empty() {
             return None;
         }
@@ -122,20 +129,8 @@ impl Executable {
             if !pools {
                 return None;
             }
-            let values = self.plan.outlet(m, 0);
-            let own: Vec<(NodeId, usize)> = self
-                .plan
-                .steps
-                .iter()
-                .flat_map(|s| {
-                    s.inputs
-                        .iter()
-                        .enumerate()
-                        .filter(move |&(_, &o)| o == values)
-                        .map(move |(slot, _)| (s.node, slot))
-                })
-                .collect();
-            found.push(Reader::Pool(m, self.levels_readers(&own, true)?));
+            let own = self.levels_readers(readers, self.plan.outlet(m, 0), true)?;
+            found.push(Reader::Pool(m, own));
         }
         Some(found)
     }

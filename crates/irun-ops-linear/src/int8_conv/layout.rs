@@ -203,17 +203,8 @@ impl Rows for f32 {
 
 impl Rows for u8 {
     fn pack<const N: usize>(image: &Image<u8>, rows: [&[u8]; N], dst: &mut [u32]) -> bool {
-        let len = dst.len();
-        let zero = [image.zero];
-        // The channels past `N` read the zero level: a row of one repeated byte.
-        let row = |c: usize| -> Box<dyn Iterator<Item = &u8> + '_> {
-            match rows.get(c) {
-                Some(r) => Box::new(r[..len].iter()),
-                None => Box::new(zero.iter().cycle().take(len)),
-            }
-        };
+        let rows = rows.map(|r| &r[..dst.len()]);
         if let Ok(&[a, b, c, d]) = <&[&[u8]; 4]>::try_from(&rows[..]) {
-            let (a, b, c, d) = (&a[..len], &b[..len], &c[..len], &d[..len]);
             simd::widest(
                 #[inline(always)]
                 || {
@@ -224,18 +215,20 @@ impl Rows for u8 {
             );
             return false;
         }
-        // The last group of a channel count that is not a multiple of 4.
-        for ((((w, &a), &b), &c), &d) in dst
-            .iter_mut()
-            .zip(row(0))
-            .zip(row(1))
-            .zip(row(2))
-            .zip(row(3))
-        {
-            *w = u32::from_le_bytes([a, b, c, d]);
+        // The last group of a channel count that is not a multiple of 4, a row at a time.
+        dst.fill(zero_past::<N>(image.zero));
+        for (c, row) in rows.iter().enumerate() {
+            for (w, &k) in dst.iter_mut().zip(*row) {
+                *w |= u32::from(k) << (8 * c);
+            }
         }
         false
     }
+}
+
+/// A word's bytes of the channels past the first `N`: the zero level each.
+fn zero_past<const N: usize>(zero: u8) -> u32 {
+    (N..4).fold(0u32, |w, c| w | u32::from(zero) << (8 * c))
 }
 
 /// One image `[C, H, W]` to quantize, and how.
@@ -306,7 +299,7 @@ pub(super) fn pack_words<const N: usize>(
     dst: &mut [u32],
     vectorised: bool,
 ) -> bool {
-    let rest = (N..4).fold(0u32, |w, c| w | u32::from(zero) << (8 * c));
+    let rest = zero_past::<N>(zero);
     let rows = rows.map(|r| &r[..dst.len()]);
     #[cfg(target_arch = "x86_64")]
     if vectorised && simd::unit() == simd::Unit::Avx512 {

@@ -36,7 +36,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use irun_opkit::epilogue::{Addend, Channels, Epilogue, Residual};
-use irun_opkit::quantize::{level_f32, FakeQuantizeRange};
+use irun_opkit::quantize::FakeQuantizeRange;
 use irun_tensor::Tensor;
 
 use crate::op::{codes, take_inputs, OpError, Prepared, Value};
@@ -66,13 +66,17 @@ impl ActivationLevels {
     /// for NaN.
     #[inline(always)]
     pub fn level(&self, x: f32) -> f32 {
-        let l = (self.levels - 1) as f32;
-        if x <= self.input_low {
-            0.0
-        } else if x > self.input_high {
-            l
-        } else {
-            level_f32(x, self.input_low, self.input_high, l)
+        self.range().level(x)
+    }
+
+    /// The same ranges as a [`FakeQuantizeRange`].
+    fn range(&self) -> FakeQuantizeRange {
+        FakeQuantizeRange {
+            input_low: self.input_low,
+            input_high: self.input_high,
+            output_low: self.output_low,
+            output_high: self.output_high,
+            last_level: (self.levels - 1) as f32,
         }
     }
 
@@ -80,11 +84,23 @@ impl ActivationLevels {
     /// FakeQuantize's input read), or its output read with the output range as input
     /// range (each value its own level).
     pub fn reads_levels_of(&self, q: &FakeQuantizeRange) -> bool {
-        let same = |a: f32, b: f32| a.to_bits() == b.to_bits();
-        let output = same(self.output_low, q.output_low) && same(self.output_high, q.output_high);
-        let input = same(self.input_low, q.input_low) && same(self.input_high, q.input_high);
-        let on_grid = same(self.input_low, q.output_low) && same(self.input_high, q.output_high);
-        output && (input || on_grid) && (self.levels - 1) as f32 == q.last_level
+        let bits = |r: &FakeQuantizeRange| {
+            [
+                r.input_low,
+                r.input_high,
+                r.output_low,
+                r.output_high,
+                r.last_level,
+            ]
+            .map(f32::to_bits)
+        };
+        let on_grid = FakeQuantizeRange {
+            input_low: q.output_low,
+            input_high: q.output_high,
+            ..*q
+        };
+        let own = bits(&self.range());
+        own == bits(q) || own == bits(&on_grid)
     }
 
     /// The output step between two levels, in f64.
@@ -306,39 +322,44 @@ impl Int8Conv {
             .and_then(|v| v.checked_mul(plane))
             .ok_or_else(|| OpError::new(codes::RUN_SHAPE, "int8 Convolution: output too large"))?;
         let vectorised = vectorised && avx512::available();
-        let images = (0..n)
-            .map(|image| {
-                let words = match src {
-                    Source::Values(x) => {
-                        let src = &x[image * ci * h * w..(image + 1) * ci * h * w];
-                        layout::quantize(src, ci, &g, &self.levels, self.zero, vectorised)?
-                    }
-                    Source::Levels(k) => {
-                        let src = &k[image * ci * h * w..(image + 1) * ci * h * w];
-                        layout::quantize(src, ci, &g, &self.levels, self.zero, vectorised)?
-                    }
-                };
-                Ok(words)
-            })
-            .collect::<Result<Vec<_>, OpError>>()?;
+        // One image's words at a time, each used while in cache.
+        let quantize_image = |image: usize| {
+            let at = image * ci * h * w..(image + 1) * ci * h * w;
+            match src {
+                Source::Values(x) => {
+                    layout::quantize(&x[at], ci, &g, &self.levels, self.zero, vectorised)
+                }
+                Source::Levels(k) => {
+                    layout::quantize(&k[at], ci, &g, &self.levels, self.zero, vectorised)
+                }
+            }
+        };
         let shape = vec![n, co, g.out_h, g.out_w];
-        let any_nan = images.iter().any(|w| w.nan);
-        if let (Some(q), false) = (&self.levels_out, any_nan) {
+        if let Some(q) = &self.levels_out {
             // Zero-filled by all threads, a channel plane at a time, as below.
             let mut out = irun_opkit::par::build(len, plane.max(1), &|_, filler| {
                 filler.repeat(0u8, filler.remaining())
             })?;
             let mut nan = false;
-            for (image, words) in images.iter().enumerate() {
+            for image in 0..n {
+                // A NaN input or output has no level: the f32 output below instead.
+                let words = quantize_image(image)?;
+                if words.nan {
+                    nan = true;
+                    break;
+                }
                 let dst = &mut out[image * co * plane..(image + 1) * co * plane];
                 let image_addend = addend.map(|a| a.range(image * co * plane, co * plane));
-                nan |= self.convolve_image(
+                nan = self.convolve_image(
                     &words.words,
                     &g,
                     Out::Levels(dst, q),
                     image_addend,
                     vectorised,
                 );
+                if nan {
+                    break;
+                }
             }
             if !nan {
                 return Tensor::from_values(shape, out)
@@ -350,7 +371,8 @@ impl Int8Conv {
         let mut out = irun_opkit::par::build(len, plane.max(1), &|_, filler| {
             filler.repeat(0.0, filler.remaining())
         })?;
-        for (image, words) in images.iter().enumerate() {
+        for image in 0..n {
+            let words = quantize_image(image)?;
             let dst = &mut out[image * co * plane..(image + 1) * co * plane];
             // An output the spread below sets to NaN is NaN after the residual too.
             let image_addend = addend.map(|a| a.range(image * co * plane, co * plane));
@@ -595,7 +617,12 @@ impl Prepared for Int8Conv {
     }
 
     fn byte_size(&self) -> usize {
-        (self.weights.len() + self.channel_weights.len() + self.zero_sums.len() + self.scales.len())
+        let table = self.addend_levels.as_ref().map_or(0, |t| t.len());
+        (self.weights.len()
+            + self.channel_weights.len()
+            + self.zero_sums.len()
+            + self.scales.len()
+            + table)
             * 4
     }
 
@@ -629,17 +656,12 @@ impl Prepared for Int8Conv {
     }
 
     fn set_levels_input(&mut self, slot: usize, q: &FakeQuantizeRange) -> bool {
-        let fits = match slot {
-            0 => self.levels.reads_levels_of(q),
-            1 => self.residual.is_some(),
-            _ => false,
-        };
-        if fits && slot == 0 {
-            self.levels_in = true;
-        } else if fits {
-            self.addend_levels = Some(Box::new(q.level_values()));
+        match slot {
+            0 if self.levels.reads_levels_of(q) => self.levels_in = true,
+            1 if self.residual.is_some() => self.addend_levels = Some(Box::new(q.level_values())),
+            _ => return false,
         }
-        fits
+        true
     }
 
     fn set_output_quantize(&mut self, q: &[FakeQuantizeRange]) -> bool {
