@@ -483,7 +483,8 @@ fn levels_written_and_read_are_the_f32_values_levels() {
     };
     for (ci, co, hw) in [(6, 12, [9, 7]), (8, 32, [7, 7])] {
         let shape = [co, ci, 3, 3];
-        let mut x: Vec<f32> = (0..ci * hw[0] * hw[1]).map(|i| noise(i, 11)).collect();
+        // Two images, so that a NaN in the second comes after the first's levels.
+        let mut x: Vec<f32> = (0..2 * ci * hw[0] * hw[1]).map(|i| noise(i, 11)).collect();
         let codes: Vec<i8> = (0..co * ci * 9)
             .map(|i| (noise(i, 13) * 127.0) as i8)
             .collect();
@@ -512,7 +513,7 @@ fn levels_written_and_read_are_the_f32_values_levels() {
         };
         let (values, levels) = (conv(false), conv(true));
         for vectorised in [true, false] {
-            let input = Tensor::from_f32(vec![1, ci, hw[0], hw[1]], x.clone()).unwrap();
+            let input = Tensor::from_f32(vec![2, ci, hw[0], hw[1]], x.clone()).unwrap();
             let f32_out = values.run(&input, None, vectorised).unwrap();
             let level_out = levels.run(&input, None, vectorised).unwrap();
             let got = level_out.values::<u8>().expect("levels");
@@ -556,8 +557,8 @@ fn levels_written_and_read_are_the_f32_values_levels() {
             assert_eq!(bits(&a), bits(&b));
         }
         // A NaN input has no level: the output is the f32 one, NaN where it reads it.
-        x[5] = f32::NAN;
-        let input = Tensor::from_f32(vec![1, ci, hw[0], hw[1]], x.clone()).unwrap();
+        x[ci * hw[0] * hw[1] + 5] = f32::NAN;
+        let input = Tensor::from_f32(vec![2, ci, hw[0], hw[1]], x.clone()).unwrap();
         let f32_out = values.run(&input, None, true).unwrap();
         let fallback = levels.run(&input, None, true).unwrap();
         assert_eq!(bits(&f32_out), bits(&fallback));
