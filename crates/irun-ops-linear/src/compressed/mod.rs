@@ -25,6 +25,8 @@ use crate::simd;
 
 #[cfg(target_arch = "x86_64")]
 mod avx2;
+#[cfg(target_arch = "x86_64")]
+mod avx512;
 
 /// How codes become values: arithmetic where the table is the identity or two's complement
 /// (no lookup), a lookup otherwise.
@@ -276,11 +278,20 @@ impl CompressedMatMul {
         };
         #[cfg(not(target_arch = "x86_64"))]
         let x_sums: Vec<f32> = Vec::new();
+        // The decode step's one row, reordered once for the AVX-512 kernel.
+        #[cfg(target_arch = "x86_64")]
+        let one_row = (x_rows == 1 && avx512::usable(w)).then(|| avx512::Input::new(w, x));
         let mut parts: Vec<Vec<f32>> = vec![Vec::new(); n.div_ceil(block)];
         par::for_each_mut(&mut parts, &|b, part| {
             let first = b * block;
             let count = block.min(n - first);
             let mut out = vec![0f32; x_rows * count];
+            #[cfg(target_arch = "x86_64")]
+            if let Some(x) = &one_row {
+                avx512::dot_block(w, first, x, &mut out);
+                *part = out;
+                return;
+            }
             if gemm {
                 let mut tile = vec![0f32; count * k];
                 for (j, row) in tile.chunks_exact_mut(k.max(1)).enumerate() {
@@ -559,7 +570,13 @@ mod tests {
 
     #[test]
     fn products_equal_dense_products_at_any_thread_count() {
-        let (rows, cols, group) = (37, 64, 16);
+        // Groups of 16 (AVX2 kernels), groups of two 32-code blocks (AVX-512 for one row).
+        for (rows, cols, group) in [(37, 64, 16), (37, 128, 64)] {
+            products_equal_dense_products(rows, cols, group);
+        }
+    }
+
+    fn products_equal_dense_products(rows: usize, cols: usize, group: usize) {
         let codes = sample(rows, cols);
         let groups = rows * cols / group;
         let s: Vec<f32> = (0..groups).map(|g| 0.01 * (g as f32 - 40.0)).collect();
@@ -639,7 +656,14 @@ mod tests {
     /// bits, products within f32 rounding of the definition in f64, on every path.
     #[test]
     fn every_decoding_gives_the_definitions_weights_and_products() {
-        let (rows, cols, group) = (19, 48, 16);
+        // Groups of 16 (AVX2 for 4-bit codes), of one 32-code block and of three (AVX-512
+        // for one input row, an odd block at the group's end).
+        for (rows, cols, group) in [(19, 48, 16), (7, 64, 32), (5, 192, 96)] {
+            every_decoding_gives_the_definitions(rows, cols, group);
+        }
+    }
+
+    fn every_decoding_gives_the_definitions(rows: usize, cols: usize, group: usize) {
         let nf: Vec<f32> = (0..16).map(|c| (c as f32 - 7.5) / 7.5).collect();
         let fp8: Vec<f32> = (0..256).map(|c| ((c as f32) - 128.0) * 0.037).collect();
         let kinds: Vec<(CodeWidth, Vec<f32>, Decode)> = vec![
@@ -667,6 +691,9 @@ mod tests {
         let groups = rows * cols / group;
         let s: Vec<f32> = (0..groups).map(|g| 0.01 * (g as f32 - 20.0)).collect();
         let z: Vec<f32> = (0..groups).map(|g| (g * 3 % 11) as f32).collect();
+        // Zero points off the whole numbers (a graph may compute any): subtracted from the
+        // values, not the codes.
+        let z_half: Vec<f32> = z.iter().map(|z| z + 0.5).collect();
         for (width, lut, decode) in kinds {
             let codes: Vec<u8> = (0..rows * cols)
                 .map(|i| ((i * 37 + i / 5) % width.codes()) as u8)
@@ -675,7 +702,7 @@ mod tests {
                 CodeWidth::Four => u4(rows, cols, &codes),
                 CodeWidth::Eight => codes.clone().into(),
             };
-            for zp in [None, Some(z.clone())] {
+            for zp in [None, Some(z.clone()), Some(z_half.clone())] {
                 let w = CompressedWeights::new(
                     bytes.clone(),
                     width,
