@@ -77,16 +77,19 @@ impl Executable {
                     .map(|(n, ty, shape)| (*n, Fact::of_static(*ty, shape))),
             )
             .collect();
-        let recent = |cache: &Option<InferredFacts>| {
-            cache
-                .as_ref()
-                .filter(|(key, _)| *key == overrides)
-                .map(|(_, facts)| facts.clone())
-        };
-        if let Some(facts) = recent(&self.recent_facts.lock().unwrap_or_else(|p| p.into_inner())) {
-            return Ok(RunFacts::Inferred(facts));
+        let recent: Option<InferredFacts> = self
+            .recent_facts
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        if let Some((_, facts)) = recent.as_ref().filter(|(key, _)| *key == overrides) {
+            return Ok(RunFacts::Inferred(facts.clone()));
         }
-        let facts = Arc::new(self.graph.infer_with_inputs(&overrides).map_err(|d| {
+        // The last inference is the base of this one: a decode step differs from the last
+        // step in the sequence length alone, which few nodes' facts depend on.
+        let previous = recent.as_ref().map(|(_, facts)| facts.as_slice());
+        let inferred = self.graph.infer_with_inputs_after(&overrides, previous);
+        let facts = Arc::new(inferred.map_err(|d| {
             RunError::new(
                 RunErrorKind::Op,
                 format!("with these input shapes, {}", d.message),

@@ -230,10 +230,27 @@ impl Graph {
         &self,
         inputs: &[(NodeId, Fact)],
     ) -> Result<Vec<Vec<Fact>>, Diagnostic> {
+        self.infer_with_inputs_after(inputs, None)
+    }
+
+    /// [`Graph::infer_with_inputs`], given the facts an earlier call returned for other
+    /// inputs: a node none of whose producers' facts differ from that call's takes its facts
+    /// from it, as inference is a function of the input facts alone. A decoder's step, whose
+    /// inputs differ from the last step's only in the sequence length, then infers only the
+    /// nodes that length reaches (its layers' projections and MLPs keep their shapes).
+    pub fn infer_with_inputs_after(
+        &self,
+        inputs: &[(NodeId, Fact)],
+        previous: Option<&[Vec<Fact>]>,
+    ) -> Result<Vec<Vec<Fact>>, Diagnostic> {
+        let previous = previous.filter(|p| p.len() == self.nodes.len());
         let mut facts = vec![Vec::new(); self.nodes.len()];
+        // Whether a node's facts may differ from `previous`'s.
+        let mut changed = vec![true; self.nodes.len()];
         for &n in &self.order {
             if let Some((_, f)) = inputs.iter().find(|(p, _)| *p == n) {
                 facts[n] = vec![f.clone()];
+                changed[n] = previous.is_none_or(|p| p[n] != facts[n]);
                 continue;
             }
             // Values the model's own inference found (constants and what folds from them)
@@ -242,7 +259,16 @@ impl Graph {
             let known = &self.facts[n];
             if !known.is_empty() && known.iter().all(|f| f.value.is_some()) {
                 facts[n] = known.clone();
+                changed[n] = false;
                 continue;
+            }
+            if let Some(p) = previous {
+                let producers = self.nodes[n].inputs.iter().flatten();
+                if producers.clone().all(|o| !changed[o.node]) {
+                    facts[n] = p[n].clone();
+                    changed[n] = false;
+                    continue;
+                }
             }
             let input_facts = self.input_facts(&facts, n);
             let layer = self.layer(n);
@@ -256,6 +282,7 @@ impl Graph {
                     out
                 }
             };
+            changed[n] = previous.is_none_or(|p| p[n] != facts[n]);
         }
         Ok(facts)
     }

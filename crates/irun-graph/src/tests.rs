@@ -2,6 +2,9 @@ use std::path::Path;
 
 use irun_ir::{codes, IrModel, Weights};
 
+use irun_ops::Fact;
+use irun_tensor::{ElementType, PartialShape};
+
 use crate::testing::*;
 use crate::Graph;
 
@@ -441,8 +444,20 @@ fn declared_ports_are_compared_with_inferred_facts() {
 /// `x.view(x.size(0), -1)` as torch exports it: Reshape(x, Concat(Gather(ShapeOf(x), 0), -1)).
 /// Constant folding evaluates the shape branch at inference time, so the Reshape gets a
 /// static shape and the declared `[2,12]` is checked against it.
-#[test]
-fn shape_subgraphs_fold_to_static_shapes() {
+/// x (`x_dims`) -> Reshape to `[x.shape[0], -1]`, the target computed from ShapeOf(x) by
+/// Gather and Concat (folded when x's shape is known), and its `.bin`.
+fn flatten_by_shape_of(x_dims: &[i64], y_dims: &[i64]) -> (String, Vec<u8>) {
+    let x_shape = x_dims
+        .iter()
+        .map(|d| {
+            if *d < 0 {
+                "?".to_string()
+            } else {
+                d.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(",");
     let konst = |id: u64, name: &str, offset: u64, shape: &str, dims: &[i64]| {
         layer(
             id,
@@ -459,14 +474,14 @@ fn shape_subgraphs_fold_to_static_shapes() {
     };
     let xml = ir(
         &[
-            parameter(0, "x", "f32", "2,3,4", "FP32", &[2, 3, 4]),
+            parameter(0, "x", "f32", &x_shape, "FP32", x_dims),
             layer(
                 1,
                 "shape",
                 "ShapeOf",
                 "opset3",
                 Some("output_type=\"i64\""),
-                &[port(0, "FP32", &[2, 3, 4])],
+                &[port(0, "FP32", x_dims)],
                 &[port(1, "I64", &[3])],
             ),
             konst(2, "first", 0, "1", &[1]),
@@ -500,10 +515,10 @@ fn shape_subgraphs_fold_to_static_shapes() {
                 "Reshape",
                 "opset1",
                 Some("special_zero=\"false\""),
-                &[port(0, "FP32", &[2, 3, 4]), port(1, "I64", &[2])],
-                &[port(2, "FP32", &[2, 12])],
+                &[port(0, "FP32", x_dims), port(1, "I64", &[2])],
+                &[port(2, "FP32", y_dims)],
             ),
-            result(8, "y", "FP32", &[2, 12]),
+            result(8, "y", "FP32", y_dims),
         ],
         &[
             edge(0, 0, 1, 0),
@@ -518,6 +533,12 @@ fn shape_subgraphs_fold_to_static_shapes() {
         ],
     );
     let bytes: Vec<u8> = [0i64, 0, -1].iter().flat_map(|v| v.to_le_bytes()).collect();
+    (xml, bytes)
+}
+
+#[test]
+fn shape_subgraphs_fold_to_static_shapes() {
+    let (xml, bytes) = flatten_by_shape_of(&[2, 3, 4], &[2, 12]);
     let model = IrModel::parse(
         &xml,
         Path::new("t.xml"),
@@ -553,6 +574,42 @@ fn shape_subgraphs_fold_to_static_shapes() {
         "{:?}",
         g.diagnostics
     );
+}
+
+/// Inference for new input shapes from an earlier one: a node whose producers' facts did
+/// not change keeps its facts, and a change reaches every node downstream, through folded
+/// values too (the Reshape's target is computed from ShapeOf(x)).
+#[test]
+fn inference_after_an_earlier_one_infers_what_the_inputs_reach() {
+    let (xml, bytes) = flatten_by_shape_of(&[-1, 3, 4], &[-1, 12]);
+    let g = Graph::build(
+        IrModel::parse(
+            &xml,
+            Path::new("t.xml"),
+            Weights::from_vec(Path::new("t.bin"), bytes),
+        )
+        .unwrap(),
+    );
+    assert!(!g.has_errors(), "{:?}", g.diagnostics);
+    let x = |batch: usize| vec![(0, Fact::of_static(ElementType::F32, &[batch, 3, 4]))];
+    let first = g.infer_with_inputs(&x(2)).unwrap();
+    assert_eq!(first[7][0].shape.to_string(), "[2,12]");
+    let fresh = g.infer_with_inputs(&x(5)).unwrap();
+    let after = g.infer_with_inputs_after(&x(5), Some(&first)).unwrap();
+    assert_eq!(after, fresh);
+    assert_eq!(after[7][0].shape.to_string(), "[5,12]");
+
+    // Unchanged inputs: every node's facts are the earlier ones, which is seen by marking
+    // them (a marked fact inferred again would lose its mark).
+    let mut marked = fresh.clone();
+    marked[7][0].shape = PartialShape::fixed(&[7, 7]);
+    let again = g.infer_with_inputs_after(&x(5), Some(&marked)).unwrap();
+    assert_eq!(again[7][0].shape.to_string(), "[7,7]");
+    // An earlier inference of another graph is not used.
+    let other = g
+        .infer_with_inputs_after(&x(5), Some(&marked[..3]))
+        .unwrap();
+    assert_eq!(other, fresh);
 }
 
 /// Parameter x f32[2] -> ReadValue-6 `var` (declared `ty`[2]) -> Result, plus an Assign of
