@@ -87,7 +87,9 @@ impl Executable {
         }
         // The last inference is the base of this one: a decode step differs from the last
         // step in the sequence length alone, which few nodes' facts depend on.
-        let previous = recent.as_ref().map(|(_, facts)| facts.as_slice());
+        let previous = recent
+            .as_ref()
+            .map(|(given, facts)| (given.as_slice(), facts.as_slice()));
         let inferred = self.graph.infer_with_inputs_after(&overrides, previous);
         let facts = Arc::new(inferred.map_err(|d| {
             RunError::new(

@@ -15,6 +15,10 @@ use crate::graph::{Graph, NodeId, Outlet};
 /// output has at most this many.
 pub const MAX_FOLDED_ELEMENTS: usize = 1 << 16;
 
+/// An earlier run-time inference ([`Graph::infer_with_inputs_after`]): the facts it was
+/// given, by node, and the facts it returned.
+pub type Earlier<'a> = (&'a [(NodeId, Fact)], &'a [Vec<Fact>]);
+
 impl Graph {
     /// Resolves every layer's op (unsupported types are reported once per type) and runs
     /// inference over the topological order. Called by `build`.
@@ -233,17 +237,21 @@ impl Graph {
         self.infer_with_inputs_after(inputs, None)
     }
 
-    /// [`Graph::infer_with_inputs`], given the facts an earlier call returned for other
-    /// inputs: a node none of whose producers' facts differ from that call's takes its facts
-    /// from it, as inference is a function of the input facts alone. A decoder's step, whose
-    /// inputs differ from the last step's only in the sequence length, then infers only the
-    /// nodes that length reaches (its layers' projections and MLPs keep their shapes).
+    /// [`Graph::infer_with_inputs`], given an earlier call's inputs and the facts it
+    /// returned: a node none of whose producers' facts differ from that call's takes its facts
+    /// from it, as inference is a function of the input facts alone (but for the nodes that
+    /// call was given facts for: those are inferred again unless given again). A decoder's
+    /// step, whose inputs differ from the last step's only in the sequence length, then infers
+    /// only the nodes that length reaches (its layers' projections and MLPs keep their shapes).
     pub fn infer_with_inputs_after(
         &self,
         inputs: &[(NodeId, Fact)],
-        previous: Option<&[Vec<Fact>]>,
+        previous: Option<Earlier<'_>>,
     ) -> Result<Vec<Vec<Fact>>, Diagnostic> {
-        let previous = previous.filter(|p| p.len() == self.nodes.len());
+        let (was_given, previous) = match previous {
+            Some((given, facts)) if facts.len() == self.nodes.len() => (given, Some(facts)),
+            _ => (&[][..], None),
+        };
         let mut facts = vec![Vec::new(); self.nodes.len()];
         // Whether a node's facts may differ from `previous`'s.
         let mut changed = vec![true; self.nodes.len()];
@@ -262,7 +270,7 @@ impl Graph {
                 changed[n] = false;
                 continue;
             }
-            if let Some(p) = previous {
+            if let Some(p) = previous.filter(|_| was_given.iter().all(|(m, _)| *m != n)) {
                 let producers = self.nodes[n].inputs.iter().flatten();
                 if producers.clone().all(|o| !changed[o.node]) {
                     facts[n] = p[n].clone();

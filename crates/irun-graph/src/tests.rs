@@ -595,7 +595,9 @@ fn inference_after_an_earlier_one_infers_what_the_inputs_reach() {
     let first = g.infer_with_inputs(&x(2)).unwrap();
     assert_eq!(first[7][0].shape.to_string(), "[2,12]");
     let fresh = g.infer_with_inputs(&x(5)).unwrap();
-    let after = g.infer_with_inputs_after(&x(5), Some(&first)).unwrap();
+    let after = g
+        .infer_with_inputs_after(&x(5), Some((&x(2), &first)))
+        .unwrap();
     assert_eq!(after, fresh);
     assert_eq!(after[7][0].shape.to_string(), "[5,12]");
 
@@ -603,13 +605,27 @@ fn inference_after_an_earlier_one_infers_what_the_inputs_reach() {
     // them (a marked fact inferred again would lose its mark).
     let mut marked = fresh.clone();
     marked[7][0].shape = PartialShape::fixed(&[7, 7]);
-    let again = g.infer_with_inputs_after(&x(5), Some(&marked)).unwrap();
+    let again = g
+        .infer_with_inputs_after(&x(5), Some((&x(5), &marked)))
+        .unwrap();
     assert_eq!(again[7][0].shape.to_string(), "[7,7]");
     // An earlier inference of another graph is not used.
     let other = g
-        .infer_with_inputs_after(&x(5), Some(&marked[..3]))
+        .infer_with_inputs_after(&x(5), Some((&x(5), &marked[..3])))
         .unwrap();
     assert_eq!(other, fresh);
+
+    // A node the earlier call was given facts for (as a ReadValue's stored value) is
+    // inferred again when it is not given them now (the state was reset): its earlier facts
+    // were not its inputs' consequence.
+    let reshaped = (7, Fact::of_static(ElementType::F32, &[60]));
+    let given: Vec<(usize, Fact)> = x(5).into_iter().chain([reshaped]).collect();
+    let with_given = g.infer_with_inputs(&given).unwrap();
+    assert_eq!(with_given[7][0].shape.to_string(), "[60]");
+    let after_given = g
+        .infer_with_inputs_after(&x(5), Some((&given, &with_given)))
+        .unwrap();
+    assert_eq!(after_given, fresh);
 }
 
 /// Parameter x f32[2] -> ReadValue-6 `var` (declared `ty`[2]) -> Result, plus an Assign of
