@@ -245,6 +245,12 @@ impl Residual {
             || match addend {
                 Addend::Values(values) => self.add_values(planes, values),
                 Addend::Levels(levels, table) => {
+                    #[cfg(target_arch = "x86_64")]
+                    if simd::unit() == simd::Unit::Avx512 {
+                        // SAFETY: `unit()` found AVX-512 F.
+                        unsafe { add_levels_avx512(planes, levels, table, self.relu) };
+                        return;
+                    }
                     // A run of values at a time, looked up: computing each level's value
                     // (a division) cost more than the add and the FakeQuantize together.
                     const RUN: usize = 64;
@@ -274,6 +280,41 @@ impl Residual {
                 }
             }
         }
+    }
+}
+
+/// [`Residual::add`] of an addend given as levels on AVX-512: sixteen levels widened and
+/// their values gathered from the table at once (the table lookups one at a time were most
+/// of a residual layer's epilogue), added, and the ReLU as [`Activation::relu`] (a value
+/// kept if above zero or NaN, else +0).
+///
+/// # Safety
+/// AVX-512 F must be available.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn add_levels_avx512(planes: &mut [f32], levels: &[u8], table: &[f32; 256], relu: bool) {
+    use std::arch::x86_64::*;
+    let n = planes.len().min(levels.len());
+    let (y, k) = (planes.as_mut_ptr(), levels.as_ptr());
+    let mut i = 0;
+    while i + 16 <= n {
+        // SAFETY: `i + 16 <= n`, within both slices; each gathered index is a level, below
+        // 256, within the table.
+        unsafe {
+            let index = _mm512_cvtepu8_epi32(_mm_loadu_si128(k.add(i).cast()));
+            let addend = _mm512_i32gather_ps::<4>(index, table.as_ptr());
+            let mut sum = _mm512_add_ps(_mm512_loadu_ps(y.add(i)), addend);
+            if relu {
+                let kept = _mm512_cmp_ps_mask::<_CMP_NLE_UQ>(sum, _mm512_setzero_ps());
+                sum = _mm512_maskz_mov_ps(kept, sum);
+            }
+            _mm512_storeu_ps(y.add(i), sum);
+        }
+        i += 16;
+    }
+    for (y, &k) in planes[i..n].iter_mut().zip(&levels[i..n]) {
+        let sum = *y + table[usize::from(k)];
+        *y = if relu { Activation::relu(sum) } else { sum };
     }
 }
 
@@ -401,18 +442,31 @@ mod tests {
             output_high: 1.5,
             last_level: 255.0,
         };
-        let y: Vec<f32> = (0..40).map(|i| 0.1 * i as f32 - 2.0).collect();
+        // Whole vectors of 16 and a partial one; NaN, and sums at and around zero.
         let levels: Vec<u8> = (0..40).map(|i| (i * 67 % 256) as u8).collect();
         let values: Vec<f32> = levels.iter().map(|&k| q.value_of_level(k)).collect();
+        let y: Vec<f32> = (0..40)
+            .map(|i| match i % 9 {
+                0 => f32::NAN,
+                1 => -values[i],
+                2 => -0.0,
+                _ => 0.1 * i as f32 - 2.0,
+            })
+            .collect();
+        let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
         for relu in [true, false] {
             let res = Residual {
                 relu,
                 quantize: vec![q],
             };
             let (mut got, mut want) = (y.clone(), y.clone());
+            res.add(&mut got, Addend::Levels(&levels, &q.level_values()));
+            res.add(&mut want, Addend::Values(&values));
+            assert_eq!(bits(&got), bits(&want), "relu {relu}");
+            let (mut got, mut want) = (y.clone(), y.clone());
             res.apply_at(&mut got, Addend::Levels(&levels, &q.level_values()), 0, 8);
             res.apply_at(&mut want, Addend::Values(&values), 0, 8);
-            assert_eq!(got, want, "{relu}");
+            assert_eq!(bits(&got), bits(&want), "relu {relu}");
         }
     }
 }
