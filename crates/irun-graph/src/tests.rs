@@ -15,6 +15,18 @@ pub(crate) fn build(xml: &str) -> Graph {
     )
 }
 
+/// [`build`] with `bytes` as the `.bin`.
+fn build_with_weights(xml: &str, bytes: Vec<u8>) -> Graph {
+    Graph::build(
+        IrModel::parse(
+            xml,
+            Path::new("t.xml"),
+            Weights::from_vec(Path::new("t.bin"), bytes),
+        )
+        .expect("well-formed"),
+    )
+}
+
 fn codes_of(g: &Graph) -> Vec<&'static str> {
     g.all_diagnostics().map(|d| d.code).collect()
 }
@@ -539,13 +551,7 @@ fn flatten_by_shape_of(x_dims: &[i64], y_dims: &[i64]) -> (String, Vec<u8>) {
 #[test]
 fn shape_subgraphs_fold_to_static_shapes() {
     let (xml, bytes) = flatten_by_shape_of(&[2, 3, 4], &[2, 12]);
-    let model = IrModel::parse(
-        &xml,
-        Path::new("t.xml"),
-        Weights::from_vec(Path::new("t.bin"), bytes),
-    )
-    .expect("well-formed");
-    let g = Graph::build(model);
+    let g = build_with_weights(&xml, bytes);
     assert!(!g.has_errors(), "{:?}", g.diagnostics);
     let target = g.facts[6][0].value.as_ref().expect("Concat folded");
     assert_eq!(target.to_i64_vec().unwrap(), vec![2, -1]);
@@ -561,14 +567,7 @@ fn shape_subgraphs_fold_to_static_shapes() {
         "<dim>2</dim><dim>11</dim></port></output>",
     );
     let bytes: Vec<u8> = [0i64, 0, -1].iter().flat_map(|v| v.to_le_bytes()).collect();
-    let g = Graph::build(
-        IrModel::parse(
-            &bad,
-            Path::new("t.xml"),
-            Weights::from_vec(Path::new("t.bin"), bytes),
-        )
-        .unwrap(),
-    );
+    let g = build_with_weights(&bad, bytes);
     assert!(
         codes_of(&g).contains(&irun_ops::codes::DECLARED_OUTPUT),
         "{:?}",
@@ -582,14 +581,7 @@ fn shape_subgraphs_fold_to_static_shapes() {
 #[test]
 fn inference_after_an_earlier_one_infers_what_the_inputs_reach() {
     let (xml, bytes) = flatten_by_shape_of(&[-1, 3, 4], &[-1, 12]);
-    let g = Graph::build(
-        IrModel::parse(
-            &xml,
-            Path::new("t.xml"),
-            Weights::from_vec(Path::new("t.bin"), bytes),
-        )
-        .unwrap(),
-    );
+    let g = build_with_weights(&xml, bytes);
     assert!(!g.has_errors(), "{:?}", g.diagnostics);
     let x = |batch: usize| vec![(0, Fact::of_static(ElementType::F32, &[batch, 3, 4]))];
     let first = g.infer_with_inputs(&x(2)).unwrap();

@@ -77,8 +77,8 @@ pub fn dot_block(w: &CompressedWeights, first: usize, x: &Input, out: &mut [f32]
     // floats at column `c` with `c + 16 <= cols == x.0.len()` (asserted).
     unsafe {
         match w.decode {
-            Decode::U4 | Decode::Lut16 => dot_four_bit(w, first, codes, &x.0, out),
-            _ => dot_eight_bit(w, first, codes, &x.0, out),
+            Decode::U4 | Decode::Lut16 => dot_rows::<true>(w, first, codes, &x.0, out),
+            _ => dot_rows::<false>(w, first, codes, &x.0, out),
         }
     }
 }
@@ -92,8 +92,10 @@ unsafe fn chains_sum(a: [__m512; CHAINS]) -> __m512 {
     unsafe { _mm512_add_ps(_mm512_add_ps(a[0], a[1]), _mm512_add_ps(a[2], a[3])) }
 }
 
+/// Each row's groups: `Σ_groups scale · Σ (value - zero_point) · x`, a group's sums by
+/// [`four_bit_group`] (`FOUR`) or [`eight_bit_group`].
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq")]
-unsafe fn dot_four_bit(
+unsafe fn dot_rows<const FOUR: bool>(
     w: &CompressedWeights,
     first: usize,
     codes: &[u8],
@@ -103,57 +105,8 @@ unsafe fn dot_four_bit(
     unsafe {
         let (k, g) = (w.cols, w.group);
         let groups = k / g;
+        let group_bytes = if FOUR { g / 2 } else { g };
         let table = _mm512_loadu_ps(w.lut.as_ptr());
-        let mut p = codes.as_ptr();
-        let x = x.as_ptr();
-        for (j, o) in out.iter_mut().enumerate() {
-            let r = first + j;
-            let mut sum = _mm512_setzero_ps();
-            for gi in 0..groups {
-                _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(PREFETCH_AHEAD) as *const i8);
-                let values = match &w.zero_points {
-                    Some(z) => _mm512_sub_ps(table, _mm512_set1_ps(z[r * groups + gi])),
-                    None => table,
-                };
-                let mut a = [_mm512_setzero_ps(); CHAINS];
-                let mut c = gi * g;
-                let end = c + g;
-                // Two blocks per step, one chain per half block.
-                while c + 2 * BLOCK <= end {
-                    for b in 0..2 {
-                        let (low, high) = four_bit_block(p.add(16 * b), values);
-                        let (u, v) = (2 * b, 2 * b + 1);
-                        a[u] = _mm512_fmadd_ps(low, _mm512_loadu_ps(x.add(c)), a[u]);
-                        a[v] = _mm512_fmadd_ps(high, _mm512_loadu_ps(x.add(c + 16)), a[v]);
-                        c += BLOCK;
-                    }
-                    p = p.add(32);
-                }
-                if c < end {
-                    let (low, high) = four_bit_block(p, values);
-                    a[0] = _mm512_fmadd_ps(low, _mm512_loadu_ps(x.add(c)), a[0]);
-                    a[1] = _mm512_fmadd_ps(high, _mm512_loadu_ps(x.add(c + 16)), a[1]);
-                    p = p.add(16);
-                }
-                let scale = _mm512_set1_ps(w.scales[r * groups + gi]);
-                sum = _mm512_fmadd_ps(scale, chains_sum(a), sum);
-            }
-            *o = _mm512_reduce_add_ps(sum);
-        }
-    }
-}
-
-#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq")]
-unsafe fn dot_eight_bit(
-    w: &CompressedWeights,
-    first: usize,
-    codes: &[u8],
-    x: &[f32],
-    out: &mut [f32],
-) {
-    unsafe {
-        let (k, g) = (w.cols, w.group);
-        let groups = k / g;
         let signed = w.decode == Decode::I8;
         let mut p = codes.as_ptr();
         let x = x.as_ptr();
@@ -162,22 +115,67 @@ unsafe fn dot_eight_bit(
             let mut sum = _mm512_setzero_ps();
             for gi in 0..groups {
                 _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(PREFETCH_AHEAD) as *const i8);
-                // Zero points of 8-bit codes are whole numbers within the codes' range in
-                // every NNCF export, subtracted from the codes as integers (exact); any
-                // other is subtracted from the value as the definition does.
-                let zero = w.zero_points.as_ref().map_or(0.0, |z| z[r * groups + gi]);
+                let zero = w.zero_points.as_ref().map(|z| z[r * groups + gi]);
                 let range = gi * g..(gi + 1) * g;
-                let a = if zero == zero.trunc() && zero.abs() <= 256.0 {
-                    eight_bit_group::<false>(p, x, range, signed, zero)
+                let a = if FOUR {
+                    let values = match zero {
+                        Some(z) => _mm512_sub_ps(table, _mm512_set1_ps(z)),
+                        None => table,
+                    };
+                    four_bit_group(p, x, range, values)
                 } else {
-                    eight_bit_group::<true>(p, x, range, signed, zero)
+                    // Zero points of 8-bit codes are whole numbers within the codes' range
+                    // in every NNCF export, subtracted from the codes as integers (exact);
+                    // any other is subtracted from the value as the definition does.
+                    let zero = zero.unwrap_or(0.0);
+                    if zero == zero.trunc() && zero.abs() <= 256.0 {
+                        eight_bit_group::<false>(p, x, range, signed, zero)
+                    } else {
+                        eight_bit_group::<true>(p, x, range, signed, zero)
+                    }
                 };
-                p = p.add(g);
+                p = p.add(group_bytes);
                 let scale = _mm512_set1_ps(w.scales[r * groups + gi]);
                 sum = _mm512_fmadd_ps(scale, chains_sum(a), sum);
             }
             *o = _mm512_reduce_add_ps(sum);
         }
+    }
+}
+
+/// The chains of `Σ value · x` over the columns `range` of one 4-bit group whose codes
+/// start at `p`, `values` the table of each code's value (less the zero point).
+///
+/// # Safety
+/// AVX-512 F present; `range.len() / 2` (a multiple of 16) bytes readable at `p`, floats
+/// `range` readable at `x`.
+#[inline(always)]
+unsafe fn four_bit_group(
+    mut p: *const u8,
+    x: *const f32,
+    range: std::ops::Range<usize>,
+    values: __m512,
+) -> [__m512; CHAINS] {
+    unsafe {
+        let mut a = [_mm512_setzero_ps(); CHAINS];
+        let mut c = range.start;
+        // Two blocks per step, one chain per half block.
+        while c + 2 * BLOCK <= range.end {
+            for b in 0..2 {
+                let (low, high) = four_bit_block(p.add(16 * b), values);
+                let (u, v) = (2 * b, 2 * b + 1);
+                a[u] = _mm512_fmadd_ps(low, _mm512_loadu_ps(x.add(c)), a[u]);
+                a[v] = _mm512_fmadd_ps(high, _mm512_loadu_ps(x.add(c + 16)), a[v]);
+                c += BLOCK;
+            }
+            p = p.add(32);
+        }
+        if c < range.end {
+            let (low, high) = four_bit_block(p, values);
+            a[0] = _mm512_fmadd_ps(low, _mm512_loadu_ps(x.add(c)), a[0]);
+            a[1] = _mm512_fmadd_ps(high, _mm512_loadu_ps(x.add(c + 16)), a[1]);
+        }
+        a
     }
 }
 
