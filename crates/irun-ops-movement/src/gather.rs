@@ -147,13 +147,31 @@ impl Op for Gather {
             per_batch: is[b..].iter().product(),
             inner: ds[axis + 1..].iter().product(),
         };
+        let indices = idx.to_vec();
+        if is[b..] == [geo.along] && is_identity(&indices, geo.along) {
+            // Every slice in its own place (a decoder's KV cache reordered by `beam_idx`
+            // [0] at every step): the output is the data, shared rather than copied.
+            return Ok(vec![data]);
+        }
         let mut shape = ds[..axis].to_vec();
         shape.extend_from_slice(&is[b..]);
         shape.extend_from_slice(&ds[axis + 1..]);
         let words = data.words().ok_or_else(|| no_strings(self.label()))?;
-        let out = with_words!(words, w => gather(w, &idx.to_vec(), &geo)?);
+        let out = with_words!(words, w => gather(w, &indices, &geo)?);
         Ok(vec![output(data.element_type(), shape, out)?])
     }
+}
+
+/// Whether `indices` (per batch, `along` of them) pick slices `0..along` in order, each
+/// written as itself or counted from the end.
+fn is_identity(indices: &[i64], along: usize) -> bool {
+    let along = along as i64;
+    along > 0
+        && indices.chunks_exact(along as usize).all(|batch| {
+            (0..along)
+                .zip(batch)
+                .all(|(j, &i)| i == j || i == j - along)
+        })
 }
 
 /// `data` as `[batch, outer, along, inner]`, indices as `[batch, per_batch]`.
@@ -272,6 +290,54 @@ mod tests {
             version: 8,
             batch_dims,
         }
+    }
+
+    /// Indices that pick every slice in its place (per batch, some counted from the end)
+    /// give the data itself, shared; any other order is gathered.
+    #[test]
+    fn every_slice_in_its_place_shares_the_data() {
+        let x = std::sync::Arc::new(f32s(
+            &[2, 3, 2],
+            &[1., 2., 3., 4., 5., 6., 7., 8., 9., 10., 11., 12.],
+        ));
+        let shared = |op: &Gather, indices: Tensor, axis: i64| {
+            let inputs = vec![
+                x.clone(),
+                std::sync::Arc::new(indices),
+                std::sync::Arc::new(i64s(&[], &[axis])),
+            ];
+            let out = op.eval(inputs).unwrap();
+            assert_eq!(*out[0], *x);
+            std::sync::Arc::ptr_eq(&out[0], &x)
+        };
+        assert!(shared(&v8(0), i64s(&[2], &[0, -1]), 0));
+        assert!(shared(&v8(0), i32s(&[3], &[0, 1, -1]), 1));
+        assert!(shared(&v8(1), i64s(&[2, 3], &[0, 1, 2, -3, 1, 2]), 1));
+        // A batch's indices out of order, too few, or repeated: gathered.
+        let out = run(
+            &v8(0),
+            vec![(*x).clone(), i64s(&[2], &[1, 0]), i64s(&[], &[0])],
+        )
+        .unwrap();
+        assert_eq!(
+            &out[0].values::<f32>().unwrap()[..6],
+            &[7., 8., 9., 10., 11., 12.]
+        );
+        let out = run(
+            &v8(0),
+            vec![(*x).clone(), i64s(&[1, 2], &[0, 1]), i64s(&[], &[0])],
+        )
+        .unwrap();
+        assert_eq!(out[0].shape(), &[1, 2, 3, 2]);
+        let out = run(
+            &v8(0),
+            vec![(*x).clone(), i64s(&[2], &[0, 0]), i64s(&[], &[0])],
+        )
+        .unwrap();
+        assert_eq!(
+            &out[0].values::<f32>().unwrap()[6..],
+            &[1., 2., 3., 4., 5., 6.]
+        );
     }
 
     #[test]
