@@ -21,6 +21,7 @@ mod error;
 mod flow;
 mod fold;
 mod fuse;
+mod fuse_heads;
 mod fuse_index;
 pub mod generate;
 mod hoist;
@@ -103,6 +104,11 @@ pub struct Executable {
     levels_out: Vec<bool>,
     /// Ops that read an input as it was before a Broadcast (see `fuse_index.rs`).
     index_broadcasts: Vec<Option<fuse_index::IndexBroadcast>>,
+    /// Attentions that read their keys and values before each head's repeat (see
+    /// `fuse_heads.rs`).
+    shared_heads: Vec<Option<fuse_heads::SharedHeads>>,
+    /// Passed-through nodes whose other inputs the run keeps for their reader.
+    keeps_inputs: Vec<bool>,
     /// The state variables (ReadValue/Assign), as [`State`]s of this model carry them.
     variables: Arc<[VariableInfo]>,
     /// The compiled bodies of Loop, TensorIterator and If nodes (see `flow.rs`).
@@ -268,6 +274,8 @@ impl Executable {
             channels_last_out: vec![false; graph.nodes.len()],
             levels_out: vec![false; graph.nodes.len()],
             index_broadcasts: (0..graph.nodes.len()).map(|_| None).collect(),
+            shared_heads: (0..graph.nodes.len()).map(|_| None).collect(),
+            keeps_inputs: vec![false; graph.nodes.len()],
             variables,
             recent_facts: Mutex::new(None),
             memory_limit: options.memory_limit.unwrap_or_else(physical_memory),
@@ -292,6 +300,7 @@ impl Executable {
         }
         if options.fuse_broadcasts {
             exe.fuse_index_broadcasts()?;
+            exe.fuse_shared_heads();
         }
         Ok(exe)
     }
@@ -695,7 +704,7 @@ impl Executable {
                             // Applied by the kernel that produced the input, or by the one that
                             // reads the output: passed through.
                             (_, Some(slot)) => {
-                                if self.index_broadcasts[n].is_some() {
+                                if self.index_broadcasts[n].is_some() || self.keeps_inputs[n] {
                                     held.push((n, args[1..].to_vec()));
                                 }
                                 Ok(args.into_iter().skip(slot).take(1).collect())
@@ -706,6 +715,12 @@ impl Executable {
                                     let left = live_bytes.saturating_add(need);
                                     let left = self.memory_limit.saturating_sub(left);
                                     self.run_index_broadcast(n, fused, args, &held, left)
+                                }
+                                None if self.shared_heads[n].is_some() => {
+                                    let shared = self.shared_heads[n].as_ref().expect("checked");
+                                    let left = live_bytes.saturating_add(need);
+                                    let left = self.memory_limit.saturating_sub(left);
+                                    self.run_shared_heads(n, shared, args, &held, left)
                                 }
                                 None if outlets.len() > 1 => {
                                     let read: Vec<bool> =

@@ -36,3 +36,39 @@ fn a_second_generation_gives_the_same_tokens() {
         assert_eq!(short.tokens.len(), 3);
     }
 }
+
+/// The attentions read the shared key and value heads (the export repeats each of its KV
+/// heads for two query heads), and give the bits the repeated heads give: the prompt's
+/// logits and three steps', with the repeat elided and without.
+#[test]
+fn attention_on_shared_heads_gives_the_repeated_heads_bits() {
+    let compile = |fuse: bool| {
+        let graph = irun_graph::load(&Path::new(LLM).join("openvino_model.xml"), None).unwrap();
+        Executable::compile(graph, &Options::new().threads(2).fuse_broadcasts(fuse)).unwrap()
+    };
+    let (shared, repeated) = (compile(true), compile(false));
+    assert!(shared.shared_head_attentions() > 0);
+    assert_eq!(repeated.shared_head_attentions(), 0);
+    let (mut a, mut b) = (
+        Generator::new(&shared).unwrap(),
+        Generator::new(&repeated).unwrap(),
+    );
+    let prompt = golden("prompt_ids");
+    let bits = |t: &Tensor| -> Vec<u32> {
+        t.values::<f32>()
+            .unwrap()
+            .iter()
+            .map(|v| v.to_bits())
+            .collect()
+    };
+    assert_eq!(
+        bits(&a.feed(&prompt).unwrap()),
+        bits(&b.feed(&prompt).unwrap())
+    );
+    for token in [5, 17, 3] {
+        assert_eq!(
+            bits(&a.feed(&[token]).unwrap()),
+            bits(&b.feed(&[token]).unwrap())
+        );
+    }
+}

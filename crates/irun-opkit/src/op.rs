@@ -100,6 +100,20 @@ pub trait Op: Debug + Send + Sync {
     ) -> Result<Option<Vec<Value>>, OpError> {
         Ok(None)
     }
+
+    /// [`Op::eval`] with inputs 1 and 2 (an attention's keys and values, `[..., heads, S,
+    /// E]`) as they were before each of their heads was repeated `groups` times in a row
+    /// (grouped-query attention: query head `h` reads key head `h / groups`): the op reads
+    /// the shared heads where the repeat would have copied them, and must give what `eval`
+    /// gives on the repeated inputs. `Ok(None)`, with `inputs` untouched, when it does not
+    /// serve these inputs (the caller then repeats the heads and calls `eval`).
+    fn eval_shared_heads(
+        &self,
+        _inputs: &mut Vec<Value>,
+        _groups: usize,
+    ) -> Result<Option<Vec<Value>>, OpError> {
+        Ok(None)
+    }
 }
 
 /// How a stateful node uses its variable, named by `variable_id`.

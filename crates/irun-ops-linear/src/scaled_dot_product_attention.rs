@@ -90,6 +90,37 @@ impl Op for Sdpa {
         Ok(vec![Fact::new(ty, PartialShape::new(out))])
     }
 
+    fn eval_shared_heads(
+        &self,
+        inputs: &mut Vec<Value>,
+        groups: usize,
+    ) -> Result<Option<Vec<Value>>, OpError> {
+        let heads = |slot: usize| {
+            let s = inputs.get(slot)?.shape();
+            (s.len() >= 3).then(|| s[s.len() - 3])
+        };
+        let (Some(q), Some(k), Some(v)) = (heads(0), heads(1), heads(2)) else {
+            return Ok(None);
+        };
+        let rank = inputs[0].shape().len();
+        let served = groups > 1
+            && q == k * groups
+            && k == v
+            && [1, 2].iter().all(|&s| inputs[s].shape().len() == rank)
+            && matches!(
+                inputs[0].element_type(),
+                ElementType::F32 | ElementType::F64
+            );
+        if !served {
+            return Ok(None);
+        }
+        let out = match inputs[0].element_type() {
+            ElementType::F32 => self.run_grouped::<f32>(inputs, groups),
+            _ => self.run_grouped::<f64>(inputs, groups),
+        }?;
+        Ok(Some(vec![Arc::new(out)]))
+    }
+
     fn eval(&self, inputs: Vec<Value>) -> Result<Vec<Value>, OpError> {
         let ty = inputs[0].element_type();
         let out = match ty {
@@ -152,6 +183,15 @@ impl Real for f64 {
 
 impl Sdpa {
     fn run<T: Real>(&self, inputs: &[Value]) -> Result<Tensor, OpError> {
+        self.run_grouped::<T>(inputs, 1)
+    }
+
+    /// [`Sdpa::run`] with keys and values whose heads (the last batch dim) are each shared by
+    /// `groups` query heads in a row. The query's head dim is read as `[heads / groups,
+    /// groups]`, the keys' and values' as `[heads, 1]` and a mask's as `[1, 1]` or `[heads /
+    /// groups, groups]`: the batch items are those of the repeated inputs, in the same order,
+    /// each computed as before.
+    fn run_grouped<T: Real>(&self, inputs: &[Value], groups: usize) -> Result<Tensor, OpError> {
         let bad = |slot: usize| {
             OpError::input(
                 slot,
@@ -196,7 +236,33 @@ impl Sdpa {
                 format!("{NAME}: mask {ms:?} does not broadcast to [{l}, {s}]"),
             ));
         }
-        let (bq, bk, bv, bm) = (batch(qs), batch(ks), batch(vs), batch(&ms));
+        let (mut bq, mut bk, mut bv, mut bm) = (batch(qs), batch(ks), batch(vs), batch(&ms));
+        if groups > 1 {
+            // Each batch shape's last dim split in two, the keys' and values' heads shared.
+            let split = |b: &mut Vec<usize>, shared: bool| {
+                if let Some(h) = b.pop() {
+                    let (outer, inner) = match (shared, h) {
+                        (true, h) => (h, 1),
+                        (false, 1) => (1, 1),
+                        (false, h) => (h / groups, groups),
+                    };
+                    b.extend([outer, inner]);
+                }
+            };
+            let (qh, kh) = (bq.last().copied(), bk.last().copied());
+            let whole = |h: Option<usize>| h.is_some_and(|h| h == 1 || h == qh.unwrap_or(0));
+            let mask_heads = bm.last().copied();
+            if qh != kh.map(|k| k * groups)
+                || bv.last() != kh.as_ref()
+                || (mask_heads.is_some() && !whole(mask_heads))
+            {
+                return Err(bad(1));
+            }
+            split(&mut bq, false);
+            split(&mut bk, true);
+            split(&mut bv, true);
+            split(&mut bm, false);
+        }
         let bc = Broadcast::<4>::new([&bq, &bk, &bv, &bm])?;
         let batches = bc.out_len();
         let mut starts = Vec::with_capacity(batches);
@@ -279,6 +345,13 @@ impl Sdpa {
             });
         }
         let mut shape = bc.out_shape().to_vec();
+        if groups > 1 {
+            // The split head dim joined again: the repeated inputs' output shape.
+            let inner = shape.pop().unwrap_or(1);
+            if let Some(outer) = shape.last_mut() {
+                *outer *= inner;
+            }
+        }
         shape.extend([l, ev]);
         Tensor::new(q.element_type(), shape, T::wrap(flat))
             .map_err(|e| OpError::new(codes::RUN_SHAPE, e.to_string()))
@@ -293,6 +366,87 @@ mod tests {
 
     fn t(shape: &[usize], v: &[f64]) -> Tensor {
         Tensor::from_f64(shape.to_vec(), v.to_vec()).unwrap()
+    }
+
+    /// Each of `heads` heads (dim 1 of `[1, heads, s, e]`) repeated `groups` times in a row.
+    fn repeat_heads(x: &Tensor, groups: usize) -> Tensor {
+        let s = x.shape();
+        let block = s[2] * s[3];
+        let v = x.values::<f32>().unwrap();
+        let out: Vec<f32> = v
+            .chunks(block)
+            .flat_map(|h| std::iter::repeat_n(h, groups).flatten().copied())
+            .collect();
+        Tensor::from_f32(vec![s[0], s[1] * groups, s[2], s[3]], out).unwrap()
+    }
+
+    /// Keys and values with each head shared by 3 query heads in a row give, bit for bit,
+    /// what the repeated heads give: with masks of one head and of every head, boolean and
+    /// float, causal, and the inputs the shared form does not serve left to `eval`.
+    #[test]
+    fn shared_heads_give_the_repeated_heads_bits() {
+        let f = |shape: &[usize], seed: usize| {
+            let n: usize = shape.iter().product();
+            let v = (0..n)
+                .map(|i| ((i * 37 + seed * 11) % 23) as f32 * 0.13 - 1.4)
+                .collect();
+            Arc::new(Tensor::from_f32(shape.to_vec(), v).unwrap())
+        };
+        let (q, k, v) = (
+            f(&[1, 6, 2, 4], 1),
+            f(&[1, 2, 5, 4], 2),
+            f(&[1, 2, 5, 3], 3),
+        );
+        let bool_mask = |heads: usize| {
+            let n = heads * 2 * 5;
+            Arc::new(
+                Tensor::from_bool(vec![1, heads, 2, 5], (0..n).map(|i| i % 4 != 1).collect())
+                    .unwrap(),
+            )
+        };
+        let masks: Vec<Option<Value>> = vec![
+            None,
+            Some(bool_mask(1)),
+            Some(bool_mask(6)),
+            Some(f(&[1, 6, 2, 5], 4)),
+        ];
+        for causal in [false, true] {
+            let op = Sdpa { causal };
+            for mask in &masks {
+                let mut inputs = vec![q.clone(), k.clone(), v.clone()];
+                inputs.extend(mask.clone());
+                let mut repeated = inputs.clone();
+                repeated[1] = Arc::new(repeat_heads(&k, 3));
+                repeated[2] = Arc::new(repeat_heads(&v, 3));
+                let want = op.eval(repeated).unwrap();
+                let got = op
+                    .eval_shared_heads(&mut inputs, 3)
+                    .unwrap()
+                    .expect("served");
+                let bits = |t: &Tensor| {
+                    t.values::<f32>()
+                        .unwrap()
+                        .iter()
+                        .map(|x| x.to_bits())
+                        .collect::<Vec<_>>()
+                };
+                assert_eq!(got[0].shape(), want[0].shape());
+                assert_eq!(
+                    bits(&got[0]),
+                    bits(&want[0]),
+                    "causal {causal}, mask {:?}",
+                    mask.as_ref().map(|m| m.shape().to_vec())
+                );
+            }
+        }
+        // Heads that are not the keys' times the groups, or other types: not served.
+        let op = Sdpa { causal: false };
+        let mut inputs = vec![q.clone(), k.clone(), v.clone()];
+        assert!(op.eval_shared_heads(&mut inputs, 2).unwrap().is_none());
+        assert_eq!(inputs.len(), 3);
+        let half = Arc::new(narrow(&q, F16).unwrap());
+        let mut inputs = vec![half, k, v];
+        assert!(op.eval_shared_heads(&mut inputs, 3).unwrap().is_none());
     }
 
     #[test]
