@@ -14,6 +14,7 @@
 use irun_graph::NodeId;
 use irun_ops::{Fact, OpError, Value};
 
+use crate::fuse_index::{kept_inputs, single};
 use crate::plan::Source;
 use crate::Executable;
 
@@ -110,14 +111,7 @@ impl Executable {
         let op = self.graph.ops[n]
             .as_ref()
             .expect("fused only when resolved");
-        let kept = |m: NodeId| -> Result<&[Value], OpError> {
-            held.iter()
-                .find(|(k, _)| *k == m)
-                .map(|(_, v)| v.as_slice())
-                .ok_or_else(|| {
-                    OpError::new(irun_ops::codes::INTERNAL, "a fused node did not run first")
-                })
-        };
+        let kept = |m: NodeId| kept_inputs(held, m);
         let mut groups = Vec::with_capacity(2);
         for (links, x) in shared.links.iter().zip(&args[1..3]) {
             let mut shapes = Vec::with_capacity(3);
@@ -168,16 +162,7 @@ impl Executable {
                 let link = self.graph.ops[m]
                     .as_ref()
                     .expect("fused only when resolved");
-                let mut out = link.eval(inputs)?;
-                args[slot] = match (out.pop(), out.is_empty()) {
-                    (Some(v), true) => v,
-                    _ => {
-                        return Err(OpError::new(
-                            irun_ops::codes::INTERNAL,
-                            "a fused node gave other than one output",
-                        ))
-                    }
-                };
+                args[slot] = single(link.eval(inputs)?)?;
             }
         }
         op.eval(args)

@@ -183,16 +183,7 @@ impl Executable {
                 .map_err(|e| self.in_fused(c, e))?;
             args[slot] = single(small).map_err(|e| self.in_fused(c, e))?;
         }
-        let shape_inputs = held
-            .iter()
-            .find(|(b, _)| *b == fused.broadcast)
-            .map(|(_, v)| v.as_slice())
-            .ok_or_else(|| {
-                OpError::new(
-                    irun_ops::codes::INTERNAL,
-                    "a fused Broadcast did not run first",
-                )
-            })?;
+        let shape_inputs = kept_inputs(held, fused.broadcast)?;
         let mut broadcast_inputs = vec![args[slot].clone()];
         broadcast_inputs.extend(shape_inputs.iter().cloned());
         let to = broadcast_shape(broadcast.as_ref(), &broadcast_inputs);
@@ -265,7 +256,16 @@ fn broadcast_shape(broadcast: &dyn irun_ops::Op, inputs: &[Value]) -> Option<Vec
     out.first()?.shape.to_static()
 }
 
-fn single(mut values: Vec<Value>) -> Result<Value, OpError> {
+/// The other inputs passed-through node `m` kept in this run (`held`, in run order).
+pub(crate) fn kept_inputs(held: &[(NodeId, Vec<Value>)], m: NodeId) -> Result<&[Value], OpError> {
+    held.iter()
+        .find(|(k, _)| *k == m)
+        .map(|(_, v)| v.as_slice())
+        .ok_or_else(|| OpError::new(irun_ops::codes::INTERNAL, "a fused node did not run first"))
+}
+
+/// The one value of an op's outputs.
+pub(crate) fn single(mut values: Vec<Value>) -> Result<Value, OpError> {
     match (values.pop(), values.is_empty()) {
         (Some(v), true) => Ok(v),
         _ => Err(OpError::new(
