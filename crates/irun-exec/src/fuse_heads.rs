@@ -37,7 +37,7 @@ impl Executable {
             let n = self.plan.steps[i].node;
             if !matches!(self.plan.steps[i].source, Source::Op)
                 || !self.runs_unfused(n)
-                || self.graph.ops[n].as_ref().map(|op| op.name()) != Some(ATTENTION)
+                || self.op_named(n) != Some(ATTENTION)
             {
                 continue;
             }
@@ -54,15 +54,6 @@ impl Executable {
         }
     }
 
-    fn runs_unfused(&self, m: NodeId) -> bool {
-        self.graph.ops[m].is_some()
-            && self.folded[m].is_none()
-            && self.prepared[m].is_none()
-            && self.fused[m].is_none()
-            && self.index_broadcasts[m].is_none()
-            && self.flows[m].is_none()
-    }
-
     /// The Unsqueeze, Broadcast and Reshape (in that order) that feed input `slot` of `n`,
     /// each read by the next alone.
     fn head_links(&self, n: NodeId, slot: usize) -> Option<HeadLinks> {
@@ -76,23 +67,12 @@ impl Executable {
         .into_iter()
         .enumerate()
         {
-            let o = self.graph.nodes[reader]
-                .inputs
-                .get(reader_slot)
-                .copied()
-                .flatten()?;
-            let node = &self.graph.nodes[o.node];
-            let name = self.graph.ops[o.node].as_ref().map(|op| op.name());
-            if o.slot != 0
-                || node.consumers.len() != 1
-                || node.consumers[0] != [(reader, reader_slot)]
-                || !self.runs_unfused(o.node)
-                || !name.is_some_and(|name| names.contains(&name))
-            {
+            let (m, other_readers) = self.producer_for(reader, reader_slot)?;
+            if !other_readers.is_empty() || !self.op_named(m).is_some_and(|o| names.contains(&o)) {
                 return None;
             }
-            links[2 - k] = o.node;
-            (reader, reader_slot) = (o.node, 0);
+            links[2 - k] = m;
+            (reader, reader_slot) = (m, 0);
         }
         Some(links)
     }
@@ -112,9 +92,9 @@ impl Executable {
             .as_ref()
             .expect("fused only when resolved");
         let kept = |m: NodeId| kept_inputs(held, m);
-        let mut groups = Vec::with_capacity(2);
-        for (links, x) in shared.links.iter().zip(&args[1..3]) {
-            let mut shapes = Vec::with_capacity(3);
+        // Per chain, the output shapes of its three nodes for this run's inputs.
+        let mut shapes = [const { Vec::new() }; 2];
+        for ((links, x), shapes) in shared.links.iter().zip(&args[1..3]).zip(&mut shapes) {
             let mut fact = Fact::of_static(x.element_type(), x.shape());
             for &m in links {
                 fact = self
@@ -122,9 +102,9 @@ impl Executable {
                     .unwrap_or_else(Fact::unknown);
                 shapes.push(fact.shape.to_static());
             }
-            groups.push(repeat_of(&shapes, x.shape()));
         }
-        if let [Some(g), Some(h)] = groups[..] {
+        let groups = [1, 2].map(|slot| repeat_of(&shapes[slot - 1], args[slot].shape()));
+        if let [Some(g), Some(h)] = groups {
             if g == h {
                 if let Some(out) = op.eval_shared_heads(&mut args, g)? {
                     return Ok(out);
@@ -133,15 +113,12 @@ impl Executable {
         }
         // The chains' own ops on the kept inputs: what the graph computes, the broadcasts
         // checked against what the memory limit leaves (the nodes counted none).
-        let need = shared
-            .links
+        let need = shapes
             .iter()
             .zip(&args[1..3])
-            .try_fold(0u64, |sum, (links, x)| {
-                let unsqueezed = Fact::of_static(x.element_type(), x.shape());
-                let unsqueezed = self.link_output(links[0], unsqueezed, kept(links[0]).ok()?)?;
-                let broadcast = self.link_output(links[1], unsqueezed, kept(links[1]).ok()?)?;
-                let count = irun_tensor::element_count(&broadcast.shape.to_static()?)? as u64;
+            .try_fold(0u64, |sum, (shapes, x)| {
+                let broadcast = shapes.get(1)?.as_deref()?;
+                let count = irun_tensor::element_count(broadcast)? as u64;
                 let bytes = x.element_type().bit_width().div_ceil(8);
                 sum.checked_add(count.checked_mul(bytes)?.checked_mul(2)?)
             });

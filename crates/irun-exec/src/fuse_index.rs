@@ -44,11 +44,7 @@ impl Executable {
     pub(crate) fn fuse_index_broadcasts(&mut self) -> Result<(), RunError> {
         for i in 0..self.plan.steps.len() {
             let n = self.plan.steps[i].node;
-            if !matches!(self.plan.steps[i].source, Source::Op)
-                || self.folded[n].is_some()
-                || self.prepared[n].is_some()
-                || self.fused[n].is_some()
-            {
+            if !matches!(self.plan.steps[i].source, Source::Op) || !self.runs_unfused(n) {
                 continue;
             }
             let Some(slot) = self.graph.ops[n]
@@ -61,6 +57,7 @@ impl Executable {
                 continue;
             };
             self.fused[found.broadcast] = Some(0);
+            self.keeps_inputs[found.broadcast] = true;
             if let Some(c) = found.convert {
                 self.fused[c] = Some(0);
             }
@@ -112,17 +109,21 @@ impl Executable {
         Ok(Some((found, shape_readers)))
     }
 
+    /// Whether node `m` runs its op's own `eval`: resolved, and not folded, prepared, fused
+    /// or reading before a broadcast.
+    pub(crate) fn runs_unfused(&self, m: NodeId) -> bool {
+        self.graph.ops[m].is_some()
+            && self.folded[m].is_none()
+            && self.prepared[m].is_none()
+            && self.fused[m].is_none()
+            && self.index_broadcasts[m].is_none()
+    }
+
     /// The running op node whose one output `n` reads through `slot`, if every other reader
     /// is a running ShapeOf (returned too).
-    fn producer_for(&self, n: NodeId, slot: usize) -> Option<(NodeId, Vec<NodeId>)> {
+    pub(crate) fn producer_for(&self, n: NodeId, slot: usize) -> Option<(NodeId, Vec<NodeId>)> {
         let o = self.graph.nodes[n].inputs.get(slot).copied().flatten()?;
-        let runs = |m: NodeId| {
-            self.graph.ops[m].is_some()
-                && self.folded[m].is_none()
-                && self.prepared[m].is_none()
-                && self.fused[m].is_none()
-                && self.index_broadcasts[m].is_none()
-        };
+        let runs = |m: NodeId| self.runs_unfused(m);
         let node = &self.graph.nodes[o.node];
         if o.slot != 0 || node.consumers.len() != 1 || !runs(o.node) {
             return None;
@@ -144,7 +145,7 @@ impl Executable {
         found.then_some((o.node, shape_readers))
     }
 
-    fn op_named(&self, n: NodeId) -> Option<&'static str> {
+    pub(crate) fn op_named(&self, n: NodeId) -> Option<&'static str> {
         self.graph.ops[n].as_ref().map(|op| op.name())
     }
 
