@@ -124,19 +124,19 @@ impl Geometry {
         self.vectors * LANES
     }
 
-    /// Writes computed positions `p..p + row.len()` that are outputs into `dst`, one output
-    /// channel's plane.
-    pub fn scatter_block(&self, p: usize, row: &[f32], dst: &mut [f32]) {
+    /// The outputs among computed positions `p..p + len`, as runs of consecutive outputs:
+    /// `f(i, at, n)` for the positions `p + i..p + i + n`, which are the outputs `at..at + n`
+    /// of a plane.
+    pub fn for_each_run(&self, p: usize, len: usize, mut f: impl FnMut(usize, usize, usize)) {
         let mut i = 0;
-        while i < row.len() {
+        while i < len {
             let (oh, ow) = ((p + i) / self.pitch, (p + i) % self.pitch);
             if oh >= self.out_h {
                 break;
             }
-            let run = (self.pitch - ow).min(row.len() - i);
+            let run = (self.pitch - ow).min(len - i);
             if ow < self.out_w {
-                let n = (self.out_w - ow).min(run);
-                dst[oh * self.out_w + ow..][..n].copy_from_slice(&row[i..i + n]);
+                f(i, oh * self.out_w + ow, (self.out_w - ow).min(run));
             }
             i += run;
         }

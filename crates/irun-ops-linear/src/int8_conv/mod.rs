@@ -27,6 +27,7 @@
 
 mod avx512;
 mod channel_lanes;
+mod finish;
 mod layout;
 #[cfg(test)]
 mod tests;
@@ -41,10 +42,9 @@ use irun_tensor::Tensor;
 
 use crate::op::{codes, take_inputs, OpError, Prepared, Value};
 use crate::spatial::Spatial;
-use layout::{BlockScales, Geometry};
-
-/// Values finished at a time for a levels output (16 KB of f32, half of L1).
-const LEVELS_SPAN: usize = 4096;
+use channel_lanes::{CHANNELS, MAX_POSITIONS};
+use finish::{LevelsFinish, Run};
+use layout::{BlockScales, Geometry, MAX_SPAN};
 
 /// Output channels per block: the broadcast weights of one step.
 const CO_BLOCK: usize = 8;
@@ -322,143 +322,129 @@ impl Int8Conv {
             .and_then(|v| v.checked_mul(plane))
             .ok_or_else(|| OpError::new(codes::RUN_SHAPE, "int8 Convolution: output too large"))?;
         let vectorised = vectorised && avx512::available();
-        // One image's words at a time, each used while in cache.
-        let quantize_image = |image: usize| {
-            let at = image * ci * h * w..(image + 1) * ci * h * w;
-            match src {
-                Source::Values(x) => {
-                    layout::quantize(&x[at], ci, &g, &self.levels, self.zero, vectorised)
+        // Every image's words first (a quarter of the input's bytes, padded), so that one
+        // parallel pass writes the whole output.
+        let images = (0..n)
+            .map(|image| {
+                let at = image * ci * h * w..(image + 1) * ci * h * w;
+                match src {
+                    Source::Values(x) => {
+                        layout::quantize(&x[at], ci, &g, &self.levels, self.zero, vectorised)
+                    }
+                    Source::Levels(k) => {
+                        layout::quantize(&k[at], ci, &g, &self.levels, self.zero, vectorised)
+                    }
                 }
-                Source::Levels(k) => {
-                    layout::quantize(&k[at], ci, &g, &self.levels, self.zero, vectorised)
-                }
-            }
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let work = Work {
+            images: &images,
+            g: &g,
+            lanes: channel_lanes::positions_per_block(&g, co),
+            addend,
+            vectorised,
+            co,
         };
         let shape = vec![n, co, g.out_h, g.out_w];
-        if let Some(q) = &self.levels_out {
-            // Zero-filled by all threads, a channel plane at a time, as below.
-            let mut out = irun_opkit::par::build(len, plane.max(1), &|_, filler| {
-                filler.repeat(0u8, filler.remaining())
-            })?;
-            let mut nan = false;
-            for image in 0..n {
-                // A NaN input or output has no level: the f32 output below instead.
-                let words = quantize_image(image)?;
-                if words.nan {
-                    nan = true;
-                    break;
-                }
-                let dst = &mut out[image * co * plane..(image + 1) * co * plane];
-                let image_addend = addend.map(|a| a.range(image * co * plane, co * plane));
-                nan = self.convolve_image(
-                    &words.words,
-                    &g,
-                    Out::Levels(dst, q),
-                    image_addend,
-                    vectorised,
-                );
-                if nan {
-                    break;
-                }
-            }
-            if !nan {
+        // A NaN input or output has no level: the f32 output below instead.
+        if let (Some(q), false) = (&self.levels_out, images.iter().any(|i| i.nan)) {
+            if let Some(out) = self.convolve_to_levels(&work, q, len)? {
                 return Tensor::from_values(shape, out)
                     .map_err(|e| OpError::new(codes::RUN_SHAPE, e.to_string()));
             }
         }
-        // Zeroed by all threads, a channel plane at a time (each slot is then written by the
-        // kernel): a one-thread memset of every output was 2-3% of ResNet-18's time.
-        let mut out = irun_opkit::par::build(len, plane.max(1), &|_, filler| {
-            filler.repeat(0.0, filler.remaining())
+        let mut out = irun_opkit::par::build(len, work.grain(), &|start, filler| {
+            // Zeroed by the task that writes it, while in its cache (the kernel then writes
+            // each slot): a one-thread memset of every output first was 2-3% of ResNet-18's
+            // time, and a pass of its own by all threads cost a parallel region per layer.
+            let chunk = filler.repeat_mut(0.0, filler.remaining());
+            work.for_each_piece(start, chunk, &|image, at, planes| {
+                let (plane, first) = (work.plane(), at / work.plane());
+                self.fill(&work, image, first, &mut |sums| match sums {
+                    Sums::Rows(rows, runs) => {
+                        for (lane, row) in rows.iter().enumerate() {
+                            for run in runs {
+                                planes[lane * plane + run.at..][..run.len]
+                                    .copy_from_slice(&row[run.row..run.row + run.len]);
+                            }
+                        }
+                    }
+                    Sums::Tile(tile, real, at) => {
+                        for (lane, dst) in planes.chunks_exact_mut(plane).enumerate() {
+                            for (d, sums) in dst[at..at + real].iter_mut().zip(&tile[..real]) {
+                                *d = sums[lane];
+                            }
+                        }
+                    }
+                });
+                let addend = work.addend_at(image, at, planes.len());
+                self.finish(planes, first, plane, addend, false);
+            });
         })?;
-        for image in 0..n {
-            let words = quantize_image(image)?;
-            let dst = &mut out[image * co * plane..(image + 1) * co * plane];
-            // An output the spread below sets to NaN is NaN after the residual too.
-            let image_addend = addend.map(|a| a.range(image * co * plane, co * plane));
-            self.convolve_image(&words.words, &g, Out::Values(dst), image_addend, vectorised);
-            if let (true, Source::Values(x)) = (words.nan, src) {
+        if let Source::Values(x) = src {
+            for image in (0..n).filter(|&i| images[i].nan) {
+                // An output the spread sets to NaN is NaN after the residual too.
                 let src = &x[image * ci * h * w..(image + 1) * ci * h * w];
+                let dst = &mut out[image * co * plane..(image + 1) * co * plane];
                 layout::spread_nan(src, ci, &g, dst);
             }
         }
         Tensor::from_f32(shape, out).map_err(|e| OpError::new(codes::RUN_SHAPE, e.to_string()))
     }
 
-    /// One image's output planes from its `words`, each block of output channels on its own
-    /// task, finished and written to `out`; whether a levels output met a NaN (it is then
-    /// incomplete).
-    fn convolve_image(
+    /// The output as the levels of `q` (`len` of them), each run of sums finished as the
+    /// kernel leaves it ([`LevelsFinish`]); None if an output was NaN (it has no level).
+    fn convolve_to_levels(
         &self,
-        words: &[u32],
-        g: &Geometry,
-        out: Out,
-        addend: Option<Addend>,
-        vectorised: bool,
-    ) -> bool {
-        let plane = g.out_h * g.out_w;
-        let lanes = channel_lanes::positions_per_block(g, self.out_channels);
-        let per_task = match lanes {
-            Some(_) => channel_lanes::CHANNELS,
-            None => CO_BLOCK,
-        } * plane.max(1);
-        let fill = |start: usize, planes: &mut [f32]| {
-            let first = start / plane.max(1);
-            match lanes {
-                Some(per_block) => {
-                    self.fill_channels(words, g, per_block, first, planes, vectorised)
+        work: &Work,
+        q: &FakeQuantizeRange,
+        len: usize,
+    ) -> Result<Option<Vec<u8>>, OpError> {
+        let plane = work.plane();
+        let finish = LevelsFinish::new(self, q, plane, work.vectorised);
+        let nan = AtomicBool::new(false);
+        let out = irun_opkit::par::build(len, work.grain(), &|start, filler| {
+            let chunk = filler.repeat_mut(0u8, filler.remaining());
+            work.for_each_piece(start, chunk, &|image, at, levels| {
+                let first = at / plane;
+                let addend = work.addend_at(image, at, levels.len());
+                let channels = finish.channels(first, levels.len() / plane);
+                let mut any_nan = false;
+                self.fill(work, image, first, &mut |sums| {
+                    any_nan |= match sums {
+                        Sums::Rows(rows, runs) => channels.block(rows, runs, addend, levels),
+                        Sums::Tile(tile, real, at) => channels.tile(tile, real, at, addend, levels),
+                    };
+                });
+                if any_nan {
+                    nan.store(true, Ordering::Relaxed);
                 }
-                None => self.fill_positions(words, g, first, planes, vectorised),
+            });
+        })?;
+        Ok((!nan.into_inner()).then_some(out))
+    }
+
+    /// One task's output channels (from `first`, a block) of `image`: each block of sums
+    /// handed to `emit`.
+    fn fill(&self, work: &Work, image: usize, first: usize, emit: &mut dyn FnMut(Sums)) {
+        let words = &work.images[image].words;
+        match work.lanes {
+            Some(per_block) => {
+                self.fill_channels(words, work.g, per_block, first, work.vectorised, emit)
             }
-        };
-        let finish = |start: usize, planes: &mut [f32], levels: bool| {
-            let addend = addend.map(|a| a.range(start, planes.len()));
-            self.finish(planes, start / plane.max(1), plane, addend, levels);
-        };
-        match out {
-            Out::Values(dst) => {
-                irun_opkit::par::for_each_chunk_mut(dst, per_task, &|start, chunk| {
-                    fill(start, chunk);
-                    finish(start, chunk, false);
-                });
-                false
-            }
-            Out::Levels(dst, q) => {
-                // Finished and turned into levels a few planes at a time, while they are
-                // in L1: two passes over the block's planes missed it on the second.
-                let span = (LEVELS_SPAN / plane.max(1)).max(1) * plane.max(1);
-                let nan = AtomicBool::new(false);
-                irun_opkit::par::for_each_chunk_mut(dst, per_task, &|start, chunk| {
-                    with_scratch(chunk.len(), |planes| {
-                        fill(start, planes);
-                        for (i, (part, levels)) in planes
-                            .chunks_mut(span)
-                            .zip(chunk.chunks_mut(span))
-                            .enumerate()
-                        {
-                            finish(start + i * span, part, true);
-                            if to_levels(q, part, levels, vectorised) {
-                                nan.store(true, Ordering::Relaxed);
-                            }
-                        }
-                    })
-                });
-                nan.into_inner()
-            }
+            None => self.fill_positions(words, work.g, first, work.vectorised, emit),
         }
     }
 
-    /// The planes of output channels `first..` (a block of [`CO_BLOCK`]) in position
-    /// blocks, in order.
+    /// [`Self::fill`] in position blocks ([`CO_BLOCK`] channels from `first`), in order.
     fn fill_positions(
         &self,
         words: &[u32],
         g: &Geometry,
         first: usize,
-        planes: &mut [f32],
         vectorised: bool,
+        emit: &mut dyn FnMut(Sums),
     ) {
-        let plane = g.out_h * g.out_w;
         let span = g.span();
         let taps = g.taps.len();
         let block = first / CO_BLOCK;
@@ -466,7 +452,9 @@ impl Int8Conv {
             &self.weights[block * taps * g.groups * CO_BLOCK..][..taps * g.groups * CO_BLOCK];
         let scales = BlockScales::of(&self.zero_sums, &self.scales, first);
         let lanes = CO_BLOCK.min(self.out_channels - first);
-        let mut rows = [[0f32; layout::MAX_SPAN]; CO_BLOCK];
+        let mut rows = [[0f32; MAX_SPAN]; CO_BLOCK];
+        // Every run holds at least one position of the block.
+        let mut runs = [Run::default(); MAX_SPAN];
         let mut p = 0;
         while p < g.positions {
             if vectorised {
@@ -478,29 +466,27 @@ impl Int8Conv {
             } else {
                 layout::block_scalar(words, p, g, weights, &scales, &mut rows);
             }
-            for (lane, row) in rows[..lanes].iter().enumerate() {
-                g.scatter_block(
-                    p,
-                    &row[..span],
-                    &mut planes[lane * plane..(lane + 1) * plane],
-                );
-            }
+            let mut count = 0;
+            g.for_each_run(p, span, |row, at, len| {
+                runs[count] = Run { row, at, len };
+                count += 1;
+            });
+            emit(Sums::Rows(&mut rows[..lanes], &runs[..count]));
             p += span;
         }
     }
 
-    /// The planes of output channels `first..` (a block of 32) in blocks of `per_block`
-    /// output positions.
+    /// [`Self::fill`] with 32 channels (from `first`) in the lanes, in blocks of
+    /// `per_block` output positions.
     fn fill_channels(
         &self,
         words: &[u32],
         g: &Geometry,
         per_block: usize,
         first: usize,
-        planes: &mut [f32],
         vectorised: bool,
+        emit: &mut dyn FnMut(Sums),
     ) {
-        use channel_lanes::{CHANNELS, MAX_POSITIONS};
         let plane = g.out_h * g.out_w;
         let taps = g.taps.len();
         let block = first / CHANNELS;
@@ -522,11 +508,7 @@ impl Int8Conv {
                 channel_lanes::block_scalar(words, flat, g, weights, &scales, &mut tile);
             }
             let real = per_block.min(plane - q);
-            for (lane, dst) in planes.chunks_exact_mut(plane).enumerate() {
-                for (j, d) in dst[q..q + real].iter_mut().enumerate() {
-                    *d = tile[j][lane];
-                }
-            }
+            emit(Sums::Tile(&tile, real, q));
             q += per_block;
         }
     }
@@ -564,6 +546,16 @@ impl Int8Conv {
     }
 }
 
+/// A block of sums as a kernel leaves it.
+enum Sums<'a> {
+    /// `rows[lane]` holds sums of channel `first + lane` (the task's first), and each run
+    /// (the same in every row) places some of them in the channel's plane.
+    Rows(&'a mut [[f32; MAX_SPAN]], &'a [Run]),
+    /// `tile[j][lane]` is the sum of channel `first + lane` at position `at + j` of its
+    /// plane, for `j < real`: `Tile(tile, real, at)`.
+    Tile(&'a [[f32; CHANNELS]; MAX_POSITIONS], usize, usize),
+}
+
 /// An int8 convolution's input: f32 values, or their levels.
 #[derive(Clone, Copy)]
 enum Source<'a> {
@@ -571,39 +563,67 @@ enum Source<'a> {
     Levels(&'a [u8]),
 }
 
-/// Where an image's finished planes go: as f32, or as the levels of a range.
-enum Out<'a> {
-    Values(&'a mut [f32]),
-    Levels(&'a mut [u8], &'a FakeQuantizeRange),
+/// What every task of one run reads: the images' words, their geometry and blocking, and
+/// the residual's other input.
+struct Work<'a> {
+    images: &'a [layout::Quantized],
+    g: &'a Geometry,
+    /// Positions per block when the channel lanes compute the planes.
+    lanes: Option<usize>,
+    addend: Option<Addend<'a>>,
+    vectorised: bool,
+    /// Output channels.
+    co: usize,
 }
 
-/// `q`'s level of each of `src` into `dst`; whether one was NaN.
-fn to_levels(q: &FakeQuantizeRange, src: &[f32], dst: &mut [u8], vectorised: bool) -> bool {
-    #[cfg(target_arch = "x86_64")]
-    if vectorised {
-        // SAFETY: `vectorised` holds only where `avx512::available()` found AVX-512 F (`run`
-        // checks it); `src` and `dst` are a block's planes and their levels, one length.
-        return unsafe { avx512::levels_into(q, &src[..dst.len()], dst) };
+impl Work<'_> {
+    fn plane(&self) -> usize {
+        (self.g.out_h * self.g.out_w).max(1)
     }
-    let _ = vectorised;
-    q.levels_into(src, dst)
-}
 
-thread_local! {
-    /// Each worker's f32 planes for a block of channels whose output is levels: kept from
-    /// block to block, so that they stay in the core's cache.
-    static SCRATCH: std::cell::Cell<Vec<f32>> = const { std::cell::Cell::new(Vec::new()) };
-}
-
-/// `f` on `len` f32 values of this thread's scratch (their contents are whatever the last
-/// user left: `f` writes each before reading it).
-fn with_scratch(len: usize, f: impl FnOnce(&mut [f32])) {
-    let mut planes = SCRATCH.take();
-    if planes.len() < len {
-        planes.resize(len, 0.0);
+    /// Output values per task: the planes of one block of output channels.
+    fn per_task(&self) -> usize {
+        let channels = match self.lanes {
+            Some(_) => channel_lanes::CHANNELS,
+            None => CO_BLOCK,
+        };
+        channels * self.plane()
     }
-    f(&mut planes[..len]);
-    SCRATCH.set(planes);
+
+    /// The parallel pass's grain: a task's planes, or whole images where an image is not a
+    /// whole number of tasks (so that every chunk begins a block of channels).
+    fn grain(&self) -> usize {
+        let image_len = self.co * self.plane();
+        match self.images.len() > 1 && !image_len.is_multiple_of(self.per_task()) {
+            true => image_len,
+            false => self.per_task(),
+        }
+    }
+
+    /// Runs `f(image, at, piece)` on each task's piece of `chunk` (the output from element
+    /// `start`, a multiple of [`Self::grain`]): `at` is the
+    /// piece's first element in its image, where a block of channels begins, and a piece
+    /// never crosses an image or a block.
+    fn for_each_piece<T>(&self, start: usize, chunk: &mut [T], f: &dyn Fn(usize, usize, &mut [T])) {
+        let (image_len, per_task) = (self.co * self.plane(), self.per_task());
+        let mut rest = chunk;
+        let mut pos = start;
+        while !rest.is_empty() {
+            let (image, at) = (pos / image_len, pos % image_len);
+            debug_assert!(at.is_multiple_of(per_task));
+            let len = per_task.min(image_len - at).min(rest.len());
+            let (piece, tail) = rest.split_at_mut(len);
+            f(image, at, piece);
+            rest = tail;
+            pos += len;
+        }
+    }
+
+    /// The residual's other input at elements `at..at + len` of `image`.
+    fn addend_at(&self, image: usize, at: usize, len: usize) -> Option<Addend<'_>> {
+        self.addend
+            .map(|a| a.range(image * self.co * self.plane() + at, len))
+    }
 }
 
 impl Prepared for Int8Conv {

@@ -573,3 +573,118 @@ fn bits(t: &Tensor) -> Vec<u32> {
         .map(|v| v.to_bits())
         .collect()
 }
+
+/// A levels output is, on both blockings and with either kernel, the level of each output
+/// the same convolution writes as f32: for every activation, with and without a residual
+/// (its addend as values or as levels, a FakeQuantize before it of one range or one per
+/// channel, a ReLU after it or not), for output ranges from below 0 and from 0 (where a
+/// ReLU before the levels changes none and the vector pass leaves it out), and for two
+/// images of a channel count that is not a whole number of blocks.
+#[test]
+fn a_levels_output_is_the_level_of_each_f32_output() {
+    use irun_opkit::epilogue::Residual;
+    use irun_opkit::quantize::FakeQuantizeRange;
+    let sp = spatial(1, [1, 1], 1, AutoPad::Explicit);
+    let range = |low: f32, c: usize| FakeQuantizeRange {
+        input_low: low,
+        input_high: 0.4 + 0.01 * c as f32,
+        output_low: low,
+        output_high: 0.4 + 0.01 * c as f32,
+        last_level: 255.0,
+    };
+    for (n, ci, co, hw) in [(2, 6, 12, [9, 7]), (1, 8, 32, [7, 7]), (2, 5, 32, [5, 6])] {
+        let plane = hw[0] * hw[1];
+        let x: Vec<f32> = (0..n * ci * plane).map(|i| noise(i, 23)).collect();
+        let input = Tensor::from_f32(vec![n, ci, hw[0], hw[1]], x).unwrap();
+        let codes: Vec<i8> = (0..co * ci * 9)
+            .map(|i| (noise(i, 29) * 127.0) as i8)
+            .collect();
+        let bias: Vec<f32> = (0..co).map(|o| noise(o, 31) * 0.1).collect();
+        let addend: Vec<f32> = (0..n * co * plane).map(|i| noise(i, 37) * 0.3).collect();
+        let out_shape = vec![n, co, hw[0], hw[1]];
+        for low in [-0.3, 0.0] {
+            let q = range(low, 0);
+            let on_grid = ActivationLevels {
+                input_low: q.output_low,
+                input_high: q.output_high,
+                output_low: q.output_low,
+                output_high: q.output_high,
+                levels: 256,
+            };
+            // The addend as levels of `q`, and as the values those levels stand for.
+            let addend_levels: Vec<u8> = addend.iter().map(|&v| q.level(v) as u8).collect();
+            let table = q.level_values();
+            let addend_values: Vec<f32> = addend_levels
+                .iter()
+                .map(|&k| table[usize::from(k)])
+                .collect();
+            let addend_levels = Tensor::from_values(out_shape.clone(), addend_levels).unwrap();
+            let addend_values = Tensor::from_f32(out_shape.clone(), addend_values).unwrap();
+            let residuals = [
+                None,
+                Some((true, Vec::new())),
+                Some((false, vec![range(-0.2, 0)])),
+                Some((true, (0..co).map(|c| range(-0.25, c)).collect::<Vec<_>>())),
+            ];
+            for activation in [Activation::None, Activation::Relu, Activation::HSwish] {
+                for residual in &residuals {
+                    let conv = |levels_out: bool| {
+                        let mut c =
+                            Int8Conv::new(&sp, &codes, &[co, ci, 3, 3], &[0.003], both_signs()[1])
+                                .unwrap();
+                        let e = Epilogue {
+                            bias: Some(bias.clone()),
+                            bias_axis_from_end: 2,
+                            activation,
+                        };
+                        assert!(c.set_epilogue(&e));
+                        match residual {
+                            None => assert!(c.set_output_quantize(&[q])),
+                            Some((relu, before)) => {
+                                if !before.is_empty() {
+                                    assert!(c.set_output_quantize(before));
+                                }
+                                let r = Residual {
+                                    relu: *relu,
+                                    quantize: vec![q],
+                                };
+                                assert!(c.set_residual(&r));
+                                assert!(c.set_levels_input(1, &q));
+                            }
+                        }
+                        if levels_out {
+                            assert!(c.set_levels_output(&q));
+                        }
+                        c
+                    };
+                    let (values, levels) = (conv(false), conv(true));
+                    let addends: &[Option<&Tensor>] = match residual {
+                        None => &[None],
+                        Some(_) => &[Some(&addend_values), Some(&addend_levels)],
+                    };
+                    for &other in addends {
+                        let f32_out = values.run(&input, other, true).unwrap();
+                        let want: Vec<u8> = f32_out
+                            .values::<f32>()
+                            .unwrap()
+                            .iter()
+                            .map(|&v| on_grid.level(v) as u8)
+                            .collect();
+                        for vectorised in [true, false] {
+                            let got = levels.run(&input, other, vectorised).unwrap();
+                            // The residual as (its ReLU, ranges before it).
+                            let r = residual.as_ref().map(|(relu, before)| (relu, before.len()));
+                            let case = format!(
+                                "{co} channels, low {low}, {activation:?}, residual {r:?}, \
+                                 vectorised {vectorised}"
+                            );
+                            assert_eq!(got.values::<u8>().expect("levels"), &want[..], "{case}");
+                        }
+                        let distinct = want.iter().collect::<std::collections::HashSet<_>>();
+                        assert!(distinct.len() > 10, "{distinct:?}");
+                    }
+                }
+            }
+        }
+    }
+}

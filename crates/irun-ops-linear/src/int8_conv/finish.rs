@@ -1,0 +1,475 @@
+//! A levels output finished as the kernel leaves each block: every op the convolution took
+//! over and the level of the result, in one pass over a run of one channel's sums while
+//! they are in L1. Done as separate passes over a block's planes (the epilogue, the
+//! FakeQuantize, the residual and the levels), with the sums first moved from the block's
+//! rows into planes, these were a sixth of ResNet-18's time at two threads.
+//!
+//! The vector pass computes each op as the scalar one does ([`Int8Conv::finish`], then
+//! [`FakeQuantizeRange::levels_into`]), one f32 operation for each of theirs and in the same
+//! order, so the levels are the same bits (the tests compare them).
+
+use irun_opkit::epilogue::{Activation, Addend};
+use irun_opkit::quantize::FakeQuantizeRange;
+
+use super::channel_lanes::{CHANNELS, MAX_POSITIONS};
+use super::Int8Conv;
+
+/// How one convolution's levels output is finished.
+pub(super) struct LevelsFinish<'a> {
+    conv: &'a Int8Conv,
+    /// The range whose levels are written.
+    q: &'a FakeQuantizeRange,
+    plane: usize,
+    vectorised: bool,
+}
+
+/// A run of consecutive outputs in a block's rows: the row's values `row..row + len` are the
+/// plane's outputs `at..at + len`.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct Run {
+    pub row: usize,
+    pub at: usize,
+    pub len: usize,
+}
+
+impl<'a> LevelsFinish<'a> {
+    /// For `conv`'s output planes of `plane` values, written as the levels of `q`;
+    /// `vectorised` only where AVX-512 F, BW and VL are available.
+    pub fn new(
+        conv: &'a Int8Conv,
+        q: &'a FakeQuantizeRange,
+        plane: usize,
+        vectorised: bool,
+    ) -> Self {
+        LevelsFinish {
+            conv,
+            q,
+            plane: plane.max(1),
+            vectorised,
+        }
+    }
+
+    /// The finishing of the blocks of channels `first..first + lanes` (at most
+    /// [`MAX_LANES`]): their ops looked up once for all their blocks.
+    pub fn channels(&self, first: usize, lanes: usize) -> ChannelsFinish<'_> {
+        debug_assert!(lanes <= MAX_LANES);
+        let conv = self.conv;
+        let (bias, activation) = match &conv.epilogue {
+            Some(e) => (e.bias.as_deref(), e.activation),
+            None => (None, Activation::None),
+        };
+        let residual = conv.residual.as_ref().map(|r| r.relu);
+        // A ReLU whose output goes straight to levels that are 0 for every value at or below
+        // 0 (an input range from 0 or above) changes no level: the level does its work.
+        let levels_clamp_at_zero = self.q.input_low >= 0.0;
+        // Without a residual the last FakeQuantize is the levels' own.
+        let quantize = match residual {
+            Some(_) => &conv.quantize[..],
+            None => &[],
+        };
+        let lanes = lanes.min(MAX_LANES);
+        let channel = |lane: usize| first + lane;
+        let quantize: Option<[FakeQuantizeRange; MAX_LANES]> = (!quantize.is_empty())
+            .then(|| std::array::from_fn(|l| quantize[channel(l) % quantize.len()]));
+        ChannelsFinish {
+            finish: self,
+            first,
+            lanes,
+            bias: bias.map(|b| std::array::from_fn(|l| b[channel(l) % b.len()])),
+            activation_before_levels: match activation {
+                Activation::Relu if residual.is_none() && levels_clamp_at_zero => Activation::None,
+                other => other,
+            },
+            #[cfg(target_arch = "x86_64")]
+            quantize_lanes: quantize.as_ref().map(vector::RangeLanes::new),
+            quantize,
+            residual: residual.map(|relu| relu && !levels_clamp_at_zero),
+        }
+    }
+}
+
+/// Channels per block, at most (the channel lanes' 32).
+pub(super) const MAX_LANES: usize = CHANNELS;
+
+/// The ops of a task's channels, in order: the bias, the activation, and with a residual
+/// (its ReLU the flag) the FakeQuantize before it; then the level of the output range. One
+/// value of each per lane.
+pub(super) struct ChannelsFinish<'a> {
+    finish: &'a LevelsFinish<'a>,
+    first: usize,
+    lanes: usize,
+    bias: Option<[f32; MAX_LANES]>,
+    /// The activation, or none for a ReLU that changes no level.
+    activation_before_levels: Activation,
+    quantize: Option<[FakeQuantizeRange; MAX_LANES]>,
+    /// The same ranges as arrays of their values, lane by lane.
+    #[cfg(target_arch = "x86_64")]
+    quantize_lanes: Option<vector::RangeLanes>,
+    /// With a residual, whether a ReLU follows the Add (and changes levels).
+    residual: Option<bool>,
+}
+
+impl ChannelsFinish<'_> {
+    /// Finishes a block of sums into their levels: `rows[lane]` holds sums of channel
+    /// `first + lane`, and each of `runs` (the same in every row) says which are outputs
+    /// and where they go. `out` and `addend` (the residual's other input) are the planes of
+    /// the channels from `first`, a run's outputs at `lane * plane + run.at`. Whether an
+    /// output was NaN (its byte is then 0). The rows are overwritten.
+    pub fn block<const W: usize>(
+        &self,
+        rows: &mut [[f32; W]],
+        runs: &[Run],
+        addend: Option<Addend>,
+        out: &mut [u8],
+    ) -> bool {
+        let plane = self.finish.plane;
+        let rows = &mut rows[..self.lanes];
+        debug_assert!(runs
+            .iter()
+            .all(|r| r.row + r.len <= W && r.at + r.len <= plane));
+        debug_assert!(rows.len() * plane <= out.len());
+        #[cfg(target_arch = "x86_64")]
+        if self.finish.vectorised {
+            // SAFETY: `vectorised` is set only where AVX-512 F, BW and VL are available
+            // (`run` checks `avx512::available()`). Every run lies in its row (`row + len <= W`) and in its
+            // plane (`at + len <= plane`), and `out` (with the addend, of the same
+            // positions) holds the planes of all the rows' channels.
+            return unsafe { vector::block(self, rows, runs, plane, addend, out) };
+        }
+        let mut nan = false;
+        for (lane, row) in rows.iter_mut().enumerate() {
+            for run in runs {
+                let at = lane * plane + run.at;
+                let sums = &mut row[run.row..run.row + run.len];
+                let addend = addend.map(|a| a.range(at, run.len));
+                let finish = self.finish;
+                finish
+                    .conv
+                    .finish(sums, self.first + lane, plane, addend, true);
+                nan |= finish.q.levels_into(sums, &mut out[at..at + run.len]);
+            }
+        }
+        nan
+    }
+
+    /// [`Self::block`] for a channel-lane block of 32 channels: `tile[j][lane]` the sums of
+    /// channel `first + lane` at position `at + j` of its plane, for `j < real`.
+    pub fn tile(
+        &self,
+        tile: &[[f32; CHANNELS]; MAX_POSITIONS],
+        real: usize,
+        at: usize,
+        addend: Option<Addend>,
+        out: &mut [u8],
+    ) -> bool {
+        let plane = self.finish.plane;
+        debug_assert!(real <= MAX_POSITIONS && at + real <= plane);
+        debug_assert!(CHANNELS * plane <= out.len());
+        #[cfg(target_arch = "x86_64")]
+        if self.finish.vectorised && self.lanes == CHANNELS {
+            // SAFETY: as in `block`, with 32 lanes, `real <= MAX_POSITIONS` and the
+            // positions `at..at + real` in the plane (asserted in debug builds; the callers'
+            // blocks are of the plane's outputs).
+            return unsafe { vector::tile(self, tile, real, at, plane, addend, out) };
+        }
+        let mut columns = [[0f32; MAX_POSITIONS]; CHANNELS];
+        for (j, sums) in tile[..real].iter().enumerate() {
+            for (column, &y) in columns.iter_mut().zip(sums) {
+                column[j] = y;
+            }
+        }
+        let run = Run {
+            row: 0,
+            at,
+            len: real,
+        };
+        self.block(&mut columns, &[run], addend, out)
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod vector {
+    use std::arch::x86_64::*;
+
+    use super::super::avx512::LevelRange;
+    use super::*;
+
+    /// [`LevelsFinish::block`] on AVX-512, 16 sums at a time, the last of a run masked. The
+    /// channels of one run are finished one after the other, so that their chains overlap.
+    ///
+    /// # Safety
+    /// AVX-512 F, BW and VL must be available; every run must lie in its row and its
+    /// plane, and `out`
+    /// and the addend must hold the `plane` outputs of every row's channel.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
+    pub(super) unsafe fn block<const W: usize>(
+        chain: &ChannelsFinish,
+        rows: &[[f32; W]],
+        runs: &[Run],
+        plane: usize,
+        addend: Option<Addend>,
+        out: &mut [u8],
+    ) -> bool {
+        let q = chain.finish.q;
+        let levels = LevelRange::new(q.input_low, q.input_high, q.last_level);
+        let mut nan: __mmask16 = 0;
+        for run in runs {
+            let mut i = 0;
+            while i < run.len {
+                // Lanes `i..min(i + 16, len)` of the run: the others neither load nor store.
+                let left = run.len - i;
+                let lanes: __mmask16 = if left >= 16 { !0 } else { (1 << left) - 1 };
+                for (lane, row) in rows.iter().enumerate() {
+                    let at = lane * plane + run.at + i;
+                    let y = _mm512_maskz_loadu_ps(lanes, row.as_ptr().add(run.row + i));
+                    let bias = chain.bias.as_ref().map(|b| _mm512_set1_ps(b[lane]));
+                    let range = chain.quantize.as_ref().map(|r| Range::splat(&r[lane]));
+                    let other = || match addend {
+                        Some(Addend::Values(v)) => _mm512_maskz_loadu_ps(lanes, v.as_ptr().add(at)),
+                        Some(Addend::Levels(k, table)) => {
+                            let k = _mm_maskz_loadu_epi8(lanes, k.as_ptr().add(at).cast());
+                            // Each index is a byte, below the table's 256 entries.
+                            _mm512_i32gather_ps::<4>(_mm512_cvtepu8_epi32(k), table.as_ptr())
+                        }
+                        None => _mm512_setzero_ps(),
+                    };
+                    let (k, unordered) = finish(chain, &levels, y, bias, range, other);
+                    nan |= unordered & lanes;
+                    store_bytes(out.as_mut_ptr().add(at), lanes, _mm512_cvtepi32_epi8(k));
+                }
+                i += 16;
+            }
+        }
+        nan != 0
+    }
+
+    /// [`ChannelsFinish::tile`] on AVX-512: each position's 32 channels in two vectors, so
+    /// that every vector is whole, their levels then moved into the planes a byte at a time.
+    ///
+    /// # Safety
+    /// AVX-512 F must be available; the chain must have 32 lanes; positions `at..at + real`
+    /// must lie in the plane, `real <= MAX_POSITIONS`, and `out` and the addend must hold
+    /// the `plane` outputs of each of the 32 channels.
+    #[target_feature(enable = "avx512f")]
+    pub(super) unsafe fn tile(
+        chain: &ChannelsFinish,
+        tile: &[[f32; CHANNELS]; MAX_POSITIONS],
+        real: usize,
+        at: usize,
+        plane: usize,
+        addend: Option<Addend>,
+        out: &mut [u8],
+    ) -> bool {
+        debug_assert!(chain.lanes == CHANNELS && real <= MAX_POSITIONS);
+        let q = chain.finish.q;
+        let levels = LevelRange::new(q.input_low, q.input_high, q.last_level);
+        let mut bytes = [[0u8; CHANNELS]; MAX_POSITIONS];
+        let mut nan: __mmask16 = 0;
+        for (j, sums) in tile[..real].iter().enumerate() {
+            for half in 0..2 {
+                let lane0 = half * 16;
+                let y = _mm512_loadu_ps(sums.as_ptr().add(lane0));
+                let bias = chain
+                    .bias
+                    .as_ref()
+                    .map(|b| _mm512_loadu_ps(b.as_ptr().add(lane0)));
+                let range = chain.quantize_lanes.as_ref().map(|r| r.load(lane0));
+                let other = || {
+                    // The addend of each channel's plane at this position.
+                    let of = |lane: usize| (lane0 + lane) * plane + at + j;
+                    match addend {
+                        Some(Addend::Values(v)) => _mm512_loadu_ps(
+                            std::array::from_fn::<f32, 16, _>(|l| v[of(l)]).as_ptr(),
+                        ),
+                        Some(Addend::Levels(k, table)) => _mm512_loadu_ps(
+                            std::array::from_fn::<f32, 16, _>(|l| table[usize::from(k[of(l)])])
+                                .as_ptr(),
+                        ),
+                        None => _mm512_setzero_ps(),
+                    }
+                };
+                let (k, unordered) = finish(chain, &levels, y, bias, range, other);
+                nan |= unordered;
+                _mm_storeu_si128(
+                    bytes[j].as_mut_ptr().add(lane0).cast(),
+                    _mm512_cvtepi32_epi8(k),
+                );
+            }
+        }
+        for (lane, dst) in out.chunks_exact_mut(plane).take(CHANNELS).enumerate() {
+            for (d, b) in dst[at..at + real].iter_mut().zip(&bytes[..real]) {
+                *d = b[lane];
+            }
+        }
+        nan != 0
+    }
+
+    /// The ops on 16 sums `y` whose channels have `bias` and, with a residual, the
+    /// FakeQuantize `range` and the addend `other()`: their levels, and the lanes that
+    /// were NaN.
+    #[inline(always)]
+    unsafe fn finish(
+        chain: &ChannelsFinish,
+        levels: &LevelRange,
+        mut y: __m512,
+        bias: Option<__m512>,
+        range: Option<Range>,
+        other: impl FnOnce() -> __m512,
+    ) -> (__m512i, __mmask16) {
+        if let Some(b) = bias {
+            y = _mm512_add_ps(y, b);
+        }
+        y = activate(chain.activation_before_levels, y);
+        if let Some(relu) = chain.residual {
+            if let Some(r) = &range {
+                y = r.fake_quantize(y);
+            }
+            y = _mm512_add_ps(y, other());
+            if relu {
+                y = relu_of(y);
+            }
+        }
+        levels.levels(y)
+    }
+
+    /// Stores the bytes of `lanes` (the first few, or all 16) at `to`. A whole vector is
+    /// one plain store; a partial one goes through the stack, since the compiler would
+    /// otherwise fuse the narrowing and the masked store into `vpmovdb` to memory, which
+    /// Zen 4 runs as microcode (it was most of this pass's time).
+    ///
+    /// # Safety
+    /// AVX-512 BW and VL must be available; `to` must be valid for the stores of `lanes`.
+    #[inline(always)]
+    unsafe fn store_bytes(to: *mut u8, lanes: __mmask16, bytes: __m128i) {
+        if lanes == !0 {
+            _mm_storeu_si128(to.cast(), bytes);
+        } else {
+            let bytes = std::hint::black_box(bytes);
+            _mm_mask_storeu_epi8(to.cast(), lanes, bytes);
+        }
+    }
+
+    /// ReLU-1 as [`Activation`]'s: a lane kept if above 0 or NaN, else +0.
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn relu_of(y: __m512) -> __m512 {
+        let kept = _mm512_cmp_ps_mask::<_CMP_NLE_UQ>(y, _mm512_setzero_ps());
+        _mm512_maskz_mov_ps(kept, y)
+    }
+
+    /// The epilogue's activation, as [`Activation`] computes it.
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn activate(activation: Activation, y: __m512) -> __m512 {
+        match activation {
+            Activation::None => y,
+            Activation::Relu => relu_of(y),
+            Activation::HSwish => {
+                // `x * min(max(x + 3, 0), 6) / 6`, a NaN `x + 3` kept by both bounds.
+                let t = _mm512_add_ps(y, _mm512_set1_ps(3.0));
+                let t = _mm512_mask_mov_ps(
+                    t,
+                    _mm512_cmp_ps_mask::<_CMP_LT_OQ>(t, _mm512_setzero_ps()),
+                    _mm512_setzero_ps(),
+                );
+                let six = _mm512_set1_ps(6.0);
+                let t = _mm512_mask_mov_ps(t, _mm512_cmp_ps_mask::<_CMP_GT_OQ>(t, six), six);
+                _mm512_div_ps(_mm512_mul_ps(y, t), six)
+            }
+        }
+    }
+
+    /// A FakeQuantize-1 range per lane, as vectors.
+    #[derive(Clone, Copy)]
+    pub(super) struct Range {
+        low: __m512,
+        width: __m512,
+        last: __m512,
+        out_low: __m512,
+        out_high: __m512,
+        out_width: __m512,
+        /// The lower and the higher of the input range's ends.
+        below: __m512,
+        above: __m512,
+    }
+
+    impl Range {
+        /// One range in every lane.
+        #[inline(always)]
+        unsafe fn splat(r: &FakeQuantizeRange) -> Range {
+            let s = |v: f32| _mm512_set1_ps(v);
+            Range {
+                low: s(r.input_low),
+                width: s(r.input_high - r.input_low),
+                last: s(r.last_level),
+                out_low: s(r.output_low),
+                out_high: s(r.output_high),
+                out_width: s(r.output_high - r.output_low),
+                below: s(r.input_low.min(r.input_high)),
+                above: s(r.input_low.max(r.input_high)),
+            }
+        }
+
+        /// FakeQuantize-1's f32 formula ([`irun_opkit::quantize::fake_quantize_f32`]) on
+        /// 16 lanes: `output_low` at or below the input range, `output_high` above it,
+        /// else `round_half_even((x - il) / (ih - il) * l) / l * (oh - ol) + ol`; NaN for
+        /// NaN.
+        #[inline(always)]
+        unsafe fn fake_quantize(&self, x: __m512) -> __m512 {
+            let t = _mm512_mul_ps(
+                _mm512_div_ps(_mm512_sub_ps(x, self.low), self.width),
+                self.last,
+            );
+            let k = _mm512_roundscale_ps::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(t);
+            let v = _mm512_add_ps(
+                _mm512_mul_ps(_mm512_div_ps(k, self.last), self.out_width),
+                self.out_low,
+            );
+            let v = _mm512_mask_mov_ps(
+                v,
+                _mm512_cmp_ps_mask::<_CMP_LE_OQ>(x, self.below),
+                self.out_low,
+            );
+            _mm512_mask_mov_ps(
+                v,
+                _mm512_cmp_ps_mask::<_CMP_GT_OQ>(x, self.above),
+                self.out_high,
+            )
+        }
+    }
+
+    /// [`Range`]'s values for each of 32 lanes, as arrays.
+    pub(super) struct RangeLanes([[f32; CHANNELS]; 8]);
+
+    impl RangeLanes {
+        pub(super) fn new(r: &[FakeQuantizeRange; CHANNELS]) -> RangeLanes {
+            let of = |f: fn(&FakeQuantizeRange) -> f32| std::array::from_fn(|l| f(&r[l]));
+            RangeLanes([
+                of(|r| r.input_low),
+                of(|r| r.input_high - r.input_low),
+                of(|r| r.last_level),
+                of(|r| r.output_low),
+                of(|r| r.output_high),
+                of(|r| r.output_high - r.output_low),
+                of(|r| r.input_low.min(r.input_high)),
+                of(|r| r.input_low.max(r.input_high)),
+            ])
+        }
+
+        /// Lanes `lane0..lane0 + 16`.
+        #[inline(always)]
+        unsafe fn load(&self, lane0: usize) -> Range {
+            let v = |i: usize| _mm512_loadu_ps(self.0[i].as_ptr().add(lane0));
+            Range {
+                low: v(0),
+                width: v(1),
+                last: v(2),
+                out_low: v(3),
+                out_high: v(4),
+                out_width: v(5),
+                below: v(6),
+                above: v(7),
+            }
+        }
+    }
+}
