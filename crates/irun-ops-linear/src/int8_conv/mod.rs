@@ -659,7 +659,8 @@ impl Prepared for Int8Conv {
     }
 
     fn set_levels_output(&mut self, q: &FakeQuantizeRange) -> bool {
-        // The FakeQuantize whose levels are written is the last applied, if there is one.
+        // The FakeQuantize whose levels are written is the last applied, if there is one;
+        // with none taken over, the readers' own (each quantizes this output by `q`).
         let last = match &self.residual {
             Some(r) => &r.quantize,
             None => &self.quantize,
@@ -667,8 +668,7 @@ impl Prepared for Int8Conv {
         let fits = (last.is_empty() || last == std::slice::from_ref(q))
             && q.input_low < q.input_high
             && q.last_level <= 255.0
-            && q.last_level >= 1.0
-            && (self.residual.is_none() || last.len() == 1);
+            && q.last_level >= 1.0;
         if fits {
             self.levels_out = Some(*q);
         }

@@ -577,9 +577,10 @@ fn bits(t: &Tensor) -> Vec<u32> {
 /// A levels output is, on both blockings and with either kernel, the level of each output
 /// the same convolution writes as f32: for every activation, with and without a residual
 /// (its addend as values or as levels, a FakeQuantize before it of one range or one per
-/// channel, a ReLU after it or not), for output ranges from below 0 and from 0 (where a
-/// ReLU before the levels changes none and the vector pass leaves it out), and for two
-/// images of a channel count that is not a whole number of blocks.
+/// channel, a ReLU after it or not), with the last FakeQuantize taken over by the kernel
+/// or left to the readers, for output ranges from below 0 and from 0 (where a ReLU before
+/// the levels changes none and the vector pass leaves it out), and for two images of a
+/// channel count that is not a whole number of blocks.
 #[test]
 fn a_levels_output_is_the_level_of_each_f32_output() {
     use irun_opkit::epilogue::Residual;
@@ -626,63 +627,75 @@ fn a_levels_output_is_the_level_of_each_f32_output() {
                 Some((false, vec![range(-0.2, 0)])),
                 Some((true, (0..co).map(|c| range(-0.25, c)).collect::<Vec<_>>())),
             ];
-            for activation in [Activation::None, Activation::Relu, Activation::HSwish] {
-                for residual in &residuals {
-                    let conv = |levels_out: bool| {
-                        let mut c =
-                            Int8Conv::new(&sp, &codes, &[co, ci, 3, 3], &[0.003], both_signs()[1])
-                                .unwrap();
-                        let e = Epilogue {
-                            bias: Some(bias.clone()),
-                            bias_axis_from_end: 2,
-                            activation,
-                        };
-                        assert!(c.set_epilogue(&e));
-                        match residual {
-                            None => assert!(c.set_output_quantize(&[q])),
-                            Some((relu, before)) => {
-                                if !before.is_empty() {
-                                    assert!(c.set_output_quantize(before));
-                                }
-                                let r = Residual {
-                                    relu: *relu,
-                                    quantize: vec![q],
-                                };
-                                assert!(c.set_residual(&r));
-                                assert!(c.set_levels_input(1, &q));
+            let axes = [Activation::None, Activation::Relu, Activation::HSwish]
+                .into_iter()
+                .flat_map(|a| {
+                    residuals
+                        .iter()
+                        .flat_map(move |r| [(a, r, true), (a, r, false)])
+                });
+            for (activation, residual, taken) in axes {
+                let conv = |levels_out: bool| {
+                    let mut c =
+                        Int8Conv::new(&sp, &codes, &[co, ci, 3, 3], &[0.003], both_signs()[1])
+                            .unwrap();
+                    let e = Epilogue {
+                        bias: Some(bias.clone()),
+                        bias_axis_from_end: 2,
+                        activation,
+                    };
+                    assert!(c.set_epilogue(&e));
+                    // The last FakeQuantize, if the kernel takes it over.
+                    let last = if taken { vec![q] } else { Vec::new() };
+                    match residual {
+                        None if taken => assert!(c.set_output_quantize(&last)),
+                        None => {}
+                        Some((relu, before)) => {
+                            if !before.is_empty() {
+                                assert!(c.set_output_quantize(before));
                             }
+                            let r = Residual {
+                                relu: *relu,
+                                quantize: last,
+                            };
+                            assert!(c.set_residual(&r));
+                            assert!(c.set_levels_input(1, &q));
                         }
-                        if levels_out {
-                            assert!(c.set_levels_output(&q));
-                        }
-                        c
-                    };
-                    let (values, levels) = (conv(false), conv(true));
-                    let addends: &[Option<&Tensor>] = match residual {
-                        None => &[None],
-                        Some(_) => &[Some(&addend_values), Some(&addend_levels)],
-                    };
-                    for &other in addends {
-                        let f32_out = values.run(&input, other, true).unwrap();
-                        let want: Vec<u8> = f32_out
-                            .values::<f32>()
-                            .unwrap()
-                            .iter()
-                            .map(|&v| on_grid.level(v) as u8)
-                            .collect();
-                        for vectorised in [true, false] {
-                            let got = levels.run(&input, other, vectorised).unwrap();
-                            // The residual as (its ReLU, ranges before it).
-                            let r = residual.as_ref().map(|(relu, before)| (relu, before.len()));
-                            let case = format!(
-                                "{co} channels, low {low}, {activation:?}, residual {r:?}, \
-                                 vectorised {vectorised}"
-                            );
-                            assert_eq!(got.values::<u8>().expect("levels"), &want[..], "{case}");
-                        }
-                        let distinct = want.iter().collect::<std::collections::HashSet<_>>();
-                        assert!(distinct.len() > 10, "{distinct:?}");
                     }
+                    if levels_out {
+                        assert!(c.set_levels_output(&q));
+                    }
+                    c
+                };
+                let (values, levels) = (conv(false), conv(true));
+                let addends: &[Option<&Tensor>] = match residual {
+                    None => &[None],
+                    Some(_) => &[Some(&addend_values), Some(&addend_levels)],
+                };
+                for &other in addends {
+                    let f32_out = values.run(&input, other, true).unwrap();
+                    let want: Vec<u8> = f32_out
+                        .values::<f32>()
+                        .unwrap()
+                        .iter()
+                        .map(|&v| match taken {
+                            // Each value is its level's (the FakeQuantize's output).
+                            true => on_grid.level(v) as u8,
+                            false => q.level(v) as u8,
+                        })
+                        .collect();
+                    for vectorised in [true, false] {
+                        let got = levels.run(&input, other, vectorised).unwrap();
+                        // The residual as (its ReLU, ranges before it).
+                        let r = residual.as_ref().map(|(relu, before)| (relu, before.len()));
+                        let case = format!(
+                            "{co} channels, low {low}, {activation:?}, residual {r:?}, \
+                             taken {taken}, vectorised {vectorised}"
+                        );
+                        assert_eq!(got.values::<u8>().expect("levels"), &want[..], "{case}");
+                    }
+                    let distinct = want.iter().collect::<std::collections::HashSet<_>>();
+                    assert!(distinct.len() > 10, "{distinct:?}");
                 }
             }
         }
