@@ -84,6 +84,22 @@ trait Ordered: Scalar {
             *d = run[0];
         }
     }
+
+    /// `dst[j]` = the maximum of `row[j * sx + kx * dx]` over `kx < kw`, through `windows`
+    /// (`dst.len() * sx` values of scratch); `row` holds every value read.
+    #[inline(always)]
+    fn window_maxima(row: &[Self], [kw, dx, sx]: [usize; 3], windows: &mut [Self], dst: &mut [Self])
+    where
+        Self: Ord,
+    {
+        windows.copy_from_slice(&row[..windows.len()]);
+        for kx in 1..kw {
+            for (m, &t) in windows.iter_mut().zip(&row[kx * dx..]) {
+                *m = (*m).max(t);
+            }
+        }
+        Self::every_nth(windows, sx, dst);
+    }
 }
 
 macro_rules! ordered_float {
@@ -132,6 +148,30 @@ impl Ordered for u8 {
         }
         for (d, pair) in dst.iter_mut().zip(src.chunks_exact(2)) {
             *d = u16::from_le_bytes([pair[0], pair[1]]) as u8;
+        }
+    }
+
+    /// ResNet's pool (3 wide, stride 2) in one pass: each output's three bytes are a pair
+    /// read as one u16 and the next pair's low byte, which vectorises; the general form
+    /// made three passes and a fourth to keep every other window.
+    #[inline(always)]
+    fn window_maxima(row: &[u8], [kw, dx, sx]: [usize; 3], windows: &mut [u8], dst: &mut [u8]) {
+        if (kw, dx, sx) != (3, 1, 2) {
+            windows.copy_from_slice(&row[..windows.len()]);
+            for kx in 1..kw {
+                for (m, &t) in windows.iter_mut().zip(&row[kx * dx..]) {
+                    *m = (*m).max(t);
+                }
+            }
+            return Self::every_nth(windows, sx, dst);
+        }
+        let pairs = row.chunks_exact(2).zip(row[2..].chunks_exact(2));
+        for (d, (p, q)) in dst.iter_mut().zip(pairs) {
+            let (p, q) = (
+                u16::from_le_bytes([p[0], p[1]]),
+                u16::from_le_bytes([q[0], q[1]]),
+            );
+            *d = (p as u8).max((p >> 8) as u8).max(q as u8);
         }
     }
 }
@@ -286,25 +326,21 @@ fn run_int_values_by_rows<T: Ordered + Ord>(x: &Tensor, w: &Windows) -> Result<T
                     #[inline(always)]
                     || {
                         let columns = &mut row[pl..pl + iw];
-                        columns.fill(T::START);
-                        for ky in 0..kh {
-                            let Some(y) = (oy * sy + ky * dy).checked_sub(pt) else {
-                                continue;
-                            };
-                            if y >= ih {
-                                continue;
-                            }
-                            for (c, &x) in columns.iter_mut().zip(&xc[y * iw..(y + 1) * iw]) {
+                        let mut inside = (0..kh).filter_map(|ky| {
+                            let y = (oy * sy + ky * dy).checked_sub(pt)?;
+                            (y < ih).then(|| &xc[y * iw..(y + 1) * iw])
+                        });
+                        // The first row copied and the others merged, each a pass.
+                        match inside.next() {
+                            Some(first) => columns.copy_from_slice(first),
+                            None => columns.fill(T::START),
+                        }
+                        for rows in inside {
+                            for (c, &x) in columns.iter_mut().zip(rows) {
                                 *c = (*c).max(x);
                             }
                         }
-                        windows.copy_from_slice(&row[..starts]);
-                        for kx in 1..kw {
-                            for (m, &t) in windows.iter_mut().zip(&row[kx * dx..]) {
-                                *m = (*m).max(t);
-                            }
-                        }
-                        T::every_nth(&windows, sx, &mut maxima);
+                        T::window_maxima(&row, [kw, dx, sx], &mut windows, &mut maxima);
                     },
                 );
                 out.extend_from_slice(&maxima);
@@ -594,6 +630,9 @@ mod tests {
             (2, 2, 1, 2, 2, Rounding::Floor),
             (5, 2, 1, 2, 2, Rounding::Ceil),
             (1, 2, 1, 0, 0, Rounding::Ceil),
+            // ResNet's pool without pads or with ceil rounding (the u8 one-pass form).
+            (3, 2, 1, 0, 0, Rounding::Ceil),
+            (3, 2, 1, 1, 0, Rounding::CeilTorch),
         ]
         .into_iter()
         .map(|(k, s, d, pb, pe, rounding)| {
