@@ -474,13 +474,7 @@ fn levels_written_and_read_are_the_f32_values_levels() {
         output_high: 0.5,
         last_level: 255.0,
     };
-    let on_grid = ActivationLevels {
-        input_low: q.output_low,
-        input_high: q.output_high,
-        output_low: q.output_low,
-        output_high: q.output_high,
-        levels: 256,
-    };
+    let on_grid = on_grid(&q);
     for (ci, co, hw) in [(6, 12, [9, 7]), (8, 32, [7, 7])] {
         let shape = [co, ci, 3, 3];
         // Two images, so that a NaN in the second comes after the first's levels.
@@ -566,6 +560,18 @@ fn levels_written_and_read_are_the_f32_values_levels() {
     }
 }
 
+/// The levels of 256 levels read on `q`'s output range: each of its output values is its
+/// own level.
+fn on_grid(q: &irun_opkit::quantize::FakeQuantizeRange) -> ActivationLevels {
+    ActivationLevels {
+        input_low: q.output_low,
+        input_high: q.output_high,
+        output_low: q.output_low,
+        output_high: q.output_high,
+        levels: 256,
+    }
+}
+
 fn bits(t: &Tensor) -> Vec<u32> {
     t.values::<f32>()
         .unwrap()
@@ -605,13 +611,7 @@ fn a_levels_output_is_the_level_of_each_f32_output() {
         let out_shape = vec![n, co, hw[0], hw[1]];
         for low in [-0.3, 0.0] {
             let q = range(low, 0);
-            let on_grid = ActivationLevels {
-                input_low: q.output_low,
-                input_high: q.output_high,
-                output_low: q.output_low,
-                output_high: q.output_high,
-                levels: 256,
-            };
+            let on_grid = on_grid(&q);
             // The addend as levels of `q`, and as the values those levels stand for.
             let addend_levels: Vec<u8> = addend.iter().map(|&v| q.level(v) as u8).collect();
             let table = q.level_values();
