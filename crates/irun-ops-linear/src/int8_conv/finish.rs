@@ -84,6 +84,8 @@ impl<'a> LevelsFinish<'a> {
             quantize_lanes: quantize.as_ref().map(vector::RangeLanes::new),
             quantize,
             residual: residual.map(|relu| relu && !levels_clamp_at_zero),
+            quantize_by_reciprocal: conv.quantize_by_reciprocal,
+            addend_levels: conv.addend_range,
         }
     }
 }
@@ -107,6 +109,12 @@ pub(super) struct ChannelsFinish<'a> {
     quantize_lanes: Option<vector::RangeLanes>,
     /// With a residual, whether a ReLU follows the Add (and changes levels).
     residual: Option<bool>,
+    /// Whether the one range of `quantize` may take its quotients by the reciprocal
+    /// ([`exact_by_reciprocal`]).
+    quantize_by_reciprocal: bool,
+    /// The range whose levels a residual addend comes as, where its values may be computed
+    /// by the reciprocal rather than looked up.
+    addend_levels: Option<FakeQuantizeRange>,
 }
 
 impl ChannelsFinish<'_> {
@@ -187,6 +195,23 @@ impl ChannelsFinish<'_> {
     }
 }
 
+/// Whether `k * (1 / last)`, corrected once by its remainder (`e = k - q * last` in an FMA,
+/// then `q + e * (1 / last)` in another), is `k / last` as the division rounds it for every
+/// integer `k` from 0 to `last` (a whole number of levels, at most 255): checked here for
+/// each, so that the vector pass may take the multiply where the check holds.
+pub(super) fn exact_by_reciprocal(last: f32) -> bool {
+    if !(1.0..=255.0).contains(&last) || last.fract() != 0.0 {
+        return false;
+    }
+    let r = 1.0 / last;
+    (0..=last as u32).all(|k| {
+        let k = k as f32;
+        let q = k * r;
+        let e = (-q).mul_add(last, k);
+        e.mul_add(r, q).to_bits() == (k / last).to_bits()
+    })
+}
+
 #[cfg(target_arch = "x86_64")]
 mod vector {
     use std::arch::x86_64::*;
@@ -212,6 +237,7 @@ mod vector {
     ) -> bool {
         let q = chain.finish.q;
         let levels = LevelRange::new(q.input_low, q.input_high, q.last_level);
+        let values = chain.addend_levels.as_ref().map(|r| LevelValues::new(r));
         let mut nan: __mmask16 = 0;
         for run in runs {
             let mut i = 0;
@@ -223,13 +249,22 @@ mod vector {
                     let at = lane * plane + run.at + i;
                     let y = _mm512_maskz_loadu_ps(lanes, row.as_ptr().add(run.row + i));
                     let bias = chain.bias.as_ref().map(|b| _mm512_set1_ps(b[lane]));
-                    let range = chain.quantize.as_ref().map(|r| Range::splat(&r[lane]));
+                    let range = chain
+                        .quantize
+                        .as_ref()
+                        .map(|r| Range::splat(&r[lane], chain.quantize_by_reciprocal));
                     let other = || match addend {
                         Some(Addend::Values(v)) => _mm512_maskz_loadu_ps(lanes, v.as_ptr().add(at)),
                         Some(Addend::Levels(k, table)) => {
                             let k = _mm_maskz_loadu_epi8(lanes, k.as_ptr().add(at).cast());
-                            // Each index is a byte, below the table's 256 entries.
-                            _mm512_i32gather_ps::<4>(_mm512_cvtepu8_epi32(k), table.as_ptr())
+                            match &values {
+                                Some(values) => values.of(k),
+                                // Each index is a byte, below the table's 256 entries.
+                                None => _mm512_i32gather_ps::<4>(
+                                    _mm512_cvtepu8_epi32(k),
+                                    table.as_ptr(),
+                                ),
+                            }
                         }
                         None => _mm512_setzero_ps(),
                     };
@@ -263,6 +298,7 @@ mod vector {
         debug_assert!(chain.lanes == CHANNELS && real <= MAX_POSITIONS);
         let q = chain.finish.q;
         let levels = LevelRange::new(q.input_low, q.input_high, q.last_level);
+        let values = chain.addend_levels.as_ref().map(|r| LevelValues::new(r));
         let mut bytes = [[0u8; CHANNELS]; MAX_POSITIONS];
         let mut nan: __mmask16 = 0;
         for (j, sums) in tile[..real].iter().enumerate() {
@@ -281,10 +317,16 @@ mod vector {
                         Some(Addend::Values(v)) => _mm512_loadu_ps(
                             std::array::from_fn::<f32, 16, _>(|l| v[of(l)]).as_ptr(),
                         ),
-                        Some(Addend::Levels(k, table)) => _mm512_loadu_ps(
-                            std::array::from_fn::<f32, 16, _>(|l| table[usize::from(k[of(l)])])
-                                .as_ptr(),
-                        ),
+                        Some(Addend::Levels(k, table)) => match &values {
+                            Some(values) => {
+                                let k = std::array::from_fn::<u8, 16, _>(|l| k[of(l)]);
+                                values.of(_mm_loadu_si128(k.as_ptr().cast()))
+                            }
+                            None => _mm512_loadu_ps(
+                                std::array::from_fn::<f32, 16, _>(|l| table[usize::from(k[of(l)])])
+                                    .as_ptr(),
+                            ),
+                        },
                         None => _mm512_setzero_ps(),
                     }
                 };
@@ -391,14 +433,18 @@ mod vector {
         /// The lower and the higher of the input range's ends.
         below: __m512,
         above: __m512,
+        /// `level / last`, exactly as the division rounds it.
+        quotient: Quotient,
     }
 
     impl Range {
-        /// One range in every lane.
+        /// One range in every lane; `by_reciprocal` where [`exact_by_reciprocal`] holds for
+        /// its `last_level`.
         #[inline(always)]
-        unsafe fn splat(r: &FakeQuantizeRange) -> Range {
+        unsafe fn splat(r: &FakeQuantizeRange, by_reciprocal: bool) -> Range {
             let s = |v: f32| _mm512_set1_ps(v);
             Range {
+                quotient: Quotient::new(r.last_level, by_reciprocal),
                 low: s(r.input_low),
                 width: s(r.input_high - r.input_low),
                 last: s(r.last_level),
@@ -422,7 +468,7 @@ mod vector {
             );
             let k = _mm512_roundscale_ps::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(t);
             let v = _mm512_add_ps(
-                _mm512_mul_ps(_mm512_div_ps(k, self.last), self.out_width),
+                _mm512_mul_ps(self.quotient.of(k), self.out_width),
                 self.out_low,
             );
             let v = _mm512_mask_mov_ps(
@@ -461,6 +507,10 @@ mod vector {
         unsafe fn load(&self, lane0: usize) -> Range {
             let v = |i: usize| _mm512_loadu_ps(self.0[i].as_ptr().add(lane0));
             Range {
+                quotient: Quotient {
+                    last: v(2),
+                    reciprocal: None,
+                },
                 low: v(0),
                 width: v(1),
                 last: v(2),
@@ -470,6 +520,78 @@ mod vector {
                 below: v(6),
                 above: v(7),
             }
+        }
+    }
+
+    /// `k / last` for integers `k` in `0..=last`, as the division rounds it: by the
+    /// reciprocal and one correction where [`exact_by_reciprocal`] checked every such `k`
+    /// (`k - q * last` is exact in an FMA, and `q + e / last` then rounds to the quotient),
+    /// else by the division. A division a vector was what the residual layers waited on.
+    #[derive(Clone, Copy)]
+    struct Quotient {
+        last: __m512,
+        reciprocal: Option<__m512>,
+    }
+
+    impl Quotient {
+        #[inline(always)]
+        unsafe fn new(last: f32, by_reciprocal: bool) -> Quotient {
+            Quotient {
+                last: _mm512_set1_ps(last),
+                reciprocal: by_reciprocal.then(|| _mm512_set1_ps(1.0 / last)),
+            }
+        }
+
+        #[inline(always)]
+        unsafe fn of(&self, k: __m512) -> __m512 {
+            match self.reciprocal {
+                Some(r) => {
+                    let q = _mm512_mul_ps(k, r);
+                    let e = _mm512_fnmadd_ps(q, self.last, k);
+                    _mm512_fmadd_ps(e, r, q)
+                }
+                None => _mm512_div_ps(k, self.last),
+            }
+        }
+    }
+
+    /// [`FakeQuantizeRange::value_of_level`] of sixteen levels: the residual addend's
+    /// values computed where a table lookup (a gather, or sixteen permutes) cost more.
+    pub(super) struct LevelValues {
+        quotient: Quotient,
+        width: __m512,
+        low: __m512,
+        high: __m512,
+    }
+
+    impl LevelValues {
+        /// For the levels of `r`, whose `last_level` [`exact_by_reciprocal`] holds for.
+        #[inline(always)]
+        pub(super) unsafe fn new(r: &FakeQuantizeRange) -> LevelValues {
+            LevelValues {
+                quotient: Quotient::new(r.last_level, true),
+                width: _mm512_set1_ps(r.output_high - r.output_low),
+                low: _mm512_set1_ps(r.output_low),
+                high: _mm512_set1_ps(r.output_high),
+            }
+        }
+
+        /// The values of the sixteen levels `k`: the ends at 0 and from `last` on, else
+        /// `k / last * (high - low) + low`.
+        #[inline(always)]
+        pub(super) unsafe fn of(&self, k: __m128i) -> __m512 {
+            let k = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(k));
+            let v = _mm512_add_ps(_mm512_mul_ps(self.quotient.of(k), self.width), self.low);
+            let v = _mm512_mask_mov_ps(
+                v,
+                _mm512_cmp_ps_mask::<_CMP_LE_OQ>(k, _mm512_setzero_ps()),
+                self.low,
+            );
+            _mm512_mask_mov_ps(
+                v,
+                _mm512_cmp_ps_mask::<_CMP_GE_OQ>(k, self.quotient.last),
+                self.high,
+            )
         }
     }
 }

@@ -167,6 +167,12 @@ pub struct Int8Conv {
     levels_in: bool,
     /// The value of each level of the residual addend when it comes as levels.
     addend_levels: Option<Box<[f32; 256]>>,
+    /// That addend's range, where the vector pass may compute those values by the
+    /// reciprocal ([`finish::exact_by_reciprocal`]).
+    addend_range: Option<FakeQuantizeRange>,
+    /// Whether `quantize` is one range whose quotients the vector pass may take by the
+    /// reciprocal.
+    quantize_by_reciprocal: bool,
 }
 
 /// Why an integer sum cannot overflow: each product is at most 255 * 128 in size, and a
@@ -241,6 +247,8 @@ impl Int8Conv {
             levels_out: None,
             levels_in: false,
             addend_levels: None,
+            addend_range: None,
+            quantize_by_reciprocal: false,
         })
     }
 
@@ -678,7 +686,10 @@ impl Prepared for Int8Conv {
     fn set_levels_input(&mut self, slot: usize, q: &FakeQuantizeRange) -> bool {
         match slot {
             0 if self.levels.reads_levels_of(q) => self.levels_in = true,
-            1 if self.residual.is_some() => self.addend_levels = Some(Box::new(q.level_values())),
+            1 if self.residual.is_some() => {
+                self.addend_levels = Some(Box::new(q.level_values()));
+                self.addend_range = finish::exact_by_reciprocal(q.last_level).then_some(*q);
+            }
             _ => return false,
         }
         true
@@ -688,6 +699,8 @@ impl Prepared for Int8Conv {
         let fits = q.len() == 1 || q.len() == self.out_channels;
         if fits {
             self.quantize = q.to_vec();
+            self.quantize_by_reciprocal =
+                q.len() == 1 && finish::exact_by_reciprocal(q[0].last_level);
         }
         fits
     }

@@ -701,3 +701,16 @@ fn a_levels_output_is_the_level_of_each_f32_output() {
         }
     }
 }
+
+/// The reciprocal with one correction gives the division's quotient for every level count
+/// NNCF writes (and every other up to 256), checked element by element; counts that are
+/// not whole numbers of levels are refused.
+#[test]
+fn level_quotients_by_the_reciprocal_are_the_divisions() {
+    for last in 1..=255u32 {
+        assert!(finish::exact_by_reciprocal(last as f32), "{last}");
+    }
+    for last in [0.0, 0.5, 254.5, 256.0, f32::NAN, f32::INFINITY] {
+        assert!(!finish::exact_by_reciprocal(last), "{last}");
+    }
+}
