@@ -132,16 +132,26 @@ impl ChannelsFinish<'_> {
     ) -> bool {
         let plane = self.finish.plane;
         let rows = &mut rows[..self.lanes];
-        debug_assert!(runs
-            .iter()
-            .all(|r| r.row + r.len <= W && r.at + r.len <= plane));
-        debug_assert!(rows.len() * plane <= out.len());
+        // What the vector pass's unchecked loads and stores rely on, checked once a block.
+        let planes = rows.len() * plane;
+        let addend_len = addend.map_or(planes, |a| match a {
+            Addend::Values(v) => v.len(),
+            Addend::Levels(k, _) => k.len(),
+        });
+        assert!(
+            out.len() >= planes
+                && addend_len >= planes
+                && runs
+                    .iter()
+                    .all(|r| r.row + r.len <= W && r.at + r.len <= plane),
+            "int8 Convolution: a block's runs, output and addend must cover its planes"
+        );
         #[cfg(target_arch = "x86_64")]
         if self.finish.vectorised {
             // SAFETY: `vectorised` is set only where AVX-512 F, BW and VL are available
-            // (`run` checks `avx512::available()`). Every run lies in its row (`row + len <= W`) and in its
-            // plane (`at + len <= plane`), and `out` (with the addend, of the same
-            // positions) holds the planes of all the rows' channels.
+            // (`run` checks `avx512::available()`). The assert above: every run lies in its
+            // row and in its plane, and `out` and the addend hold the planes of all the rows'
+            // channels.
             return unsafe { vector::block(self, rows, runs, plane, addend, out) };
         }
         let mut nan = false;
@@ -224,8 +234,7 @@ mod vector {
     ///
     /// # Safety
     /// AVX-512 F, BW and VL must be available; every run must lie in its row and its
-    /// plane, and `out`
-    /// and the addend must hold the `plane` outputs of every row's channel.
+    /// plane, and `out` and the addend must hold the `plane` outputs of every row's channel.
     #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
     pub(super) unsafe fn block<const W: usize>(
         chain: &ChannelsFinish,

@@ -146,13 +146,6 @@ fn check(case: &Case, q: ActivationLevels, nan_at: Option<usize>, with_epilogue:
     }
     if Int8Conv::fast_here() {
         let fast = conv.run(&input, None, true).unwrap();
-        let bits = |t: &Tensor| -> Vec<u32> {
-            t.values::<f32>()
-                .unwrap()
-                .iter()
-                .map(|v| v.to_bits())
-                .collect()
-        };
         assert_eq!(
             bits(&fast),
             bits(&scalar),
