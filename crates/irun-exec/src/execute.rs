@@ -123,15 +123,10 @@ impl Executable {
                     vec![Arc::new(zeros)]
                 }
                 Source::ReadValue(v) => {
-                    let o = step.inputs[0];
-                    remaining[o] -= 1;
-                    let value = if remaining[o] == 0 {
-                        let value = values[o].take().expect("produced before read");
+                    let (value, last) = read_outlet(&mut values, &mut remaining, step.inputs[0]);
+                    if last {
                         live_bytes = live_bytes.saturating_sub(value.byte_size() as u64);
-                        value
-                    } else {
-                        values[o].clone().expect("produced before read")
-                    };
+                    }
                     state.check(*v, &value).map_err(|m| {
                         self.layer_error(
                             n,
@@ -142,13 +137,8 @@ impl Executable {
                     vec![value]
                 }
                 Source::Assign(v) => {
-                    let o = step.inputs[0];
-                    remaining[o] -= 1;
-                    let value = if remaining[o] == 0 {
-                        values[o].take().expect("produced before read")
-                    } else {
-                        values[o].clone().expect("produced before read")
-                    };
+                    // The value stays alive as the state's: no bytes freed.
+                    let (value, _) = read_outlet(&mut values, &mut remaining, step.inputs[0]);
                     state.check(*v, &value).map_err(|m| {
                         self.layer_error(
                             n,
@@ -184,14 +174,11 @@ impl Executable {
                         .inputs
                         .iter()
                         .map(|&o| {
-                            remaining[o] -= 1;
-                            if remaining[o] == 0 {
-                                let v = values[o].take().expect("produced before read");
+                            let (v, last) = read_outlet(&mut values, &mut remaining, o);
+                            if last {
                                 live_bytes = live_bytes.saturating_sub(v.byte_size() as u64);
-                                v
-                            } else {
-                                values[o].clone().expect("produced before read")
                             }
+                            v
                         })
                         .collect();
                     if let Some(flow) = &self.flows[n] {
@@ -285,5 +272,15 @@ impl Executable {
             .into_iter()
             .map(|o| o.expect("every Result runs"))
             .collect())
+    }
+}
+
+/// Reads outlet `o` once: its value, taken by its last reader (then `true`) and shared with
+/// the others.
+fn read_outlet(values: &mut [Option<Value>], remaining: &mut [u32], o: usize) -> (Value, bool) {
+    remaining[o] -= 1;
+    match remaining[o] == 0 {
+        true => (values[o].take().expect("produced before read"), true),
+        false => (values[o].clone().expect("produced before read"), false),
     }
 }
