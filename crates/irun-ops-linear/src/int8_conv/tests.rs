@@ -707,3 +707,88 @@ fn level_quotients_by_the_reciprocal_are_the_divisions() {
         assert!(!finish::exact_by_reciprocal(last), "{last}");
     }
 }
+
+/// The vector levels are the op's f32 levels at and around every boundary between two
+/// levels (eight floats each side of it), for ranges of awkward widths (tiny, huge,
+/// subnormal) and few and many levels.
+#[test]
+fn vector_levels_are_the_ops_at_every_boundary() {
+    if !avx512::available() {
+        return;
+    }
+    let ranges = [
+        (-1.3f32, 2.7f32, 255.0f32),
+        (0.0, 6.0, 255.0),
+        (-0.123_456_7, 0.987_654_3, 255.0),
+        (0.0, 2.0, 255.0),
+        (-5.0e-3, 3.0e-3, 15.0),
+        (1.0e-3, 1.0e-3 + 3.0e-5, 254.0),
+        (-1.0e30, 3.0e30, 255.0),
+        (-3.0, 1.0e-38, 1.0),
+        (1.0, 1.0 + 1.0e-6, 255.0),
+        (0.0, 1.0e-39, 255.0),
+    ];
+    for (low, high, last) in ranges {
+        let q = FakeQuantizeRange {
+            input_low: low,
+            input_high: high,
+            output_low: 0.0,
+            output_high: 1.0,
+            last_level: last,
+        };
+        let mut x = vec![
+            low,
+            high,
+            f32::NAN,
+            f32::INFINITY,
+            -f32::INFINITY,
+            0.0,
+            -0.0,
+        ];
+        for k in 1..=last as u32 {
+            // The least input whose level is at least `k`, by bisection over the floats.
+            let (mut below, mut above) = (low, high.next_up());
+            while below.next_up() < above {
+                let mid = below + (above - below) / 2.0;
+                let mid = if mid <= below {
+                    below.next_up()
+                } else {
+                    mid.min(above.next_down())
+                };
+                if q.level(mid) >= k as f32 {
+                    above = mid;
+                } else {
+                    below = mid;
+                }
+            }
+            let mut v = above;
+            for _ in 0..8 {
+                v = v.next_down();
+            }
+            for _ in 0..17 {
+                x.push(v);
+                v = v.next_up();
+            }
+        }
+        x.extend((0..4096).map(|i| low + (high - low) * (noise(i, 9) * 0.6 + 0.5)));
+        let mut got = [0i32; 16];
+        // SAFETY: `available()` says AVX-512 F is there.
+        unsafe {
+            use std::arch::x86_64::*;
+            let levels = avx512::LevelRange::new(low, high, last);
+            for chunk in x.chunks(16) {
+                let mut lanes = [0f32; 16];
+                lanes[..chunk.len()].copy_from_slice(chunk);
+                let (k, _) = levels.levels(_mm512_loadu_ps(lanes.as_ptr()));
+                _mm512_storeu_si512(got.as_mut_ptr().cast(), k);
+                for (&v, &g) in chunk.iter().zip(&got) {
+                    let want = if v.is_nan() { 0.0 } else { q.level(v) };
+                    assert_eq!(
+                        g as f32, want,
+                        "{v:e} in {low:e}..{high:e} of {last} levels"
+                    );
+                }
+            }
+        }
+    }
+}
