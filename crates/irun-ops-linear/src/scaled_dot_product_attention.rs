@@ -148,7 +148,34 @@ impl Op for Sdpa {
 }
 
 /// Multiply-adds a parallel chunk of batch items should have at least.
-const PAR_MIN_MACS: usize = 1 << 20;
+const PAR_MIN_MACS: usize = 1 << 18;
+
+/// How many of `batches` batch items (of `macs` multiply-adds each, query heads in runs of
+/// `groups` that share their keys and values) a parallel chunk takes: whole runs, so that a
+/// run's keys and values are read from cache after its first head; at least
+/// [`PAR_MIN_MACS`] (small attention, BERT's 2 heads of 32 x 32, stays on the calling
+/// thread: measured 30 us on one thread, 48 us split in two); and as many chunks as
+/// threads, or a multiple, so that no thread waits on another's extra chunk. A decode
+/// step's 12 heads over a 1000-token cache were one chunk (a thread idle through the
+/// attention); they are now two.
+fn items_per_chunk(batches: usize, macs: usize, groups: usize, threads: usize) -> usize {
+    let run = if groups > 1 && batches.is_multiple_of(groups) {
+        groups
+    } else {
+        1
+    };
+    let runs = batches / run;
+    let per_run = macs.max(1) * run;
+    let min_runs = PAR_MIN_MACS.div_ceil(per_run);
+    let mut chunks = match threads > 1 && runs >= 2 * min_runs {
+        true => (runs / min_runs).clamp(1, threads * 4),
+        false => 1,
+    };
+    if chunks > 1 {
+        chunks = chunks.div_ceil(threads) * threads;
+    }
+    runs.div_ceil(chunks.clamp(1, runs.max(1))).max(1) * run
+}
 
 /// A float the attention computes in.
 trait Real: Mul + Copy + Default + Into<f64> {
@@ -333,11 +360,8 @@ impl Sdpa {
         let mut flat = try_zeroed::<T>(batches * l * ev)?;
         let block = l * ev;
         if block > 0 {
-            // Enough batch items per chunk that small attention (BERT's 2 heads of 32 x 32)
-            // stays on the calling thread: measured 30 us on one thread, 48 us split in two.
-            let per_item = (l * s * (e + ev)).max(block);
-            let grain = (PAR_MIN_MACS / per_item).max(1) * block;
-            par::for_each_split_mut(&mut flat, grain, &|start, chunk| {
+            let items = items_per_chunk(batches, l * s * (e + ev), groups, par::threads());
+            par::for_each_chunk_mut(&mut flat, items * block, &|start, chunk| {
                 let mut scores = vec![T::default(); l * s];
                 for (k, out) in chunk.chunks_mut(block).enumerate() {
                     attend(start / block + k, &mut scores, out);
@@ -378,6 +402,32 @@ mod tests {
             .flat_map(|h| std::iter::repeat_n(h, groups).flatten().copied())
             .collect();
         Tensor::from_f32(vec![s[0], s[1] * groups, s[2], s[3]], out).unwrap()
+    }
+
+    /// A decode step's heads over a long cache are cut into as many chunks as threads (or a
+    /// multiple), of whole runs of the heads that share keys and values; small attention is
+    /// one chunk, and so is everything on one thread.
+    #[test]
+    fn chunks_of_heads_are_whole_runs_one_or_more_per_thread() {
+        // Llama's 12 query heads on 4 shared heads, one query row over 1000 keys of 64 + 64.
+        let macs = 1000 * 128;
+        assert_eq!(items_per_chunk(12, macs, 3, 2), 3);
+        assert_eq!(items_per_chunk(12, macs, 3, 1), 12);
+        assert_eq!(items_per_chunk(12, macs, 3, 4), 3);
+        // Runs of 4 sharing heads stay whole: 3 chunks of 4, not 4 of 3.
+        assert_eq!(items_per_chunk(12, macs, 4, 2), 4);
+        // Without shared heads, each chunk at least PAR_MIN_MACS (3 heads): 4 chunks of 3 on
+        // 2 threads, 6 of 2 on 3 threads.
+        assert_eq!(items_per_chunk(12, macs, 1, 2), 3);
+        assert_eq!(items_per_chunk(12, macs, 1, 3), 2);
+        // Each chunk at least PAR_MIN_MACS: 8 heads of 64K make two chunks of four.
+        assert_eq!(items_per_chunk(8, 1 << 16, 1, 2), 4);
+        // BERT's 2 heads of 32 x 32 (64K each) stay one chunk.
+        assert_eq!(items_per_chunk(2, 32 * 32 * 64, 1, 2), 2);
+        // A short cache: 12 heads of 16 keys, one chunk.
+        assert_eq!(items_per_chunk(12, 16 * 128, 3, 2), 12);
+        // 7 runs of PAR_MIN_MACS on 2 threads: 7 chunks (8 rounded to the runs there are).
+        assert_eq!(items_per_chunk(7, PAR_MIN_MACS, 1, 2), 1);
     }
 
     /// Keys and values with each head shared by 3 query heads in a row give, bit for bit,
