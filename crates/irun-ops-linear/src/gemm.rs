@@ -215,8 +215,18 @@ fn vector_product(
                     out.fill(0.0);
                     for (p, &x) in u.iter().enumerate() {
                         let row = &v[p * vs + start * v_step..];
-                        for (t, o) in out.iter_mut().enumerate() {
-                            *o = x.mul_add(row[t * v_step], *o);
+                        if v_step == 1 {
+                            // Contiguous: the compiler vectorises this form, not the
+                            // strided one (an attention step's probabilities times V ran a
+                            // scalar multiply-add a value).
+                            let len = out.len();
+                            for (o, &r) in out.iter_mut().zip(&row[..len]) {
+                                *o = x.mul_add(r, *o);
+                            }
+                        } else {
+                            for (t, o) in out.iter_mut().enumerate() {
+                                *o = x.mul_add(row[t * v_step], *o);
+                            }
                         }
                     }
                 }
@@ -527,6 +537,27 @@ mod tests {
                 });
                 let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
                 assert_eq!(bits(&small), bits(&packed), "{m}x{k}x{n} ta={ta} tb={tb}");
+            }
+        }
+    }
+
+    /// A vector times a matrix whose rows run along the outputs (an attention step's
+    /// probabilities times V: 1 x 1000 by 1000 x 64) sums each output's products in order,
+    /// bit for bit, whether the rows are contiguous (the vectorised form) or strided.
+    #[test]
+    fn a_vector_times_rows_sums_each_output_in_order() {
+        let (k, n) = (1000, 64);
+        let a: Vec<f32> = (0..k).map(|i| ((i * 7 % 11) as f32 - 5.0) / 3.0).collect();
+        let b: Vec<f32> = (0..2 * k * n)
+            .map(|i| ((i * 5 % 13) as f32 - 6.0) / 7.0)
+            .collect();
+        for step in [1usize, 2] {
+            let sb = ((n * step) as isize, step as isize);
+            let mut c = vec![f32::NAN; n];
+            f32::gemm(1, k, n, &a, (k as isize, 1), &b, sb, &mut c);
+            for (t, got) in c.iter().enumerate() {
+                let want = (0..k).fold(0f32, |o, p| a[p].mul_add(b[p * n * step + t * step], o));
+                assert_eq!(got.to_bits(), want.to_bits(), "step {step}, output {t}");
             }
         }
     }
