@@ -17,6 +17,7 @@ use crate::gemm::Mul;
 use crate::kernel::try_zeroed;
 use crate::op::{codes, expect_inputs_between, same_element_type, Op, OpError, Value};
 use crate::par;
+use crate::simd;
 
 #[derive(Debug)]
 pub struct Sdpa {
@@ -308,19 +309,13 @@ impl Sdpa {
             k.values::<T>().ok_or_else(|| bad(1))?,
             v.values::<T>().ok_or_else(|| bad(2))?,
         );
-        let mask_at = |m: usize, i: usize, j: usize| -> f64 {
-            let Some(t) = mask else { return 0.0 };
-            let off =
-                m * ml * msd + (if ml == 1 { 0 } else { i }) * msd + if msd == 1 { 0 } else { j };
-            if let Some(b) = t.values::<bool>() {
-                if b[off] {
-                    0.0
-                } else {
-                    f64::NEG_INFINITY
-                }
-            } else {
-                t.values::<T>().map_or(0.0, |v| v[off].into())
-            }
+        // The mask's values looked up once: a boolean mask, a float one, or none (0).
+        let mask_bool = mask.and_then(|t| t.values::<bool>());
+        let mask_real = mask.and_then(|t| t.values::<T>());
+        // Row `i` of mask item `m`: its first element and the step along the keys.
+        let mask_row = |m: usize, i: usize| -> (usize, usize) {
+            let off = m * ml * msd + (if ml == 1 { 0 } else { i }) * msd;
+            (off, usize::from(msd != 1))
         };
         // One batch item: scores, softmax rows, scores x v into `out` (l x ev).
         let attend = |b: usize, scores: &mut [T], out: &mut [T]| {
@@ -336,14 +331,48 @@ impl Sdpa {
                 scores,
             );
             for (i, row) in scores.chunks_mut(s.max(1)).enumerate().take(l) {
-                for (j, x) in row.iter_mut().enumerate() {
-                    let bias = if self.causal && j > i {
-                        f64::NEG_INFINITY
-                    } else {
-                        mask_at(im, i, j)
-                    };
-                    *x = T::from_f64((*x).into() * scale + bias);
-                }
+                // `x * scale + bias` in f64 for each score, the bias the mask's (0 without
+                // one) up to the causal end, -inf past it. One loop per kind of mask, so
+                // that each vectorises (a lookup of the mask's type a score was a fifth of a
+                // long prompt's attention).
+                let open = if self.causal {
+                    (i + 1).min(row.len())
+                } else {
+                    row.len()
+                };
+                let (at, step) = mask_row(im, i);
+                let (open_part, closed) = row.split_at_mut(open);
+                let scaled = |x: T, bias: f64| T::from_f64(x.into() * scale + bias);
+                simd::widest(
+                    #[inline(always)]
+                    || {
+                        match (mask_bool, mask_real) {
+                            (Some(b), _) => {
+                                for (j, x) in open_part.iter_mut().enumerate() {
+                                    let bias = if b[at + j * step] {
+                                        0.0
+                                    } else {
+                                        f64::NEG_INFINITY
+                                    };
+                                    *x = scaled(*x, bias);
+                                }
+                            }
+                            (None, Some(v)) => {
+                                for (j, x) in open_part.iter_mut().enumerate() {
+                                    *x = scaled(*x, v[at + j * step].into());
+                                }
+                            }
+                            (None, None) => {
+                                for x in open_part.iter_mut() {
+                                    *x = scaled(*x, 0.0);
+                                }
+                            }
+                        }
+                        for x in closed.iter_mut() {
+                            *x = scaled(*x, f64::NEG_INFINITY);
+                        }
+                    },
+                );
                 T::softmax(row);
             }
             T::gemm(
