@@ -158,7 +158,7 @@ const PAR_MIN_MACS: usize = 1 << 18;
 /// thread: measured 30 us on one thread, 48 us split in two); and as many chunks as
 /// threads, or a multiple, so that no thread waits on another's extra chunk. A decode
 /// step's 12 heads over a 1000-token cache were one chunk (a thread idle through the
-/// attention); they are now two.
+/// attention); they are now four runs of three, two a thread.
 fn items_per_chunk(batches: usize, macs: usize, groups: usize, threads: usize) -> usize {
     let run = if groups > 1 && batches.is_multiple_of(groups) {
         groups
@@ -333,8 +333,8 @@ impl Sdpa {
             for (i, row) in scores.chunks_mut(s.max(1)).enumerate().take(l) {
                 // `x * scale + bias` in f64 for each score, the bias the mask's (0 without
                 // one) up to the causal end, -inf past it. One loop per kind of mask, so
-                // that each vectorises (a lookup of the mask's type a score was a fifth of a
-                // long prompt's attention).
+                // that each vectorises (a lookup of the mask's type a score was 5% of a
+                // 1000-token prefill).
                 let open = if self.causal {
                     (i + 1).min(row.len())
                 } else {
