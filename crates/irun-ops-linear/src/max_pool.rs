@@ -88,8 +88,22 @@ trait Ordered: Scalar {
     /// `dst[j]` = the maximum of `row[j * sx + kx * dx]` over `kx < kw`, through `windows`
     /// (`dst.len() * sx` values of scratch); `row` holds every value read.
     #[inline(always)]
-    fn window_maxima(row: &[Self], [kw, dx, sx]: [usize; 3], windows: &mut [Self], dst: &mut [Self])
+    fn window_maxima(row: &[Self], window: [usize; 3], windows: &mut [Self], dst: &mut [Self])
     where
+        Self: Ord,
+    {
+        Self::window_maxima_by_passes(row, window, windows, dst);
+    }
+
+    /// [`Self::window_maxima`] as a pass over the row for each tap, then every `sx`-th
+    /// window kept.
+    #[inline(always)]
+    fn window_maxima_by_passes(
+        row: &[Self],
+        [kw, dx, sx]: [usize; 3],
+        windows: &mut [Self],
+        dst: &mut [Self],
+    ) where
         Self: Ord,
     {
         windows.copy_from_slice(&row[..windows.len()]);
@@ -155,15 +169,9 @@ impl Ordered for u8 {
     /// read as one u16 and the next pair's low byte, which vectorises; the general form
     /// made three passes and a fourth to keep every other window.
     #[inline(always)]
-    fn window_maxima(row: &[u8], [kw, dx, sx]: [usize; 3], windows: &mut [u8], dst: &mut [u8]) {
-        if (kw, dx, sx) != (3, 1, 2) {
-            windows.copy_from_slice(&row[..windows.len()]);
-            for kx in 1..kw {
-                for (m, &t) in windows.iter_mut().zip(&row[kx * dx..]) {
-                    *m = (*m).max(t);
-                }
-            }
-            return Self::every_nth(windows, sx, dst);
+    fn window_maxima(row: &[u8], window: [usize; 3], windows: &mut [u8], dst: &mut [u8]) {
+        if window != [3, 1, 2] {
+            return Self::window_maxima_by_passes(row, window, windows, dst);
         }
         let pairs = row.chunks_exact(2).zip(row[2..].chunks_exact(2));
         for (d, (p, q)) in dst.iter_mut().zip(pairs) {
