@@ -63,14 +63,13 @@ impl<'a> LevelsFinish<'a> {
         // 0 (an input range from 0 or above) changes no level: the level does its work.
         let levels_clamp_at_zero = self.q.input_low >= 0.0;
         // Without a residual the last FakeQuantize is the levels' own.
+        #[cfg(target_arch = "x86_64")]
         let quantize = match residual {
             Some(_) => &conv.quantize[..],
             None => &[],
         };
         let lanes = lanes.min(MAX_LANES);
         let channel = |lane: usize| first + lane;
-        let quantize: Option<[FakeQuantizeRange; MAX_LANES]> = (!quantize.is_empty())
-            .then(|| std::array::from_fn(|l| quantize[channel(l) % quantize.len()]));
         ChannelsFinish {
             finish: self,
             first,
@@ -81,10 +80,11 @@ impl<'a> LevelsFinish<'a> {
                 other => other,
             },
             #[cfg(target_arch = "x86_64")]
-            quantize_lanes: quantize.as_ref().map(vector::RangeLanes::new),
-            quantize,
+            quantize_lanes: (!quantize.is_empty()).then(|| {
+                let ranges = std::array::from_fn(|l| quantize[channel(l) % quantize.len()]);
+                vector::RangeLanes::new(&ranges, conv.quantize_by_reciprocal)
+            }),
             residual: residual.map(|relu| relu && !levels_clamp_at_zero),
-            quantize_by_reciprocal: conv.quantize_by_reciprocal,
             addend_levels: conv.addend_range,
         }
     }
@@ -103,15 +103,12 @@ pub(super) struct ChannelsFinish<'a> {
     bias: Option<[f32; MAX_LANES]>,
     /// The activation, or none for a ReLU that changes no level.
     activation_before_levels: Activation,
-    quantize: Option<[FakeQuantizeRange; MAX_LANES]>,
-    /// The same ranges as arrays of their values, lane by lane.
+    /// With a residual, the FakeQuantize before it: its ranges as arrays of their values,
+    /// lane by lane.
     #[cfg(target_arch = "x86_64")]
     quantize_lanes: Option<vector::RangeLanes>,
     /// With a residual, whether a ReLU follows the Add (and changes levels).
     residual: Option<bool>,
-    /// Whether the one range of `quantize` may take its quotients by the reciprocal
-    /// ([`exact_by_reciprocal`]).
-    quantize_by_reciprocal: bool,
     /// The range whose levels a residual addend comes as, where its values may be computed
     /// by the reciprocal rather than looked up.
     addend_levels: Option<FakeQuantizeRange>,
@@ -258,10 +255,7 @@ mod vector {
                     let at = lane * plane + run.at + i;
                     let y = _mm512_maskz_loadu_ps(lanes, row.as_ptr().add(run.row + i));
                     let bias = chain.bias.as_ref().map(|b| _mm512_set1_ps(b[lane]));
-                    let range = chain
-                        .quantize
-                        .as_ref()
-                        .map(|r| Range::splat(&r[lane], chain.quantize_by_reciprocal));
+                    let range = chain.quantize_lanes.as_ref().map(|r| r.splat(lane));
                     let other = || match addend {
                         Some(Addend::Values(v)) => _mm512_maskz_loadu_ps(lanes, v.as_ptr().add(at)),
                         Some(Addend::Levels(k, table)) => {
@@ -567,24 +561,6 @@ mod vector {
     }
 
     impl Range {
-        /// One range in every lane; `by_reciprocal` where [`exact_by_reciprocal`] holds for
-        /// its `last_level`.
-        #[inline(always)]
-        unsafe fn splat(r: &FakeQuantizeRange, by_reciprocal: bool) -> Range {
-            let s = |v: f32| _mm512_set1_ps(v);
-            Range {
-                quotient: Quotient::new(r.last_level, by_reciprocal),
-                low: s(r.input_low),
-                width: s(r.input_high - r.input_low),
-                last: s(r.last_level),
-                out_low: s(r.output_low),
-                out_high: s(r.output_high),
-                out_width: s(r.output_high - r.output_low),
-                below: s(r.input_low.min(r.input_high)),
-                above: s(r.input_low.max(r.input_high)),
-            }
-        }
-
         /// FakeQuantize-1's f32 formula ([`irun_opkit::quantize::fake_quantize_f32`]) on
         /// 16 lanes: `output_low` at or below the input range, `output_high` above it,
         /// else `round_half_even((x - il) / (ih - il) * l) / l * (oh - ol) + ol`; NaN for
@@ -613,13 +589,20 @@ mod vector {
         }
     }
 
-    /// [`Range`]'s values for each of 32 lanes, as arrays.
-    pub(super) struct RangeLanes([[f32; CHANNELS]; 8]);
+    /// [`Range`]'s values for each of 32 lanes, as arrays: worked out once for a task's
+    /// channels, then loaded (sixteen lanes) or broadcast (one lane) a vector at a time.
+    pub(super) struct RangeLanes {
+        values: [[f32; CHANNELS]; 9],
+        /// Whether the quotients of levels are taken by the reciprocal (`values[8]`).
+        by_reciprocal: bool,
+    }
 
     impl RangeLanes {
-        pub(super) fn new(r: &[FakeQuantizeRange; CHANNELS]) -> RangeLanes {
+        /// For `r`, whose quotients of levels may be taken by the reciprocal where
+        /// `by_reciprocal` says [`exact_by_reciprocal`] holds.
+        pub(super) fn new(r: &[FakeQuantizeRange; CHANNELS], by_reciprocal: bool) -> RangeLanes {
             let of = |f: fn(&FakeQuantizeRange) -> f32| std::array::from_fn(|l| f(&r[l]));
-            RangeLanes([
+            let values = [
                 of(|r| r.input_low),
                 of(|r| r.input_high - r.input_low),
                 of(|r| r.last_level),
@@ -628,17 +611,32 @@ mod vector {
                 of(|r| r.output_high - r.output_low),
                 of(|r| r.input_low.min(r.input_high)),
                 of(|r| r.input_low.max(r.input_high)),
-            ])
+                of(|r| 1.0 / r.last_level),
+            ];
+            RangeLanes {
+                values,
+                by_reciprocal,
+            }
         }
 
         /// Lanes `lane0..lane0 + 16`.
         #[inline(always)]
         unsafe fn load(&self, lane0: usize) -> Range {
-            let v = |i: usize| _mm512_loadu_ps(self.0[i].as_ptr().add(lane0));
+            self.range(|i| _mm512_loadu_ps(self.values[i].as_ptr().add(lane0)))
+        }
+
+        /// Lane `lane`'s range in all 16 lanes.
+        #[inline(always)]
+        unsafe fn splat(&self, lane: usize) -> Range {
+            self.range(|i| _mm512_set1_ps(self.values[i][lane]))
+        }
+
+        #[inline(always)]
+        unsafe fn range(&self, v: impl Fn(usize) -> __m512) -> Range {
             Range {
                 quotient: Quotient {
                     last: v(2),
-                    reciprocal: None,
+                    reciprocal: self.by_reciprocal.then(|| v(8)),
                 },
                 low: v(0),
                 width: v(1),
