@@ -16,6 +16,23 @@ pub(super) type ChannelScales = Scales<CHANNELS>;
 /// Positions per block, at most (24 accumulators, 2 weights and a broadcast in registers).
 pub(super) const MAX_POSITIONS: usize = 12;
 
+/// Moves a block's outputs (`tile[j][lane]`, position `at + j` of channel `lane`'s plane,
+/// `j < real`) into the planes of `out` (`plane` values each, at most 32 of them), a value
+/// at a time.
+pub(super) fn tile_into_planes<T: Copy>(
+    tile: &[[T; CHANNELS]],
+    real: usize,
+    at: usize,
+    plane: usize,
+    out: &mut [T],
+) {
+    for (lane, dst) in out.chunks_exact_mut(plane).take(CHANNELS).enumerate() {
+        for (d, t) in dst[at..at + real].iter_mut().zip(&tile[..real]) {
+            *d = t[lane];
+        }
+    }
+}
+
 /// The weights as this blocking reads them: `[co block of 32][tap][group][32]` words.
 pub(super) fn pack(packed_by_eight: &[i32], co: usize, taps: usize, groups: usize) -> Vec<i32> {
     let blocks = co.div_ceil(CHANNELS);

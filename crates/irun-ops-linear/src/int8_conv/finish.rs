@@ -367,11 +367,7 @@ mod vector {
             unsafe { transpose_levels(bytes, real, at, plane, out) };
             return;
         }
-        for (lane, dst) in out.chunks_exact_mut(plane).take(CHANNELS).enumerate() {
-            for (d, b) in dst[at..at + real].iter_mut().zip(&bytes[..real]) {
-                *d = b[lane];
-            }
-        }
+        super::super::channel_lanes::tile_into_planes(bytes, real, at, plane, out);
     }
 
     /// [`levels_to_planes`] by permutes: the 16 positions x 32 channels of bytes in eight

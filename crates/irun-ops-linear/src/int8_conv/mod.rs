@@ -378,11 +378,7 @@ impl Int8Conv {
                         }
                     }
                     Sums::Tile(tile, real, at) => {
-                        for (lane, dst) in planes.chunks_exact_mut(plane).enumerate() {
-                            for (d, sums) in dst[at..at + real].iter_mut().zip(&tile[..real]) {
-                                *d = sums[lane];
-                            }
-                        }
+                        channel_lanes::tile_into_planes(tile, real, at, plane, planes)
                     }
                 });
                 let addend = work.addend_at(image, at, planes.len());
