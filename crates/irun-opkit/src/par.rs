@@ -24,7 +24,11 @@ pub const PAR_MIN_ELEMENTS: usize = 1 << 15;
 /// How many pieces to cut `n` units of work into: a few per thread so uneven pieces balance,
 /// one when the work is small or there is one thread.
 pub fn pieces(n: usize, min_per_piece: usize) -> usize {
-    let threads = threads();
+    pieces_for(n, min_per_piece, threads())
+}
+
+/// [`pieces`] for `threads` threads.
+pub fn pieces_for(n: usize, min_per_piece: usize, threads: usize) -> usize {
     if threads <= 1 || n < 2 * min_per_piece.max(1) {
         return 1;
     }

@@ -167,11 +167,7 @@ fn items_per_chunk(batches: usize, macs: usize, groups: usize, threads: usize) -
     };
     let runs = batches / run;
     let per_run = macs.max(1) * run;
-    let min_runs = PAR_MIN_MACS.div_ceil(per_run);
-    let mut chunks = match threads > 1 && runs >= 2 * min_runs {
-        true => (runs / min_runs).clamp(1, threads * 4),
-        false => 1,
-    };
+    let mut chunks = par::pieces_for(runs, PAR_MIN_MACS.div_ceil(per_run), threads);
     if chunks > 1 {
         chunks = chunks.div_ceil(threads) * threads;
     }
