@@ -281,12 +281,38 @@ impl<T: Rows> Image<'_, T> {
                 // Columns x with (x + pad_left) % sw == phase[1].
                 let first = (phase[1] + sw - g.pad_left % sw) % sw;
                 let dst = &mut words[base + (first + g.pad_left) / sw..];
-                for (d, &word) in dst.iter_mut().zip(packed.iter().skip(first).step_by(sw)) {
-                    *d = word;
-                }
+                every_nth_word(&packed[first..], sw, dst);
             }
         }
         any_nan
+    }
+}
+
+/// Words `0, n, 2n, ..` of `src` into `dst`, as many as both hold. For `n` 2 (the stride-2
+/// layers) each pair is read as one little-endian u64 and its low word kept: that vectorises
+/// (a truncating move), where picking words one by one did not, and was two thirds of a
+/// stride-2 layer's quantizing.
+pub(super) fn every_nth_word(src: &[u32], n: usize, dst: &mut [u32]) {
+    if n != 2 {
+        for (d, &word) in dst.iter_mut().zip(src.iter().step_by(n)) {
+            *d = word;
+        }
+        return;
+    }
+    let pairs = dst.len().min(src.len() / 2);
+    let bytes: &[u8] = bytemuck::cast_slice(&src[..2 * pairs]);
+    for (d, pair) in dst.iter_mut().zip(bytes.chunks_exact(8)) {
+        let pair = u64::from_ne_bytes(pair.try_into().expect("chunks of 8"));
+        // The pair's first word: the low half on a little-endian machine.
+        *d = if cfg!(target_endian = "little") {
+            pair as u32
+        } else {
+            (pair >> 32) as u32
+        };
+    }
+    // An odd `src` leaves its last word unpaired.
+    if let (Some(d), Some(&word)) = (dst.get_mut(pairs), src.get(2 * pairs)) {
+        *d = word;
     }
 }
 

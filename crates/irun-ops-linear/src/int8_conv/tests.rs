@@ -792,3 +792,23 @@ fn vector_levels_are_the_ops_at_every_boundary() {
         }
     }
 }
+
+/// The stride-2 split of a row's words by pairs picks what `step_by` picks, for even and odd
+/// rows and destinations shorter or longer than the picks; other strides too.
+#[test]
+fn every_nth_word_is_step_by() {
+    for len in 0..19 {
+        let src: Vec<u32> = (0..len).map(|i| 0x0101_0101 * i + 0x8000_0007).collect();
+        for n in 1..=3 {
+            for room in [0, len / 3, len.div_ceil(n as u32), len + 2] {
+                let mut got = vec![7u32; room as usize];
+                layout::every_nth_word(&src, n, &mut got);
+                let mut want = vec![7u32; room as usize];
+                for (d, &w) in want.iter_mut().zip(src.iter().step_by(n)) {
+                    *d = w;
+                }
+                assert_eq!(got, want, "len {len}, n {n}, room {room}");
+            }
+        }
+    }
+}
