@@ -302,18 +302,27 @@ mod vector {
         let q = chain.finish.q;
         let levels = LevelRange::new(q.input_low, q.input_high, q.last_level);
         let values = chain.addend_levels.as_ref().map(|r| LevelValues::new(r));
+        // A levels addend moved into the tile's layout first: read from its 32 planes a
+        // byte at a time inside the loop below, it was most of a residual tile's extra time.
+        let addend_bytes = match addend {
+            Some(Addend::Levels(k, _)) => Some(planes_to_levels(k, real, at, plane)),
+            _ => None,
+        };
         // Rows past `real` stay 0: the transpose below reads all sixteen.
         let mut bytes = [[0u8; CHANNELS]; 16];
         let mut nan: __mmask16 = 0;
-        for (j, sums) in tile[..real].iter().enumerate() {
-            for half in 0..2 {
-                let lane0 = half * 16;
+        // A half's channel constants (bias and range, up to ten vectors) loaded once for
+        // all its positions: with both halves' live at each position they did not fit in
+        // the registers, and their spills were reloaded at every position.
+        for half in 0..2 {
+            let lane0 = half * 16;
+            let bias = chain
+                .bias
+                .as_ref()
+                .map(|b| _mm512_loadu_ps(b.as_ptr().add(lane0)));
+            let range = chain.quantize_lanes.as_ref().map(|r| r.load(lane0));
+            for (j, sums) in tile[..real].iter().enumerate() {
                 let y = _mm512_loadu_ps(sums.as_ptr().add(lane0));
-                let bias = chain
-                    .bias
-                    .as_ref()
-                    .map(|b| _mm512_loadu_ps(b.as_ptr().add(lane0)));
-                let range = chain.quantize_lanes.as_ref().map(|r| r.load(lane0));
                 let other = || {
                     // The addend of each channel's plane at this position.
                     let of = |lane: usize| (lane0 + lane) * plane + at + j;
@@ -321,16 +330,18 @@ mod vector {
                         Some(Addend::Values(v)) => _mm512_loadu_ps(
                             std::array::from_fn::<f32, 16, _>(|l| v[of(l)]).as_ptr(),
                         ),
-                        Some(Addend::Levels(k, table)) => match &values {
-                            Some(values) => {
-                                let k = std::array::from_fn::<u8, 16, _>(|l| k[of(l)]);
-                                values.of(_mm_loadu_si128(k.as_ptr().cast()))
+                        Some(Addend::Levels(_, table)) => {
+                            let k = addend_bytes
+                                .as_ref()
+                                .map_or(&[0u8; 16][..], |b| &b[j][lane0..lane0 + 16]);
+                            match &values {
+                                Some(values) => values.of(_mm_loadu_si128(k.as_ptr().cast())),
+                                None => _mm512_loadu_ps(
+                                    std::array::from_fn::<f32, 16, _>(|l| table[usize::from(k[l])])
+                                        .as_ptr(),
+                                ),
                             }
-                            None => _mm512_loadu_ps(
-                                std::array::from_fn::<f32, 16, _>(|l| table[usize::from(k[of(l)])])
-                                    .as_ptr(),
-                            ),
-                        },
+                        }
                         None => _mm512_setzero_ps(),
                     }
                 };
@@ -368,6 +379,130 @@ mod vector {
             return;
         }
         super::super::channel_lanes::tile_into_planes(bytes, real, at, plane, out);
+    }
+
+    /// The levels of 32 planes at positions `at..at + real` (`real <= 16`), moved into a
+    /// tile's layout: `bytes[j][lane]` is channel `lane`'s level at position `at + j`, and
+    /// the rows from `real` on are 0. By byte permutes where the CPU has AVX-512 VBMI, else a
+    /// byte at a time. The inverse of [`levels_to_planes`].
+    #[inline]
+    fn planes_to_levels(k: &[u8], real: usize, at: usize, plane: usize) -> [[u8; CHANNELS]; 16] {
+        assert!(
+            real <= 16 && at + real <= plane && k.len() >= CHANNELS * plane,
+            "int8 Convolution: a tile's positions must lie in its 32 planes"
+        );
+        if super::super::avx512::available() && std::arch::is_x86_feature_detected!("avx512vbmi") {
+            // SAFETY: AVX-512 F, BW, VL and VBMI were just detected; the assert above bounds
+            // every load (channel `c`'s `real` bytes at `c * plane + at`).
+            return unsafe { transpose_planes(k, real, at, plane) };
+        }
+        let mut bytes = [[0u8; CHANNELS]; 16];
+        for (lane, src) in k.chunks_exact(plane).take(CHANNELS).enumerate() {
+            for (row, &b) in bytes.iter_mut().zip(&src[at..at + real]) {
+                row[lane] = b;
+            }
+        }
+        bytes
+    }
+
+    /// [`planes_to_levels`] by permutes: each channel's sixteen positions loaded (those from
+    /// `real` on as 0), four channels a register; output register `s` (positions `2s` and
+    /// `2s + 1`, 32 channels each) gathered from each pair of those registers by one
+    /// two-source byte permute and kept where its eight channels are.
+    ///
+    /// # Safety
+    /// AVX-512 F, BW, VL and VBMI must be available; `real <= 16`, `at + real <= plane` and
+    /// `k` must hold 32 planes of `plane` bytes.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vbmi")]
+    unsafe fn transpose_planes(
+        k: &[u8],
+        real: usize,
+        at: usize,
+        plane: usize,
+    ) -> [[u8; CHANNELS]; 16] {
+        let lanes: __mmask16 = if real >= 16 { !0 } else { (1 << real) - 1 };
+        let base = k.as_ptr();
+        // The masked loads read only channel `c`'s bytes `c * plane + at..` + `real`.
+        let load = |c: usize| _mm_maskz_loadu_epi8(lanes, base.add(c * plane + at).cast());
+        let columns: [__m512i; 8] = std::array::from_fn(|r| {
+            let low =
+                _mm256_inserti128_si256::<1>(_mm256_castsi128_si256(load(4 * r)), load(4 * r + 1));
+            let high = _mm256_inserti128_si256::<1>(
+                _mm256_castsi128_si256(load(4 * r + 2)),
+                load(4 * r + 3),
+            );
+            _mm512_inserti64x4::<1>(_mm512_castsi256_si512(low), high)
+        });
+        let mut bytes = [[0u8; CHANNELS]; 16];
+        for (s, index) in GATHER_INDEX.iter().enumerate() {
+            let index = _mm512_loadu_si512(index.as_ptr().cast());
+            let mut z = _mm512_setzero_si512();
+            for (q, &keep) in GATHER_KEEP.iter().enumerate() {
+                let pair = _mm512_permutex2var_epi8(columns[2 * q], index, columns[2 * q + 1]);
+                z = _mm512_mask_blend_epi8(keep, z, pair);
+            }
+            // Rows `2s` and `2s + 1`, adjacent in `bytes`.
+            _mm512_storeu_si512(bytes[2 * s].as_mut_ptr().cast(), z);
+        }
+        bytes
+    }
+
+    /// For output register `s`, byte `b` (position `2s + b / 32`, channel `c = b % 32`): the
+    /// byte of that channel and position in the pair of loaded registers holding `c`
+    /// (channels `8q..8q + 8` for pair `q`; `0..64` the first register, `64..128` the second).
+    const GATHER_INDEX: [[u8; 64]; 8] = {
+        let mut t = [[0u8; 64]; 8];
+        let mut s = 0;
+        while s < 8 {
+            let mut b = 0;
+            while b < 64 {
+                let (p, c) = (2 * s + b / 32, b % 32);
+                t[s][b] = (((c / 4) % 2) * 64 + (c % 4) * 16 + p) as u8;
+                b += 1;
+            }
+            s += 1;
+        }
+        t
+    };
+
+    /// The bytes of an output register whose channels are in the `q`-th pair of loaded
+    /// registers (channels `8q..8q + 8`).
+    const GATHER_KEEP: [__mmask64; 4] = {
+        let mut m = [0u64; 4];
+        let mut b = 0;
+        while b < 64 {
+            m[(b % 32) / 8] |= 1 << b;
+            b += 1;
+        }
+        m
+    };
+
+    /// Every tile length, at the start, middle and end of a plane: the permutes read each
+    /// channel's levels as the byte-at-a-time move does, and the rows past the tile are 0.
+    #[test]
+    fn planes_move_into_the_tile_as_one_at_a_time() {
+        if !super::super::avx512::available() || !std::arch::is_x86_feature_detected!("avx512vbmi")
+        {
+            return;
+        }
+        let plane = 37;
+        let k: Vec<u8> = (0..CHANNELS * plane)
+            .map(|i| (i * 7 % 251) as u8 ^ 0x5a)
+            .collect();
+        for real in 1..=16 {
+            for at in [0, 9, plane - real] {
+                // SAFETY: VBMI (and F, BW, VL) found above; `at + real <= plane`, and `k`
+                // holds 32 planes.
+                let got = unsafe { transpose_planes(&k, real, at, plane) };
+                let mut want = [[0u8; CHANNELS]; 16];
+                for (j, row) in want.iter_mut().enumerate().take(real) {
+                    for (c, b) in row.iter_mut().enumerate() {
+                        *b = k[c * plane + at + j];
+                    }
+                }
+                assert_eq!(got, want, "real {real}, at {at}");
+            }
+        }
     }
 
     /// [`levels_to_planes`] by permutes: the 16 positions x 32 channels of bytes in eight
