@@ -435,12 +435,7 @@ mod vector {
         });
         let mut bytes = [[0u8; CHANNELS]; 16];
         for (s, index) in GATHER_INDEX.iter().enumerate() {
-            let index = _mm512_loadu_si512(index.as_ptr().cast());
-            let mut z = _mm512_setzero_si512();
-            for (q, &keep) in GATHER_KEEP.iter().enumerate() {
-                let pair = _mm512_permutex2var_epi8(columns[2 * q], index, columns[2 * q + 1]);
-                z = _mm512_mask_blend_epi8(keep, z, pair);
-            }
+            let z = from_pairs(&columns, index, &GATHER_KEEP);
             // Rows `2s` and `2s + 1`, adjacent in `bytes`.
             _mm512_storeu_si512(bytes[2 * s].as_mut_ptr().cast(), z);
         }
@@ -466,16 +461,41 @@ mod vector {
     };
 
     /// The bytes of an output register whose channels are in the `q`-th pair of loaded
-    /// registers (channels `8q..8q + 8`).
-    const GATHER_KEEP: [__mmask64; 4] = {
+    /// registers (channels `8q..8q + 8` of each position's 32).
+    const GATHER_KEEP: [__mmask64; 4] = pair_masks(32);
+
+    /// A register of bytes from the four pairs of `sources`: byte `b` is byte `index[b]` of
+    /// pair `q` (`0..64` its first register, `64..128` its second) where `keep[q]` has `b`.
+    ///
+    /// # Safety
+    /// AVX-512 F, BW and VBMI must be available.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
+    unsafe fn from_pairs(
+        sources: &[__m512i; 8],
+        index: &[u8; 64],
+        keep: &[__mmask64; 4],
+    ) -> __m512i {
+        let index = _mm512_loadu_si512(index.as_ptr().cast());
+        let mut z = _mm512_setzero_si512();
+        for (q, &keep) in keep.iter().enumerate() {
+            let pair = _mm512_permutex2var_epi8(sources[2 * q], index, sources[2 * q + 1]);
+            z = _mm512_mask_blend_epi8(keep, z, pair);
+        }
+        z
+    }
+
+    /// For a register whose bytes take runs of `period / 4` from each of four pairs of
+    /// sources in turn, the bytes from each pair.
+    const fn pair_masks(period: usize) -> [__mmask64; 4] {
         let mut m = [0u64; 4];
         let mut b = 0;
         while b < 64 {
-            m[(b % 32) / 8] |= 1 << b;
+            m[(b % period) / (period / 4)] |= 1 << b;
             b += 1;
         }
         m
-    };
+    }
 
     /// Every tile length, at the start, middle and end of a plane: the permutes read each
     /// channel's levels as the byte-at-a-time move does, and the rows past the tile are 0.
@@ -528,12 +548,7 @@ mod vector {
         let lanes: __mmask16 = if real >= 16 { !0 } else { (1 << real) - 1 };
         let base = out.as_mut_ptr();
         for (k, index) in TRANSPOSE_INDEX.iter().enumerate() {
-            let index = _mm512_loadu_si512(index.as_ptr().cast());
-            let mut z = _mm512_setzero_si512();
-            for (q, &keep) in TRANSPOSE_KEEP.iter().enumerate() {
-                let pair = _mm512_permutex2var_epi8(rows[2 * q], index, rows[2 * q + 1]);
-                z = _mm512_mask_blend_epi8(keep, z, pair);
-            }
+            let z = from_pairs(&rows, index, &TRANSPOSE_KEEP);
             let to = |a: usize| base.add((4 * k + a) * plane + at).cast();
             _mm_mask_storeu_epi8(to(0), lanes, _mm512_extracti32x4_epi32::<0>(z));
             _mm_mask_storeu_epi8(to(1), lanes, _mm512_extracti32x4_epi32::<1>(z));
@@ -590,15 +605,7 @@ mod vector {
 
     /// The bytes of an output register whose positions are in the `q`-th pair of input
     /// registers (positions `4q..4q + 4` of each channel's sixteen).
-    const TRANSPOSE_KEEP: [__mmask64; 4] = {
-        let mut m = [0u64; 4];
-        let mut b = 0;
-        while b < 64 {
-            m[(b % 16) / 4] |= 1 << b;
-            b += 1;
-        }
-        m
-    };
+    const TRANSPOSE_KEEP: [__mmask64; 4] = pair_masks(16);
 
     /// The ops on 16 sums `y` whose channels have `bias` and, with a residual, the
     /// FakeQuantize `range` and the addend `other()`: their levels, and the lanes that
