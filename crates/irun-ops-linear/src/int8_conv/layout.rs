@@ -1,6 +1,7 @@
 //! Where each word of the quantized input lives, the quantization pass that writes them, the
 //! scalar form of a block's sums, and the moves from computed positions to the output.
 
+use std::ops::Range;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use irun_opkit::simd;
@@ -119,6 +120,30 @@ impl Geometry {
         })
     }
 
+    /// Phase planes a quantizing task writes together: the run of consecutive planes that
+    /// share the first plane's row phase, where the planes fall into such runs of one length
+    /// with a different row phase each (every kernel's do: its phases are found row-major);
+    /// else all of a group's planes. A task then packs each input row it reads once.
+    pub fn planes_per_task(&self) -> usize {
+        let all = self.phases.len();
+        let Some(first) = self.phases.first() else {
+            return 1;
+        };
+        let run = self.phases.iter().take_while(|p| p[0] == first[0]).count();
+        let runs: Vec<&[[usize; 2]]> = self.phases.chunks(run).collect();
+        let grouped = all.is_multiple_of(run)
+            && runs.iter().all(|r| r.iter().all(|p| p[0] == r[0][0]))
+            && runs
+                .iter()
+                .enumerate()
+                .all(|(i, r)| runs[..i].iter().all(|q| q[0][0] != r[0][0]));
+        if grouped {
+            run
+        } else {
+            all
+        }
+    }
+
     /// Positions per block.
     pub fn span(&self) -> usize {
         self.vectors * LANES
@@ -163,8 +188,13 @@ pub(super) fn quantize<T: Rows>(
 ) -> Result<Quantized, OpError> {
     let total = g.groups * g.group_stride;
     let nan = AtomicBool::new(false);
-    let stride = g.group_stride.max(1);
-    // Each task fills its own groups with the zero level and then writes their rows: a
+    // The unit of work: a group's phase planes of one row phase, so that a stride-2 layer
+    // with one group (a stem of 3 channels) is two tasks, not one, and each input row is
+    // still packed once.
+    let per_unit = g.planes_per_task();
+    let units_per_group = (g.phases.len() / per_unit).max(1);
+    let unit = (per_unit * g.plane).max(1);
+    // Each task fills its own planes with the zero level and then writes their rows: a
     // fill of the whole vector by the calling thread first was a twelfth of a 3x3 layer's
     // time at two threads (the other thread's task had written those lines last).
     let image = Image {
@@ -174,10 +204,13 @@ pub(super) fn quantize<T: Rows>(
         zero,
         vectorised,
     };
-    let words = irun_opkit::par::build(total, stride, &|start, filler| {
+    let words = irun_opkit::par::build(total, unit, &|start, filler| {
         let chunk = filler.repeat_mut(u32::from_ne_bytes([zero; 4]), filler.remaining());
-        for (i, group_words) in chunk.chunks_mut(stride).enumerate() {
-            if image.quantize_group(start / stride + i, g, group_words) {
+        for (i, unit_words) in chunk.chunks_mut(unit).enumerate() {
+            let u = start / unit + i;
+            let first = (u % units_per_group) * per_unit;
+            let planes = first..first + per_unit;
+            if image.quantize_group(u / units_per_group, g, planes, unit_words) {
                 nan.store(true, Ordering::Relaxed);
             }
         }
@@ -241,9 +274,16 @@ pub(super) struct Image<'a, T> {
 }
 
 impl<T: Rows> Image<'_, T> {
-    /// Writes channel group `group`'s rows into `words` (its `group_stride` words, already
-    /// at the zero level); whether any of its inputs was NaN.
-    fn quantize_group(&self, group: usize, g: &Geometry, words: &mut [u32]) -> bool {
+    /// Writes channel group `group`'s rows into its phase planes `planes`, whose words
+    /// `words` holds (already at the zero level); whether any of the inputs it read was NaN.
+    fn quantize_group(
+        &self,
+        group: usize,
+        g: &Geometry,
+        planes: Range<usize>,
+        words: &mut [u32],
+    ) -> bool {
+        let phases = &g.phases[planes.clone()];
         let (src, channels) = (self.src, self.channels);
         let present = channels.saturating_sub(group * 4).min(4);
         let (h, w) = (g.in_h, g.in_w);
@@ -254,7 +294,7 @@ impl<T: Rows> Image<'_, T> {
         for y in 0..h {
             let r = y + g.pad_top;
             let (row_phase, row_q) = (r % g.strides[0], r / g.strides[0]);
-            if !g.phases.iter().any(|p| p[0] == row_phase) {
+            if !phases.iter().any(|p| p[0] == row_phase) {
                 continue;
             }
             let row = |k: usize| &src[((group * 4 + k) * h + y) * w..][..w];
@@ -269,7 +309,7 @@ impl<T: Rows> Image<'_, T> {
             if sw != 1 {
                 words_of(&mut packed);
             }
-            for (ph, phase) in g.phases.iter().enumerate() {
+            for (ph, phase) in phases.iter().enumerate() {
                 if phase[0] != row_phase {
                     continue;
                 }

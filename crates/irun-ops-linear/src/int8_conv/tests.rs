@@ -812,3 +812,21 @@ fn every_nth_word_is_step_by() {
         }
     }
 }
+
+/// A quantizing task writes the phase planes of one row phase: two of a stride-2 layer's
+/// four, the one plane of a stride-1 layer or of a 1x1 stride-2 layer without padding.
+#[test]
+fn a_quantizing_task_holds_the_planes_of_one_row_phase() {
+    let cases = [
+        (2, [1, 1], [3, 3], 2),
+        (2, [3, 3], [7, 7], 2),
+        (1, [1, 1], [3, 3], 1),
+        (2, [0, 0], [1, 1], 1),
+        (3, [1, 1], [2, 2], 2),
+    ];
+    for (stride, pad, kernel, planes) in cases {
+        let sp = spatial(stride, pad, 1, AutoPad::Explicit);
+        let g = layout::Geometry::new(&sp, 8, [20, 20], kernel).unwrap();
+        assert_eq!(g.planes_per_task(), planes, "stride {stride}, kernel {kernel:?}");
+    }
+}
