@@ -24,6 +24,7 @@ use crate::par;
 use crate::pointwise::PointwiseFilters;
 use crate::spatial::{gather_run, Spatial};
 use irun_opkit::epilogue::{Channels, Epilogue};
+use irun_opkit::quantize::FakeQuantizeRange;
 use std::sync::OnceLock;
 
 /// Patch matrices up to this many elements (64 MiB of f32) are built whole, and the GEMM
@@ -225,6 +226,9 @@ pub struct Finish<'a> {
     /// patch products where the convolution runs in blocks of patches with one group, else
     /// moved so once computed.
     pub channels_last: bool,
+    /// A FakeQuantize after the epilogue (one range, or one per output channel), for a
+    /// depthwise convolution only; none if empty.
+    pub quantize: &'a [FakeQuantizeRange],
 }
 
 impl<'a> Finish<'a> {
@@ -232,6 +236,7 @@ impl<'a> Finish<'a> {
         Finish {
             epilogue,
             channels_last: false,
+            quantize: &[],
         }
     }
 }
@@ -240,6 +245,7 @@ impl<'a> Finish<'a> {
 #[derive(Default)]
 struct Done {
     epilogue: bool,
+    quantize: bool,
     channels_last: bool,
 }
 
@@ -309,7 +315,8 @@ pub fn grouped_with(
     let dispatch = || match data.element_type() {
         ElementType::F32 if g.is_depthwise() => {
             done.epilogue = true;
-            g.depthwise(data, filters, shape, epilogue)
+            done.quantize = true;
+            g.depthwise(data, filters, shape, epilogue, finish.quantize)
         }
         ElementType::F32 => match packed {
             Some(PackedFilters {
@@ -397,6 +404,13 @@ pub fn grouped_with(
         };
         e.apply_to(&mut out, layout)?;
     }
+    if !finish.quantize.is_empty() && !done.quantize {
+        // Only a depthwise convolution takes a FakeQuantize, and its paths write planes.
+        return Err(OpError::new(
+            codes::INTERNAL,
+            format!("{name}: a FakeQuantize taken over where the depthwise path did not run"),
+        ));
+    }
     if finish.channels_last && !done.channels_last {
         out = channels_last(&out)?;
     }
@@ -417,6 +431,7 @@ impl Geometry {
         filters: &Tensor,
         shape: Vec<usize>,
         epilogue: Option<&Epilogue>,
+        quantize: &[FakeQuantizeRange],
     ) -> Result<Tensor, OpError> {
         let (x, w) = (f32_values(data)?, f32_values(filters)?);
         let out = Depthwise {
@@ -429,7 +444,7 @@ impl Geometry {
             dil: self.dil,
             pad: self.pad,
         }
-        .run_finished(x, w, epilogue)?;
+        .run_finished(x, w, epilogue, quantize)?;
         Tensor::new(data.element_type(), shape, irun_tensor::Scalar::wrap(out))
             .map_err(|e| OpError::new(codes::RUN_SHAPE, e.to_string()))
     }

@@ -5,6 +5,7 @@
 use std::sync::Arc;
 
 use irun_opkit::epilogue::Epilogue;
+use irun_opkit::quantize::FakeQuantizeRange;
 
 use crate::conv::{grouped_view, grouped_with, Finish, PackedFilters};
 use crate::op::{take_inputs, OpError, Prepared, Value};
@@ -25,6 +26,9 @@ pub struct PreparedConv {
     epilogue: Option<Epilogue>,
     /// The output written channel-last ([`Prepared::set_channels_last_output`]).
     channels_last: bool,
+    /// The FakeQuantize after the epilogue, taken over by a depthwise convolution
+    /// ([`Prepared::set_output_quantize`]); empty if none.
+    quantize: Vec<FakeQuantizeRange>,
 }
 
 impl PreparedConv {
@@ -50,6 +54,7 @@ impl PreparedConv {
             name,
             epilogue: None,
             channels_last: false,
+            quantize: Vec::new(),
         }))
     }
 }
@@ -71,6 +76,7 @@ impl Prepared for PreparedConv {
             Finish {
                 epilogue: self.epilogue.as_ref(),
                 channels_last: self.channels_last,
+                quantize: &self.quantize,
             },
         )?])
     }
@@ -87,6 +93,22 @@ impl Prepared for PreparedConv {
             None => fs.first().copied().unwrap_or(0),
         };
         e.keep_if_fits(&mut self.epilogue, channels, self.spatial.rank())
+    }
+
+    /// A depthwise convolution's (one input and one output channel per group, more than
+    /// one group): applied to each block of channels as it is written, while in cache,
+    /// rather than by the op in a pass of its own (MobileNetV3's FakeQuantizes after its
+    /// depthwise layers).
+    fn set_output_quantize(&mut self, q: &[FakeQuantizeRange]) -> bool {
+        let fs = self.filters.shape();
+        let depthwise =
+            matches!(self.groups, Some(g) if g > 1) && fs.len() >= 3 && fs[1] == 1 && fs[2] == 1;
+        let channels = fs.first().copied().unwrap_or(0);
+        let fits = depthwise && (q.len() == 1 || q.len() == channels);
+        if fits {
+            self.quantize = q.to_vec();
+        }
+        fits
     }
 
     /// Any output: straight from the patch products where the convolution runs in blocks

@@ -19,6 +19,7 @@ use super::Depthwise;
 use crate::op::OpError;
 use crate::{par, simd};
 use irun_opkit::epilogue::Epilogue;
+use irun_opkit::quantize::FakeQuantizeRange;
 use irun_opkit::transpose16::{from_lanes, to_lanes};
 
 /// Channels of a block: the lanes of one vector.
@@ -61,6 +62,7 @@ impl Depthwise {
         x: &[f32],
         w: &[f32],
         epilogue: Option<&Epilogue>,
+        quantize: &[FakeQuantizeRange],
     ) -> Result<Vec<f32>, OpError> {
         let plane_in: usize = self.input.iter().product();
         let plane_out: usize = self.out.iter().product();
@@ -97,6 +99,7 @@ impl Depthwise {
                         if let Some(e) = epilogue {
                             e.apply_at(dst, p * plane_out, self.planes());
                         }
+                        FakeQuantizeRange::apply_to_planes(quantize, dst, p, plane_out);
                     },
                 );
                 p += lanes;

@@ -32,6 +32,7 @@ use crate::op::OpError;
 use crate::par::{self, Filler};
 use crate::simd;
 use irun_opkit::epilogue::{Channels, Epilogue};
+use irun_opkit::quantize::FakeQuantizeRange;
 
 /// Channels per block: one AVX-512 register, four SSE ones.
 const LANES: usize = 16;
@@ -73,18 +74,20 @@ impl Depthwise {
 
     /// `x [N, C, *input]` with `w [C, *kernel]` into `[N, C, *out]`.
     pub fn run(&self, x: &[f32], w: &[f32]) -> Result<Vec<f32>, OpError> {
-        self.run_finished(x, w, None)
+        self.run_finished(x, w, None, &[])
     }
 
-    /// [`Self::run`], then `epilogue` (a bias by channel, an activation) on the output: by
-    /// the channel-block walk on each block as it is written, still in cache, else over the
-    /// whole output after (MobileNetV3's depthwise layers spent 4.8% of the model in that
-    /// pass, reading and writing their outputs once more).
+    /// [`Self::run`], then `epilogue` (a bias by channel, an activation) and the
+    /// FakeQuantize `quantize` (one range, or one per channel; none if empty) on the output:
+    /// by the channel-block walk on each block as it is written, still in cache, else over
+    /// the whole output after (MobileNetV3's depthwise layers spent 4.8% of the model in the
+    /// epilogue's pass, reading and writing their outputs once more).
     pub fn run_finished(
         &self,
         x: &[f32],
         w: &[f32],
         epilogue: Option<&Epilogue>,
+        quantize: &[FakeQuantizeRange],
     ) -> Result<Vec<f32>, OpError> {
         // Without the vector walks, plane runs measured on MobileNetV3 (2 threads): 28-wide
         // 0.145 ms by rows, 0.067 ms by plane runs; 7-wide 0.069 ms by channel blocks, 0.12
@@ -96,7 +99,7 @@ impl Depthwise {
             let plane_out: usize = self.out.iter().product();
             try_zeroed::<f32>(self.n * self.channels * plane_out)?
         } else if self.suits_phases(w) && self.suits_blocks() {
-            return self.by_blocks(x, w, epilogue);
+            return self.by_blocks(x, w, epilogue, quantize);
         } else if self.suits_phases(w) {
             self.by_phases(x, w)?
         } else if self.out[2] >= ROW_WALK_WIDTH && self.suits_plane_runs(w) {
@@ -109,6 +112,8 @@ impl Depthwise {
         if let Some(e) = epilogue {
             e.apply(&mut out, self.planes());
         }
+        let plane: usize = self.out.iter().product();
+        FakeQuantizeRange::apply_to_planes(quantize, &mut out, 0, plane);
         Ok(out)
     }
 

@@ -2,6 +2,7 @@
 
 use super::*;
 use irun_opkit::epilogue::Activation;
+use irun_opkit::quantize::fake_quantize_f32;
 
 /// The direct definition: every output adds its in-bounds taps in tap order from 0.
 fn direct(g: &Depthwise, x: &[f32], w: &[f32]) -> Vec<f32> {
@@ -115,7 +116,7 @@ fn assert_phases_match(g: &Depthwise, case: &str) {
     assert_eq!(got, want, "{case}");
     if super::blocks::supported() {
         let blocks: Vec<u32> = g
-            .by_blocks(&x, &w, None)
+            .by_blocks(&x, &w, None, &[])
             .unwrap()
             .iter()
             .map(|v| v.to_bits())
@@ -124,9 +125,9 @@ fn assert_phases_match(g: &Depthwise, case: &str) {
         // With a bias by channel and HSwish applied to each block as it is written: the
         // walk's sums finished by the epilogue's own pass.
         let e = epilogue(g.channels);
-        let mut finished = g.by_blocks(&x, &w, None).unwrap();
+        let mut finished = g.by_blocks(&x, &w, None, &[]).unwrap();
         e.apply(&mut finished, g.planes());
-        let fused = g.by_blocks(&x, &w, Some(&e)).unwrap();
+        let fused = g.by_blocks(&x, &w, Some(&e), &[]).unwrap();
         irun_opkit::testing::assert_same_bits(&fused, &finished, format!("fused, {case}"));
     }
     assert_eq!(g.run(&x, &w).unwrap().len(), want.len(), "{case}");
@@ -141,9 +142,31 @@ fn epilogue(channels: usize) -> Epilogue {
     }
 }
 
-/// `run_finished` is `run` then the epilogue, bit for bit, on the channel-block walk
-/// (enough blocks for every thread), the phase walk (one block) and the plane and row
-/// walks (a NaN weight), at 1 and 2 threads.
+/// FakeQuantize ranges after the depthwise layer: none, one for all channels, or one per
+/// channel (each its own width, some ranges narrower than the outputs so that both ends
+/// clamp).
+fn quantize_cases(channels: usize) -> [Vec<FakeQuantizeRange>; 3] {
+    let range = |c: usize| {
+        let low = -0.5 - (c % 7) as f32 * 0.25;
+        let high = 0.75 + (c % 5) as f32 * 0.5;
+        FakeQuantizeRange {
+            input_low: low,
+            input_high: high,
+            output_low: low,
+            output_high: high,
+            last_level: 255.0,
+        }
+    };
+    [
+        Vec::new(),
+        vec![range(3)],
+        (0..channels).map(range).collect(),
+    ]
+}
+
+/// `run_finished` is `run` then the epilogue and the FakeQuantize, bit for bit, on the
+/// channel-block walk (enough blocks for every thread), the phase walk (one block) and the
+/// plane and row walks (a NaN weight), at 1 and 2 threads.
 #[test]
 fn the_epilogue_lands_as_its_own_pass_would() {
     for (channels, nan) in [(80, false), (5, false), (24, true)] {
@@ -154,14 +177,34 @@ fn the_epilogue_lands_as_its_own_pass_would() {
             w[5] = f32::NAN;
         }
         let e = epilogue(channels);
-        for threads in [1, 2] {
-            irun_opkit::testing::on_threads(threads, || {
-                let mut want = g.run(&x, &w).unwrap();
-                e.apply(&mut want, g.planes());
-                let got = g.run_finished(&x, &w, Some(&e)).unwrap();
-                let at = format!("{channels} channels, NaN weight {nan}, {threads} threads");
-                irun_opkit::testing::assert_same_bits(&got, &want, at);
-            });
+        let plane: usize = g.out.iter().product();
+        for quantize in quantize_cases(channels) {
+            for threads in [1, 2] {
+                irun_opkit::testing::on_threads(threads, || {
+                    let mut want = g.run(&x, &w).unwrap();
+                    e.apply(&mut want, g.planes());
+                    for (i, values) in want.chunks_mut(plane).enumerate() {
+                        if let Some(q) = quantize.get(i % quantize.len().max(1)) {
+                            for v in values {
+                                *v = fake_quantize_f32(
+                                    *v,
+                                    q.input_low,
+                                    q.input_high,
+                                    q.output_low,
+                                    q.output_high,
+                                    q.last_level,
+                                );
+                            }
+                        }
+                    }
+                    let got = g.run_finished(&x, &w, Some(&e), &quantize).unwrap();
+                    let at = format!(
+                        "{channels} channels, NaN weight {nan}, {} ranges, {threads} threads",
+                        quantize.len()
+                    );
+                    irun_opkit::testing::assert_same_bits(&got, &want, at);
+                });
+            }
         }
     }
 }

@@ -827,6 +827,10 @@ fn a_quantizing_task_holds_the_planes_of_one_row_phase() {
     for (stride, pad, kernel, planes) in cases {
         let sp = spatial(stride, pad, 1, AutoPad::Explicit);
         let g = layout::Geometry::new(&sp, 8, [20, 20], kernel).unwrap();
-        assert_eq!(g.planes_per_task(), planes, "stride {stride}, kernel {kernel:?}");
+        assert_eq!(
+            g.planes_per_task(),
+            planes,
+            "stride {stride}, kernel {kernel:?}"
+        );
     }
 }
