@@ -31,6 +31,8 @@ mod finish;
 mod layout;
 #[cfg(test)]
 mod tests;
+#[cfg(target_arch = "x86_64")]
+mod tile_bytes;
 
 use std::sync::Arc;
 
