@@ -130,13 +130,11 @@ impl Geometry {
             return 1;
         };
         let run = self.phases.iter().take_while(|p| p[0] == first[0]).count();
-        let runs: Vec<&[[usize; 2]]> = self.phases.chunks(run).collect();
+        let runs = || self.phases.chunks(run);
         let grouped = all.is_multiple_of(run)
-            && runs.iter().all(|r| r.iter().all(|p| p[0] == r[0][0]))
-            && runs
-                .iter()
-                .enumerate()
-                .all(|(i, r)| runs[..i].iter().all(|q| q[0][0] != r[0][0]));
+            && runs().enumerate().all(|(i, r)| {
+                r.iter().all(|p| p[0] == r[0][0]) && runs().take(i).all(|q| q[0][0] != r[0][0])
+            });
         if grouped {
             run
         } else {
